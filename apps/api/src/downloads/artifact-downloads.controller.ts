@@ -1,0 +1,46 @@
+import { Controller, Get, Inject, Param, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { DataSource } from 'typeorm';
+import { ARTIFACT_STORAGE, ArtifactStorage, DownloadTokens } from '@app/artifacts';
+import { DomainError, Errors } from '@app/common';
+import { WorkflowRun } from '@app/persistence';
+
+/**
+ * The public end of a download link: no headers needed, the signed token is
+ * the permission. Tampered tokens answer 403, expired ones 410.
+ */
+@ApiTags('downloads')
+@Controller('api/v1/downloads')
+export class ArtifactDownloadsController {
+  constructor(
+    private readonly tokens: DownloadTokens,
+    private readonly dataSource: DataSource,
+    @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
+  ) {}
+
+  @Get(':token')
+  @ApiOperation({ operationId: 'downloadArtifact', summary: 'Download a recording or transcript by signed link' })
+  async download(@Param('token') token: string, @Res() reply: FastifyReply): Promise<void> {
+    const check = this.tokens.verify(token);
+    if (!check.ok) {
+      throw check.reason === 'expired'
+        ? new DomainError(410, 'download_expired', 'This download link has expired; ask for a new one')
+        : new DomainError(403, 'download_token_invalid', 'This download link is not valid');
+    }
+    const { runId, artifact } = check.grant;
+    const run = await this.dataSource
+      .getRepository(WorkflowRun)
+      .findOne({ where: { id: runId }, select: { id: true, name: true, recordingKey: true, transcriptKey: true } });
+    const key = artifact === 'recording' ? run?.recordingKey : run?.transcriptKey;
+    const stored = key ? await this.storage.get(key) : null;
+    if (!run || !key || !stored) throw Errors.notFound('artifact_not_found', 'The artifact no longer exists');
+    const extension = key.slice(key.lastIndexOf('.'));
+    await reply
+      .header('content-type', stored.contentType)
+      .header('content-length', stored.size)
+      .header('content-disposition', `attachment; filename="${run.name}-${artifact}${extension}"`)
+      .header('cache-control', 'private, no-store')
+      .send(stored.body);
+  }
+}

@@ -1,0 +1,21 @@
+import 'reflect-metadata';
+import { ConfigError, loadAppConfig } from '@app/config';
+import { createRootLogger } from '@app/common';
+import { createApiApp } from './create-api-app';
+
+async function main(): Promise<void> {
+  const config = loadAppConfig();
+  const logger = createRootLogger('api', config.logLevel);
+  const app = await createApiApp(config, logger);
+  await app.listen(config.apiPort, config.apiHost);
+  logger.info({ port: config.apiPort, docs: `${config.publicBaseUrl}/docs` }, 'api listening');
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`api failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,41 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+/** A run as the API answers it: the spec's run record plus the call's own fields. */
+export class RunView {
+  @ApiProperty() id: number;
+  @ApiProperty() workflow_id: number;
+  @ApiProperty({ example: 'WR-API-42' }) name: string;
+  @ApiProperty({ description: 'Provider of the telephony configuration used', example: 'sandbox' }) mode: string;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({ description: 'True once the run is final and its artifacts are stored' }) is_completed: boolean;
+  @ApiProperty({ type: String, nullable: true }) transcript_url: string | null;
+  @ApiProperty({ type: String, nullable: true }) recording_url: string | null;
+  @ApiProperty({ type: 'object', additionalProperties: true }) cost_info: Record<string, unknown>;
+  @ApiProperty({ type: Number, nullable: true }) definition_id: number | null;
+  @ApiProperty({ enum: ['inbound', 'outbound'] }) call_type: 'inbound' | 'outbound';
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) initial_context: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) gathered_context: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) logs: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) annotations: Record<string, unknown>;
+  @ApiProperty({
+    enum: ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'],
+  })
+  status: string;
+  @ApiProperty({ enum: ['production', 'test'] }) environment: string;
+  @ApiProperty() phone_number: string;
+  @ApiProperty({ type: String, nullable: true }) from_number: string | null;
+  @ApiProperty({ type: Number, nullable: true }) telephony_configuration_id: number | null;
+  @ApiProperty({ type: String, nullable: true }) provider_call_id: string | null;
+  @ApiProperty({ type: Number, nullable: true }) duration_seconds: number | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) answered_at: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) ended_at: string | null;
+  @ApiProperty({ type: String, nullable: true }) end_reason: string | null;
+  @ApiProperty({ type: String, nullable: true }) trigger_uuid: string | null;
+  @ApiProperty({ format: 'date-time' }) updated_at: string;
+}
+
+export class RunPage {
+  @ApiProperty({ type: [RunView] }) runs: RunView[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
+  next_cursor: string | null;
+}

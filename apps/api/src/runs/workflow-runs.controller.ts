@@ -1,0 +1,58 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { Errors, ParseIdPipe } from '@app/common';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { AuthenticatedKey } from '../auth/authenticated-key';
+import { CurrentApiKey } from '../auth/current-api-key.decorator';
+import { CreateDownloadDto, DownloadLinkDto } from './create-download.dto';
+import { ListRunsQuery } from './list-runs.query';
+import { RunPage, RunView } from './run-view';
+import { runNotFound, WorkflowRunsService } from './workflow-runs.service';
+
+const workflowId = new ParseIdPipe(() => Errors.notFound('run_not_found', 'No run belongs to this workflow'));
+const runId = new ParseIdPipe(runNotFound);
+
+/** Run records: one run, a workflow's runs for dashboards, and download links. */
+@ApiTags('runs')
+@ApiSecurity('api-key')
+@ApiBearerAuth('bearer')
+@Controller('api/v1/workflow/:workflow_id/runs')
+@UseGuards(ApiKeyGuard)
+export class WorkflowRunsController {
+  constructor(private readonly runs: WorkflowRunsService) {}
+
+  @Get()
+  @ApiOperation({ operationId: 'listWorkflowRuns', summary: 'Runs of a workflow, newest first' })
+  @ApiOkResponse({ type: RunPage })
+  list(
+    @Param('workflow_id', workflowId) workflow: number,
+    @Query() query: ListRunsQuery,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<RunPage> {
+    return this.runs.list(key, workflow, query);
+  }
+
+  @Get(':run_id')
+  @ApiOperation({ operationId: 'getWorkflowRun', summary: 'The record of one call' })
+  @ApiOkResponse({ type: RunView })
+  get(
+    @Param('workflow_id', workflowId) workflow: number,
+    @Param('run_id', runId) run: number,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<RunView> {
+    return this.runs.get(key, workflow, run);
+  }
+
+  @Post(':run_id/downloads')
+  @HttpCode(200)
+  @ApiOperation({ operationId: 'createRunDownload', summary: 'A time-limited public URL for a recording or transcript' })
+  @ApiOkResponse({ type: DownloadLinkDto })
+  createDownload(
+    @Param('workflow_id', workflowId) workflow: number,
+    @Param('run_id', runId) run: number,
+    @Body() body: CreateDownloadDto,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<DownloadLinkDto> {
+    return this.runs.createDownload(key, workflow, run, body.artifact, body.expires_in_seconds);
+  }
+}

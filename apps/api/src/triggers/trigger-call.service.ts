@@ -1,0 +1,118 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DomainError, Errors } from '@app/common';
+import { ApiTrigger, RunEnvironment, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
+import { CallsQueue } from '@app/queue';
+import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
+import { TriggerCallDto, TriggerCallResponseDto } from './trigger-call.dto';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Accepts a call request: checks the trigger, the key's access, the agent
+ * definition and the telephony configuration, stores the run and enqueues
+ * its dial job. Answers only once both are durable.
+ */
+@Injectable()
+export class TriggerCallService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly runs: WorkflowRunStore,
+    private readonly callsQueue: CallsQueue,
+  ) {}
+
+  async trigger(
+    key: AuthenticatedKey,
+    uuid: string,
+    environment: RunEnvironment,
+    body: TriggerCallDto,
+  ): Promise<TriggerCallResponseDto> {
+    const trigger = await this.findActiveTrigger(uuid);
+    if (trigger.organizationId !== key.organizationId) {
+      throw Errors.forbidden('This API key belongs to another organization than the agent');
+    }
+    if (!keyMayUseWorkflow(key, trigger.workflowId)) throw Errors.forbidden('This API key has no access to this agent');
+    await this.assertDefinitionRunsTrigger(trigger, environment);
+    const config = await this.resolveConfiguration(key.organizationId, body.telephony_configuration_id ?? null);
+
+    const [runId] = await this.runs.insertQueued([
+      {
+        organizationId: key.organizationId,
+        workflowId: trigger.workflowId,
+        environment,
+        triggerUuid: trigger.uuid,
+        apiKeyId: key.id,
+        telephonyConfigurationId: config.id,
+        provider: config.provider,
+        phoneNumber: body.phone_number,
+        initialContext: body.initial_context ?? {},
+      },
+    ]);
+    await this.callsQueue.enqueuePlaceCall([{ runId, organizationId: key.organizationId }]);
+    return { status: 'initiated', workflow_run_id: runId, workflow_run_name: `WR-API-${runId}` };
+  }
+
+  private async findActiveTrigger(uuid: string): Promise<ApiTrigger> {
+    const trigger = UUID.test(uuid)
+      ? await this.dataSource.getRepository(ApiTrigger).findOneBy({ uuid: uuid.toLowerCase() })
+      : null;
+    if (!trigger || !trigger.isActive) throw triggerNotFound();
+    return trigger;
+  }
+
+  /** Production runs the published definition; test runs the draft, else the published one. */
+  private async assertDefinitionRunsTrigger(trigger: ApiTrigger, environment: RunEnvironment): Promise<void> {
+    const rows: Array<{ status: string; has_trigger: boolean }> = await this.dataSource.query(
+      `SELECT status,
+              definition->'nodes' @> jsonb_build_array(jsonb_build_object(
+                'type', 'trigger', 'data', jsonb_build_object('trigger_path', $2::text))) AS has_trigger
+         FROM workflow_definitions
+        WHERE workflow_id = $1 AND status IN ('draft', 'published')`,
+      [trigger.workflowId, trigger.uuid],
+    );
+    const draft = rows.find((row) => row.status === 'draft');
+    const published = rows.find((row) => row.status === 'published');
+    const chosen = environment === 'test' ? (draft ?? published) : published;
+    if (!chosen) {
+      throw Errors.notFound('agent_not_published', 'The agent has no published version; publish it or use the test URL');
+    }
+    if (!chosen.has_trigger) {
+      throw Errors.notFound('trigger_not_found', 'The agent version that would run no longer contains this trigger');
+    }
+  }
+
+  private async resolveConfiguration(organizationId: number, requestedId: number | null): Promise<TelephonyConfiguration> {
+    const repository = this.dataSource.getRepository(TelephonyConfiguration);
+    if (requestedId !== null) {
+      const config = await repository.findOneBy({ id: requestedId, organizationId });
+      if (!config) {
+        throw Errors.notFound(
+          'telephony_configuration_not_found',
+          `Telephony configuration ${requestedId} does not exist in this organization`,
+        );
+      }
+      return assertUsable(config);
+    }
+    const config = await repository.findOneBy({ organizationId, isDefaultOutbound: true });
+    if (!config) {
+      const any = await repository.existsBy({ organizationId });
+      throw Errors.telephonyNotConfigured(
+        any
+          ? 'No telephony configuration is the default for outbound calls; mark one with is_default_outbound or pass telephony_configuration_id'
+          : 'The organization has no telephony configuration; create one before placing calls',
+      );
+    }
+    return assertUsable(config);
+  }
+}
+
+function assertUsable(config: TelephonyConfiguration): TelephonyConfiguration {
+  if (config.fromNumbers.length === 0) {
+    throw Errors.telephonyNotConfigured(`Telephony configuration ${config.id} has no from number; add one to from_numbers`);
+  }
+  return config;
+}
+
+function triggerNotFound(): DomainError {
+  return Errors.notFound('trigger_not_found', 'No active API trigger has this UUID');
+}

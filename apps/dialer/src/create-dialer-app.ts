@@ -1,0 +1,17 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Logger as PinoLogger } from 'pino';
+import { PinoNestLogger } from '@app/common';
+import { AppConfig } from '@app/config';
+import { DialerModule } from './dialer.module';
+
+/** Builds the dialer: BullMQ workers plus a health-only HTTP listener. */
+export async function createDialerApp(config: AppConfig, logger: PinoLogger): Promise<NestFastifyApplication> {
+  const app = await NestFactory.create<NestFastifyApplication>(
+    DialerModule.forRoot(config),
+    new FastifyAdapter({ loggerInstance: logger }),
+    { logger: new PinoNestLogger(logger), abortOnError: false },
+  );
+  app.enableShutdownHooks();
+  return app;
+}

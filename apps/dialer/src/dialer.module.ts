@@ -1,0 +1,44 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { ArtifactsModule } from '@app/artifacts';
+import { HttpExceptionFilter } from '@app/common';
+import { AppConfig, ConfigModule } from '@app/config';
+import { HealthModule } from '@app/health';
+import { PersistenceModule } from '@app/persistence';
+import { QueueModule } from '@app/queue';
+import { TelephonyModule } from '@app/telephony';
+import { TemplatingModule } from '@app/templating';
+import { CallEventApplier } from './call-events/call-event-applier.service';
+import { CallEventsProcessor } from './call-events/call-events.processor';
+import { RunArtifactsCollector } from './call-events/run-artifacts-collector.service';
+import { CallPlacer } from './calls/call-placer.service';
+import { DefinitionPicker } from './calls/definition-picker.service';
+import { PlaceCallProcessor } from './calls/place-call.processor';
+
+/** The dialer worker: places calls and applies carrier events. Its only HTTP is health. */
+@Module({})
+export class DialerModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: DialerModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        PersistenceModule,
+        QueueModule.forRoot('worker'),
+        TelephonyModule,
+        TemplatingModule,
+        ArtifactsModule,
+        HealthModule,
+      ],
+      providers: [
+        { provide: APP_FILTER, useClass: HttpExceptionFilter },
+        DefinitionPicker,
+        CallPlacer,
+        PlaceCallProcessor,
+        RunArtifactsCollector,
+        CallEventApplier,
+        CallEventsProcessor,
+      ],
+    };
+  }
+}

@@ -1,0 +1,21 @@
+import 'reflect-metadata';
+import { createRootLogger } from '@app/common';
+import { ConfigError, loadAppConfig } from '@app/config';
+import { createDialerApp } from './create-dialer-app';
+
+async function main(): Promise<void> {
+  const config = loadAppConfig();
+  const logger = createRootLogger('dialer', config.logLevel);
+  const app = await createDialerApp(config, logger);
+  await app.listen(config.dialerHealthPort, config.apiHost);
+  logger.info({ health_port: config.dialerHealthPort, concurrency: config.dialerConcurrency }, 'dialer started');
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`dialer failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,94 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from './domain-error';
+import { ErrorBody } from './error-body';
+
+const CODES_BY_STATUS: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  410: 'gone',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable_entity',
+  429: 'too_many_requests',
+  503: 'service_unavailable',
+};
+
+/** Fastify's own client errors (body parsing) keep their 4xx and get a stable code. */
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+};
+
+/**
+ * Maps every error to `{statusCode, code, message, request_id}`. Anything that
+ * is not a known client error answers a generic 500 and is logged in full.
+ */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    const body = this.toBody(exception, String(request.id ?? ''));
+    if (body.statusCode >= 500) {
+      this.logger.error(
+        { err: exception, request_id: body.request_id, method: request.method, url: request.url },
+        'request failed',
+      );
+    }
+    void reply.status(body.statusCode).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+
+  private toBody(exception: unknown, requestId: string): ErrorBody {
+    if (exception instanceof DomainError) {
+      return this.body(exception.status, exception.code, exception.message, requestId, exception.details);
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const response = exception.getResponse();
+      const message = this.messageOf(response) ?? exception.message;
+      const code = typeof response === 'object' && response !== null && 'code' in response
+        ? String((response as { code: unknown }).code)
+        : (CODES_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'bad_request'));
+      if (status >= 500) return this.internal(requestId);
+      return this.body(status, code, message, requestId);
+    }
+    const fastifyError = exception as { code?: string; statusCode?: number; message?: string };
+    if (
+      typeof fastifyError?.statusCode === 'number' &&
+      fastifyError.statusCode >= 400 &&
+      fastifyError.statusCode < 500
+    ) {
+      const code = (fastifyError.code && FASTIFY_CODES[fastifyError.code]) ?? CODES_BY_STATUS[fastifyError.statusCode] ?? 'bad_request';
+      return this.body(fastifyError.statusCode, code, fastifyError.message ?? 'Bad request', requestId);
+    }
+    return this.internal(requestId);
+  }
+
+  private messageOf(response: string | object): string | undefined {
+    if (typeof response === 'string') return response;
+    const message = (response as { message?: unknown }).message;
+    if (Array.isArray(message)) return message.join('; ');
+    return typeof message === 'string' ? message : undefined;
+  }
+
+  private internal(requestId: string): ErrorBody {
+    return this.body(HttpStatus.INTERNAL_SERVER_ERROR, 'internal_error', 'Internal server error', requestId);
+  }
+
+  private body(statusCode: number, code: string, message: string, requestId: string, details?: unknown): ErrorBody {
+    const body: ErrorBody = { statusCode, code, message, request_id: requestId };
+    if (details !== undefined) body.details = details;
+    return body;
+  }
+}

@@ -1,0 +1,5 @@
+export * from './app-config';
+export * from './app-config.token';
+export * from './config-error';
+export * from './config.module';
+export * from './load-app-config';

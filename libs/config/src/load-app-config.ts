@@ -1,0 +1,115 @@
+import { resolve } from 'node:path';
+import { AppConfig } from './app-config';
+import { ConfigError } from './config-error';
+
+type Env = Record<string, string | undefined>;
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/voice_agent';
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * Validates the environment once and returns a frozen, typed configuration.
+ * Every problem is collected so an operator fixes them all in one go.
+ */
+export function loadAppConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+  const reader = new EnvReader(env, problems);
+
+  const apiPort = reader.port('PORT', 3000);
+  const config: AppConfig = {
+    nodeEnv: reader.string('NODE_ENV', 'development'),
+    databaseUrl: reader.url('DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']),
+    databasePoolSize: reader.integer('DATABASE_POOL_SIZE', 10, 1, 200),
+    redisUrl: reader.url('REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
+    queuePrefix: reader.queuePrefix('QUEUE_PREFIX', '{voice-agent}'),
+    apiPort,
+    apiHost: reader.string('HOST', '0.0.0.0'),
+    dialerHealthPort: reader.port('DIALER_HEALTH_PORT', 3001),
+    publicBaseUrl: reader
+      .url('PUBLIC_BASE_URL', `http://localhost:${apiPort}`, ['http:', 'https:'])
+      .replace(/\/+$/, ''),
+    secretsKey: reader.secretsKey('SECRETS_KEY'),
+    artifactsDir: resolve(reader.string('ARTIFACTS_DIR', './var/artifacts')),
+    logLevel: reader.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    downloadUrlTtlSeconds: reader.integer('DOWNLOAD_URL_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
+    apiKeyCacheTtlMs: reader.integer('API_KEY_CACHE_TTL_MS', 2000, 0, 5000),
+    dialerConcurrency: reader.integer('DIALER_CONCURRENCY', 50, 1, 1000),
+    shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+class EnvReader {
+  constructor(
+    private readonly env: Env,
+    private readonly problems: string[],
+  ) {}
+
+  string(name: string, fallback: string): string {
+    const value = this.env[name];
+    return value === undefined || value === '' ? fallback : value;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  }
+
+  port(name: string, fallback: number): number {
+    return this.integer(name, fallback, 0, 65535);
+  }
+
+  oneOf(name: string, fallback: string, allowed: string[]): string {
+    const value = this.string(name, fallback);
+    if (!allowed.includes(value)) {
+      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${value}")`);
+      return fallback;
+    }
+    return value;
+  }
+
+  url(name: string, fallback: string, protocols: string[]): string {
+    const value = this.string(name, fallback);
+    try {
+      const parsed = new URL(value);
+      if (!protocols.includes(parsed.protocol)) {
+        this.problems.push(`${name} must use ${protocols.join(' or ')} (got "${parsed.protocol}")`);
+      }
+    } catch {
+      this.problems.push(`${name} must be a URL`);
+    }
+    return value;
+  }
+
+  queuePrefix(name: string, fallback: string): string {
+    const value = this.string(name, fallback);
+    if (!/^\{[A-Za-z0-9_.-]+\}$/.test(value)) {
+      this.problems.push(
+        `${name} must be a Redis Cluster hash tag such as {voice-agent} (letters, digits, _ . - inside braces)`,
+      );
+    }
+    return value;
+  }
+
+  /** Accepts 32 bytes as 64 hex characters or base64; never echoes the value. */
+  secretsKey(name: string): Buffer {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') {
+      this.problems.push(`${name} is required: 32 random bytes as hex or base64 (openssl rand -hex 32)`);
+      return Buffer.alloc(32);
+    }
+    const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+    if (key.length !== 32) {
+      this.problems.push(`${name} must decode to exactly 32 bytes (hex or base64)`);
+      return Buffer.alloc(32);
+    }
+    return key;
+  }
+}

@@ -1,0 +1,31 @@
+import { DataSource } from 'typeorm';
+import { ENTITIES } from './entities';
+import { MIGRATIONS } from './migrations';
+
+export interface DataSourceOptions {
+  url: string;
+  /** Pool size per process. */
+  poolSize?: number;
+  applicationName?: string;
+}
+
+/** The one way to reach Postgres: schema comes from migrations only, never `synchronize`. */
+export function createDataSource(options: DataSourceOptions): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: options.url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'schema_migrations',
+    synchronize: false,
+    migrationsRun: false,
+    logging: ['error'],
+    applicationName: options.applicationName,
+    extra: {
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 5000,
+      // A statement that hangs would hold a request forever; fail it instead.
+      statement_timeout: 15000,
+    },
+  });
+}

@@ -1,0 +1,32 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { DefinitionGraph } from '../definition-graph';
+
+export type DefinitionStatus = 'draft' | 'published' | 'archived';
+
+/** One version of a workflow's graph; at most one draft and one published per workflow. */
+@Entity({ name: 'workflow_definitions' })
+@Index('workflow_definitions_version_key', ['workflowId', 'version'], { unique: true })
+@Index('workflow_definitions_one_draft', ['workflowId'], { unique: true, where: `status = 'draft'` })
+@Index('workflow_definitions_one_published', ['workflowId'], { unique: true, where: `status = 'published'` })
+export class WorkflowDefinition {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ name: 'workflow_id', type: 'integer' })
+  workflowId: number;
+
+  @Column({ type: 'integer' })
+  version: number;
+
+  @Column({ type: 'text' })
+  status: DefinitionStatus;
+
+  @Column({ type: 'jsonb' })
+  definition: DefinitionGraph;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'published_at', type: 'timestamptz', nullable: true })
+  publishedAt: Date | null;
+}

@@ -1,0 +1,114 @@
+import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import { RunEnvironment, RunStatus } from '../run-status';
+
+export interface RunLogEvent {
+  at: string;
+  event: string;
+  status?: RunStatus;
+  detail?: Record<string, unknown>;
+}
+
+export interface RunLogs {
+  events?: RunLogEvent[];
+  template_missing_paths?: string[];
+  [key: string]: unknown;
+}
+
+/**
+ * The record of one call. `initialContext` is exactly what the caller sent;
+ * everything the system knows about the run lives in its own columns.
+ */
+@Entity({ name: 'workflow_runs' })
+@Index('workflow_runs_workflow_idx', ['workflowId', 'id'])
+@Index('workflow_runs_workflow_status_idx', ['workflowId', 'status', 'id'])
+@Index('workflow_runs_open_idx', ['status', 'updatedAt'], { where: 'NOT is_completed' })
+export class WorkflowRun {
+  @PrimaryGeneratedColumn()
+  id: number;
+
+  @Column({ name: 'organization_id', type: 'integer' })
+  organizationId: number;
+
+  @Column({ name: 'workflow_id', type: 'integer' })
+  workflowId: number;
+
+  @Column({ type: 'text' })
+  name: string;
+
+  @Column({ type: 'text' })
+  status: RunStatus;
+
+  @Column({ type: 'text' })
+  environment: RunEnvironment;
+
+  @Column({ name: 'call_type', type: 'text', default: 'outbound' })
+  callType: 'inbound' | 'outbound';
+
+  @Column({ name: 'trigger_uuid', type: 'uuid', nullable: true })
+  triggerUuid: string | null;
+
+  @Column({ name: 'api_key_id', type: 'integer', nullable: true })
+  apiKeyId: number | null;
+
+  @Column({ name: 'telephony_configuration_id', type: 'integer', nullable: true })
+  telephonyConfigurationId: number | null;
+
+  /** The carrier the run went through; answered as the run's `mode`. */
+  @Column({ type: 'text', nullable: true })
+  provider: string | null;
+
+  @Column({ name: 'definition_id', type: 'integer', nullable: true })
+  definitionId: number | null;
+
+  @Column({ name: 'phone_number', type: 'text' })
+  phoneNumber: string;
+
+  @Column({ name: 'from_number', type: 'text', nullable: true })
+  fromNumber: string | null;
+
+  @Column({ name: 'provider_call_id', type: 'text', nullable: true })
+  providerCallId: string | null;
+
+  @Column({ name: 'initial_context', type: 'jsonb', default: () => `'{}'` })
+  initialContext: Record<string, unknown>;
+
+  @Column({ name: 'gathered_context', type: 'jsonb', default: () => `'{}'` })
+  gatheredContext: Record<string, unknown>;
+
+  @Column({ type: 'jsonb', default: () => `'{}'` })
+  logs: RunLogs;
+
+  @Column({ type: 'jsonb', default: () => `'{}'` })
+  annotations: Record<string, unknown>;
+
+  @Column({ name: 'cost_info', type: 'jsonb', default: () => `'{}'` })
+  costInfo: Record<string, unknown>;
+
+  @Column({ name: 'duration_seconds', type: 'double precision', nullable: true })
+  durationSeconds: number | null;
+
+  @Column({ name: 'answered_at', type: 'timestamptz', nullable: true })
+  answeredAt: Date | null;
+
+  @Column({ name: 'ended_at', type: 'timestamptz', nullable: true })
+  endedAt: Date | null;
+
+  @Column({ name: 'end_reason', type: 'text', nullable: true })
+  endReason: string | null;
+
+  /** True only once the run is final and its artifacts are stored. */
+  @Column({ name: 'is_completed', type: 'boolean', default: false })
+  isCompleted: boolean;
+
+  @Column({ name: 'transcript_key', type: 'text', nullable: true })
+  transcriptKey: string | null;
+
+  @Column({ name: 'recording_key', type: 'text', nullable: true })
+  recordingKey: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+}

@@ -1,0 +1,36 @@
+export const RUN_STATUSES = [
+  'queued',
+  'dialing',
+  'ringing',
+  'in_progress',
+  'completed',
+  'busy',
+  'no_answer',
+  'failed',
+  'canceled',
+] as const;
+
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export type RunEnvironment = 'production' | 'test';
+
+export const FINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'busy', 'no_answer', 'failed', 'canceled'];
+
+export function isFinalRunStatus(status: RunStatus): boolean {
+  return FINAL_RUN_STATUSES.includes(status);
+}
+
+/**
+ * Which statuses a run may move to each status from. Moves only go forward:
+ * a late or repeated event whose source status is gone changes nothing.
+ */
+export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  queued: ['dialing'],
+  dialing: ['queued'],
+  ringing: ['dialing'],
+  in_progress: ['dialing', 'ringing'],
+  completed: ['dialing', 'ringing', 'in_progress'],
+  busy: ['dialing', 'ringing'],
+  no_answer: ['dialing', 'ringing'],
+  failed: ['queued', 'dialing', 'ringing', 'in_progress'],
+  canceled: ['queued', 'dialing', 'ringing', 'in_progress'],
+};

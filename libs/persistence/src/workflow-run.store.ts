@@ -1,0 +1,170 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { RunLogEvent } from './entities';
+import { WorkflowRun } from './entities/workflow-run.entity';
+import { RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
+
+export interface NewRun {
+  organizationId: number;
+  workflowId: number;
+  environment: RunEnvironment;
+  triggerUuid: string;
+  apiKeyId: number;
+  telephonyConfigurationId: number;
+  provider: string;
+  phoneNumber: string;
+  initialContext: Record<string, unknown>;
+}
+
+/** Columns a transition may set besides the status. */
+export interface RunTransitionFields {
+  definitionId?: number;
+  fromNumber?: string;
+  providerCallId?: string;
+  durationSeconds?: number;
+  answeredAt?: Date;
+  endedAt?: Date;
+  endReason?: string;
+  costInfo?: Record<string, unknown>;
+}
+
+const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: string }> = {
+  definitionId: { column: 'definition_id', cast: 'integer' },
+  fromNumber: { column: 'from_number', cast: 'text' },
+  providerCallId: { column: 'provider_call_id', cast: 'text' },
+  durationSeconds: { column: 'duration_seconds', cast: 'double precision' },
+  answeredAt: { column: 'answered_at', cast: 'timestamptz' },
+  endedAt: { column: 'ended_at', cast: 'timestamptz' },
+  endReason: { column: 'end_reason', cast: 'text' },
+  costInfo: { column: 'cost_info', cast: 'jsonb' },
+};
+
+/**
+ * Every write to a run after it is created. Status moves are conditional
+ * updates: the row changes only when its current status may move to the new
+ * one, and the affected-row count tells the caller whether it won the race.
+ */
+@Injectable()
+export class WorkflowRunStore {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async insertQueued(runs: NewRun[]): Promise<number[]> {
+    if (runs.length === 0) return [];
+    const params: unknown[] = [];
+    const rows = runs.map((run) => {
+      const values = [
+        run.organizationId,
+        run.workflowId,
+        run.environment,
+        run.triggerUuid,
+        run.apiKeyId,
+        run.telephonyConfigurationId,
+        run.provider,
+        run.phoneNumber,
+        JSON.stringify(run.initialContext),
+      ];
+      const first = params.length + 1;
+      params.push(...values);
+      const p = (i: number) => `$${first + i}`;
+      return `(${p(0)}::integer, ${p(1)}::integer, ${p(2)}::text, ${p(3)}::uuid, ${p(4)}::integer, ${p(5)}::integer, ${p(6)}::text, ${p(7)}::text, ${p(8)}::jsonb, ${first})`;
+    });
+    // The run's name carries its own id, so the id is drawn before the insert.
+    const result: Array<{ id: number; ord: number }> = await this.dataSource.query(
+      `WITH input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                   telephony_configuration_id, provider, phone_number, initial_context, ord) AS (
+         VALUES ${rows.join(', ')}
+       ), numbered AS (
+         SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.* FROM input
+       )
+       INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid,
+                                  api_key_id, telephony_configuration_id, provider, phone_number, initial_context, logs)
+       SELECT id, 'WR-API-' || id, 'queued', organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+              telephony_configuration_id, provider, phone_number, initial_context,
+              jsonb_build_object('events', jsonb_build_array(jsonb_build_object('at', now(), 'event', 'run.queued', 'status', 'queued')))
+       FROM numbered
+       RETURNING id, (SELECT ord FROM numbered WHERE numbered.id = workflow_runs.id) AS ord`,
+      params,
+    );
+    return [...result].sort((a, b) => a.ord - b.ord).map((row) => row.id);
+  }
+
+  async findById(runId: number): Promise<WorkflowRun | null> {
+    return this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
+  }
+
+  /**
+   * Moves the run to `to` if its current status allows it, sets `fields`, and
+   * appends one entry to `logs.events`. Returns whether the row changed.
+   */
+  async transition(
+    runId: number,
+    to: RunStatus,
+    event: string,
+    fields: RunTransitionFields = {},
+    detail?: Record<string, unknown>,
+  ): Promise<boolean> {
+    const params: unknown[] = [runId, to, RUN_TRANSITIONS[to]];
+    const sets = ['status = $2', 'updated_at = now()'];
+    for (const [key, value] of Object.entries(fields) as Array<[keyof RunTransitionFields, unknown]>) {
+      if (value === undefined) continue;
+      const { column, cast } = FIELD_COLUMNS[key];
+      params.push(cast === 'jsonb' ? JSON.stringify(value) : value);
+      // The first call id a run learns is the one it keeps.
+      const assigned = key === 'providerCallId' ? `COALESCE(${column}, $${params.length}::${cast})` : `$${params.length}::${cast}`;
+      sets.push(`${column} = ${assigned}`);
+    }
+    // Final statuses without artifacts are complete at once; `completed` waits for its artifacts.
+    if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
+    const entry: RunLogEvent = { at: new Date().toISOString(), event, status: to, ...(detail ? { detail } : {}) };
+    params.push(JSON.stringify([entry]));
+    sets.push(`logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $${params.length}::jsonb)`);
+    const [, affected] = await this.dataSource.query(
+      `UPDATE workflow_runs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($3::text[])`,
+      params,
+    );
+    return affected > 0;
+  }
+
+  /** Records the carrier's id for the call without changing the status. */
+  async recordProviderCallId(runId: number, providerCallId: string): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE workflow_runs SET provider_call_id = $2, updated_at = now() WHERE id = $1 AND provider_call_id IS NULL`,
+      [runId, providerCallId],
+    );
+  }
+
+  /** Sets one top-level key of `logs` (not `events`), in place. */
+  async setLog(runId: number, key: string, value: unknown): Promise<void> {
+    if (key === 'events') throw new Error('logs.events is written through transition() only');
+    await this.dataSource.query(
+      `UPDATE workflow_runs SET logs = jsonb_set(logs, ARRAY[$2::text], $3::jsonb), updated_at = now() WHERE id = $1`,
+      [runId, key, JSON.stringify(value)],
+    );
+  }
+
+  /** Records a carrier event that changes no status (duplicates, late arrivals), for the run's history. */
+  async appendEvent(runId: number, event: string, detail?: Record<string, unknown>): Promise<void> {
+    const entry: RunLogEvent = { at: new Date().toISOString(), event, ...(detail ? { detail } : {}) };
+    await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $2::jsonb)
+        WHERE id = $1`,
+      [runId, JSON.stringify([entry])],
+    );
+  }
+
+  /** Stores artifact keys and marks a completed run complete; a no-op when already done. */
+  async completeArtifacts(
+    runId: number,
+    artifacts: { transcriptKey: string | null; recordingKey: string | null; gatheredContext?: Record<string, unknown> },
+  ): Promise<boolean> {
+    const [, affected] = await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET transcript_key = $2, recording_key = $3, is_completed = true, updated_at = now(),
+              gathered_context = gathered_context || $4::jsonb
+        WHERE id = $1 AND status = 'completed' AND NOT is_completed`,
+      [runId, artifacts.transcriptKey, artifacts.recordingKey, JSON.stringify(artifacts.gatheredContext ?? {})],
+    );
+    return affected > 0;
+  }
+}

@@ -1,0 +1,23 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable } from '@nestjs/common';
+import { Queue } from 'bullmq';
+import { JobPolicy } from './job-policies';
+import { JobName, PlaceCallJob, placeCallJobId } from './jobs';
+import { QueueName } from './queue-names';
+
+/** Producer side of the `calls` queue. The job id is derived from the run, so enqueueing twice is harmless. */
+@Injectable()
+export class CallsQueue {
+  constructor(@InjectQueue(QueueName.Calls) private readonly queue: Queue<PlaceCallJob>) {}
+
+  async enqueuePlaceCall(jobs: PlaceCallJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.queue.addBulk(
+      jobs.map((job) => ({
+        name: JobName.PlaceCall,
+        data: job,
+        opts: { ...JobPolicy.placeCall, jobId: placeCallJobId(job.runId) },
+      })),
+    );
+  }
+}

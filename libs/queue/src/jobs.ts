@@ -1,0 +1,46 @@
+import { QueueName } from './queue-names';
+
+/** Place the call of a queued run. Carries ids only; the processor reloads the run. */
+export interface PlaceCallJob {
+  runId: number;
+  organizationId: number;
+}
+
+export type CallEventType = 'ringing' | 'answered' | 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled';
+
+/** A status event reported by a carrier about one of our runs. */
+export interface CallEventJob {
+  runId: number;
+  organizationId: number;
+  provider: string;
+  providerCallId: string;
+  type: CallEventType;
+  occurredAt: string;
+  /** Carrier-reported call length, with `completed`. */
+  durationSeconds?: number;
+  /** Carrier's words for a failure, with `failed`. */
+  reason?: string;
+}
+
+/** Job name → payload, per queue: a wrong enqueue does not compile. */
+export interface JobsByQueue {
+  [QueueName.Calls]: { 'place-call': PlaceCallJob };
+  [QueueName.CallEvents]: { 'call-event': CallEventJob };
+}
+
+export type JobName<Q extends QueueName> = keyof JobsByQueue[Q] & string;
+export type JobPayload<Q extends QueueName, N extends JobName<Q>> = JobsByQueue[Q][N];
+
+export const JobName = {
+  PlaceCall: 'place-call',
+  CallEvent: 'call-event',
+} as const;
+
+/** Job ids never contain ':' (BullMQ reserves it). */
+export function placeCallJobId(runId: number): string {
+  return `run-${runId}`;
+}
+
+export function callEventJobId(event: Pick<CallEventJob, 'runId' | 'type'>): string {
+  return `run-${event.runId}-${event.type}`;
+}

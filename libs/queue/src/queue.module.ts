@@ -1,0 +1,33 @@
+import { BullModule } from '@nestjs/bullmq';
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { CallEventsQueue } from './call-events.queue';
+import { CallsQueue } from './calls.queue';
+import { QueueName } from './queue-names';
+import { redisConnectionOptions } from './redis-connection';
+
+/**
+ * Registers BullMQ with the configured Redis and hash-tag prefix, and the
+ * typed producers of every queue. `role` picks the connection behaviour.
+ */
+@Module({})
+export class QueueModule {
+  static forRoot(role: 'producer' | 'worker'): DynamicModule {
+    return {
+      module: QueueModule,
+      global: true,
+      imports: [
+        BullModule.forRootAsync({
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig) => ({
+            connection: redisConnectionOptions(config.redisUrl, role),
+            prefix: config.queuePrefix,
+          }),
+        }),
+        BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
+      ],
+      providers: [CallsQueue, CallEventsQueue],
+      exports: [BullModule, CallsQueue, CallEventsQueue],
+    };
+  }
+}

@@ -1,0 +1,38 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+
+const VERSION = 'v1';
+
+/**
+ * Encrypts carrier credentials at rest with AES-256-GCM under a key derived
+ * from SECRETS_KEY. The envelope is `v1.<iv>.<tag>.<ciphertext>` in base64url.
+ */
+@Injectable()
+export class CredentialsCipher {
+  private readonly key: Buffer;
+
+  constructor(@Inject(APP_CONFIG) config: Pick<AppConfig, 'secretsKey'>) {
+    this.key = Buffer.from(hkdfSync('sha256', config.secretsKey, Buffer.alloc(0), 'telephony-credentials', 32));
+  }
+
+  encrypt(credentials: Record<string, unknown>): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const ciphertext = Buffer.concat([cipher.update(JSON.stringify(credentials), 'utf8'), cipher.final()]);
+    return [VERSION, iv, cipher.getAuthTag(), ciphertext]
+      .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+      .join('.');
+  }
+
+  decrypt(envelope: string): Record<string, unknown> {
+    const [version, iv, tag, ciphertext] = envelope.split('.');
+    if (version !== VERSION || !iv || !tag || ciphertext === undefined) {
+      throw new Error('Unrecognised credentials envelope');
+    }
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    const plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
+    return JSON.parse(plain.toString('utf8')) as Record<string, unknown>;
+  }
+}

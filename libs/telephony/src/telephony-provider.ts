@@ -1,0 +1,57 @@
+import { CallEventJob } from '@app/queue';
+
+/** What the dialer hands a provider to place one call. */
+export interface PlaceCallRequest {
+  runId: number;
+  organizationId: number;
+  to: string;
+  from: string;
+  credentials: Record<string, unknown> | null;
+  settings: Record<string, unknown>;
+  maxCallDurationSeconds: number;
+}
+
+export interface PlaceCallResult {
+  providerCallId: string;
+}
+
+/** The conversation as the agent saw it, for providers that simulate the call themselves. */
+export interface CallArtifactsRequest {
+  runId: number;
+  providerCallId: string;
+  settings: Record<string, unknown>;
+  durationSeconds: number;
+  agentOpening: string;
+}
+
+export interface CallArtifacts {
+  transcript: TranscriptTurn[];
+  recording: { contentType: string; body: Buffer } | null;
+}
+
+export interface TranscriptTurn {
+  speaker: 'agent' | 'user';
+  text: string;
+  start_ms: number;
+  end_ms: number;
+}
+
+/** Where a provider reports status events; the dialer applies them to runs. */
+export interface CallEventSink {
+  publish(event: CallEventJob, delayMs?: number): Promise<void>;
+}
+
+/**
+ * One carrier. Everything the dialer does with a call goes through here, so
+ * a new carrier is one more implementation and nothing else changes.
+ */
+export interface TelephonyProvider {
+  readonly name: string;
+  /** Checks the shape of credentials; returns problems, empty when valid. */
+  validateCredentials(credentials: Record<string, unknown> | null): string[];
+  /** Checks provider `settings`; returns problems, empty when valid. */
+  validateSettings(settings: Record<string, unknown>): string[];
+  placeCall(request: PlaceCallRequest): Promise<PlaceCallResult>;
+  /** Builds or fetches what the call left behind once it completed. */
+  collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts>;
+}

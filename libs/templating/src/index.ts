@@ -1,0 +1,3 @@
+export * from './prompt-renderer';
+export * from './render-definition';
+export * from './templating.module';

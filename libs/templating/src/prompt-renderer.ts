@@ -1,0 +1,76 @@
+import { Injectable } from '@nestjs/common';
+import { Liquid, Template } from 'liquidjs';
+
+export interface RenderResult {
+  text: string;
+  /** Dotted paths the template read that the data does not have. */
+  missingPaths: string[];
+}
+
+const CACHE_LIMIT = 2000;
+
+/**
+ * Renders prompt templates with Liquid: `{{ initial_context.user.name }}`,
+ * `{{ initial_context.x | default: "fallback" }}`. Liquid never evaluates code
+ * from a template; includes have no file system to read, and parse/render are
+ * bounded so a hostile template cannot hang the dialer. Each distinct
+ * template is compiled once.
+ */
+@Injectable()
+export class PromptRenderer {
+  private readonly liquid = new Liquid({
+    strictFilters: true,
+    strictVariables: false,
+    ownPropertyOnly: true,
+    templates: {},
+    parseLimit: 100_000,
+    renderLimit: 1_000,
+    memoryLimit: 10_000_000,
+  });
+  private readonly compiled = new Map<string, Template[]>();
+
+  /** Throws with Liquid's message when `source` is not a valid template. */
+  validate(source: string): void {
+    this.compile(source);
+  }
+
+  async render(source: string, data: Record<string, unknown>): Promise<RenderResult> {
+    const templates = this.compile(source);
+    const text = String(await this.liquid.render(templates, data));
+    return { text, missingPaths: this.missingPaths(templates, data) };
+  }
+
+  private compile(source: string): Template[] {
+    const cached = this.compiled.get(source);
+    if (cached) {
+      // Refresh recency: Map iteration order is insertion order.
+      this.compiled.delete(source);
+      this.compiled.set(source, cached);
+      return cached;
+    }
+    const templates = this.liquid.parse(source);
+    this.compiled.set(source, templates);
+    if (this.compiled.size > CACHE_LIMIT) {
+      this.compiled.delete(this.compiled.keys().next().value as string);
+    }
+    return templates;
+  }
+
+  private missingPaths(templates: Template[], data: Record<string, unknown>): string[] {
+    const missing = new Set<string>();
+    for (const segments of this.liquid.globalVariableSegmentsSync(templates)) {
+      // A computed segment (`a[b]`) ends what can be checked statically.
+      const computed = segments.findIndex((s) => typeof s !== 'string' && typeof s !== 'number');
+      const checkable = (computed === -1 ? segments : segments.slice(0, computed)) as Array<string | number>;
+      let value: unknown = data;
+      for (const segment of checkable) {
+        if (value === null || typeof value !== 'object' || !Object.hasOwn(value, segment)) {
+          missing.add(checkable.join('.'));
+          break;
+        }
+        value = (value as Record<string | number, unknown>)[segment];
+      }
+    }
+    return [...missing];
+  }
+}

@@ -1,0 +1,58 @@
+import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+
+describe('a sandbox call from trigger to downloadable artifacts', () => {
+  let apps: TestApps;
+  let org: TestOrganization;
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+    org = await createOrganization(apps.dataSource);
+    await seedSandboxConfiguration(apps.dataSource, org.organizationId);
+  });
+  afterAll(() => apps.close());
+
+  it('completes the call and serves its transcript and recording', async () => {
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
+      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.user.name }}!' }),
+    });
+    const trigger = await apps.client.post(
+      `/api/v1/public/agent/${workflow.triggerUuid}`,
+      { phone_number: '+1 (415) 555-2671', initial_context: { user: { name: 'Ada' } } },
+      { key: org.adminKey },
+    );
+    expect(trigger.status).toBe(200);
+    expect(trigger.body).toEqual({
+      status: 'initiated',
+      workflow_run_id: expect.any(Number),
+      workflow_run_name: `WR-API-${trigger.body.workflow_run_id}`,
+    });
+
+    const runPath = `/api/v1/workflow/${workflow.workflowId}/runs/${trigger.body.workflow_run_id}`;
+    const run = await waitFor(
+      async () => {
+        const response = await apps.client.get(runPath, { key: org.adminKey });
+        return response.body.is_completed ? response.body : undefined;
+      },
+      { what: 'the run to complete' },
+    );
+    expect(run).toMatchObject({
+      status: 'completed',
+      mode: 'sandbox',
+      phone_number: '+14155552671',
+      definition_id: workflow.publishedId,
+      initial_context: { user: { name: 'Ada' } },
+      environment: 'production',
+      call_type: 'outbound',
+    });
+    const transcript = await apps.client.get(run.transcript_url);
+    expect(transcript.status).toBe(200);
+    expect(transcript.body.turns[0]).toMatchObject({ speaker: 'agent', text: 'Hello Ada!' });
+    const recording = await fetch(run.recording_url);
+    expect(recording.status).toBe(200);
+    expect(recording.headers.get('content-type')).toBe('audio/wav');
+    const wav = Buffer.from(await recording.arrayBuffer());
+    expect(wav.subarray(0, 4).toString('ascii')).toBe('RIFF');
+  });
+});

@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { ApiTrigger, DefinitionGraph, TelephonyConfiguration, Workflow, WorkflowDefinition } from '@app/persistence';
+import { bootstrapOrganization } from '../../apps/api/src/organizations/bootstrap-organization';
+
+export interface TestOrganization {
+  organizationId: number;
+  adminKey: string;
+}
+
+export async function createOrganization(dataSource: DataSource, name = 'Test org'): Promise<TestOrganization> {
+  const created = await bootstrapOrganization(dataSource, `${name} ${randomUUID().slice(0, 8)}`);
+  return { organizationId: created.organization_id, adminKey: created.api_key };
+}
+
+/** A start → agent → end graph with an API trigger node. */
+export function agentGraph(triggerUuid: string, prompts: { start?: string; greeting?: string; agent?: string } = {}): DefinitionGraph {
+  return {
+    nodes: [
+      { id: 'trigger', type: 'trigger', data: { trigger_path: triggerUuid } },
+      {
+        id: 'start',
+        type: 'startCall',
+        data: { prompt: prompts.start ?? 'You are a friendly assistant.', ...(prompts.greeting ? { greeting: prompts.greeting } : {}) },
+      },
+      { id: 'agent', type: 'agentNode', data: { prompt: prompts.agent ?? 'Help the caller.' } },
+      { id: 'end', type: 'endCall', data: {} },
+    ],
+    edges: [
+      { source: 'trigger', target: 'start' },
+      { source: 'start', target: 'agent' },
+      { source: 'agent', target: 'end' },
+    ],
+  };
+}
+
+export interface SeededWorkflow {
+  workflowId: number;
+  triggerUuid: string;
+  draftId: number | null;
+  publishedId: number | null;
+}
+
+/** Seeds a workflow straight into the database, with an active trigger and the given versions. */
+export async function seedWorkflow(
+  dataSource: DataSource,
+  organizationId: number,
+  versions: { published?: (uuid: string) => DefinitionGraph; draft?: (uuid: string) => DefinitionGraph },
+): Promise<SeededWorkflow> {
+  const triggerUuid = randomUUID();
+  return dataSource.transaction(async (manager) => {
+    const workflow = await manager.getRepository(Workflow).save({ organizationId, name: 'Seeded agent' });
+    await manager.getRepository(ApiTrigger).save({ uuid: triggerUuid, organizationId, workflowId: workflow.id, isActive: true });
+    const definitions = manager.getRepository(WorkflowDefinition);
+    let version = 0;
+    const save = async (status: 'published' | 'draft', graph?: (uuid: string) => DefinitionGraph) =>
+      graph
+        ? (
+            await definitions.save({
+              workflowId: workflow.id,
+              version: ++version,
+              status,
+              definition: graph(triggerUuid),
+              publishedAt: status === 'published' ? new Date() : null,
+            })
+          ).id
+        : null;
+    const publishedId = await save('published', versions.published);
+    const draftId = await save('draft', versions.draft);
+    return { workflowId: workflow.id, triggerUuid, draftId, publishedId };
+  });
+}
+
+/** Seeds a sandbox telephony configuration, the default by default. */
+export async function seedSandboxConfiguration(
+  dataSource: DataSource,
+  organizationId: number,
+  options: Partial<Pick<TelephonyConfiguration, 'fromNumbers' | 'isDefaultOutbound' | 'settings' | 'name'>> = {},
+): Promise<TelephonyConfiguration> {
+  return dataSource.getRepository(TelephonyConfiguration).save({
+    organizationId,
+    name: options.name ?? 'Sandbox',
+    provider: 'sandbox',
+    credentialsEncrypted: null,
+    fromNumbers: options.fromNumbers ?? ['+15005550006'],
+    isDefaultOutbound: options.isDefaultOutbound ?? true,
+    callsPerSecond: 100,
+    maxConcurrentCalls: 100,
+    maxCallDurationSeconds: 3600,
+    settings: options.settings ?? { ring_ms: 30, talk_ms: 200 },
+  });
+}

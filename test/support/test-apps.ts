@@ -1,0 +1,46 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DataSource } from 'typeorm';
+import { createRootLogger } from '@app/common';
+import { AppConfig } from '@app/config';
+import { createApiApp } from '../../apps/api/src/create-api-app';
+import { createDialerApp } from '../../apps/dialer/src/create-dialer-app';
+import { ApiClient } from './api-client';
+import { freePort } from './free-port';
+import { testConfig } from './test-config';
+
+export interface TestApps {
+  config: AppConfig;
+  api: NestFastifyApplication;
+  dialer: NestFastifyApplication | null;
+  baseUrl: string;
+  client: ApiClient;
+  dataSource: DataSource;
+  close(): Promise<void>;
+}
+
+/**
+ * Boots the real API (listening on a loopback port) and, unless told not to,
+ * the real dialer, against this run's Postgres database and Redis prefix.
+ */
+export async function startTestApps(options: { dialer?: boolean; env?: Record<string, string> } = {}): Promise<TestApps> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const config = testConfig({ PORT: String(port), PUBLIC_BASE_URL: baseUrl, ...options.env });
+  const logger = createRootLogger('test', config.logLevel);
+  const api = await createApiApp(config, logger);
+  await api.listen(port, '127.0.0.1');
+  const dialer = options.dialer === false ? null : await createDialerApp(config, logger);
+  if (dialer) await dialer.init();
+  return {
+    config,
+    api,
+    dialer,
+    baseUrl,
+    client: new ApiClient(baseUrl),
+    dataSource: api.get(DataSource),
+    async close() {
+      await dialer?.close();
+      await api.close();
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import { AppConfig, loadAppConfig } from '@app/config';
+import { testRunResources } from './test-run-id';
+
+const TEST_SECRETS_KEY = '11'.repeat(32);
+
+/** The configuration the apps run with in tests: this run's database, prefix and directory. */
+export function testConfig(overrides: Record<string, string> = {}): AppConfig {
+  const { databaseUrl, queuePrefix, artifactsDir } = testRunResources();
+  return loadAppConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_SIZE: '4',
+    REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: queuePrefix,
+    ARTIFACTS_DIR: artifactsDir,
+    SECRETS_KEY: TEST_SECRETS_KEY,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PORT: '0',
+    DIALER_HEALTH_PORT: '0',
+    DIALER_CONCURRENCY: '20',
+    ...overrides,
+  });
+}
