@@ -6,3 +6,4 @@ export * from './http-exception.filter';
 export * from './pino-nest-logger';
 export * from './validation.pipe';
 export * from './parse-id.pipe';
+export * from './phone-number';

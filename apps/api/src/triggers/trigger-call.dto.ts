@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, Max, Min, ValidateBy, ValidationOptions } from 'class-validator';
-import { toE164 } from './phone-number';
+import { toE164 } from '@app/common';
 
 export const INITIAL_CONTEXT_MAX_BYTES = 64 * 1024;
 
