@@ -1,0 +1,51 @@
+import { ConfigError } from './config-error';
+import { loadAppConfig } from './load-app-config';
+
+const SECRET = 'ab'.repeat(32);
+
+describe('loadAppConfig', () => {
+  it('applies the local defaults when only the secrets key is given', () => {
+    const config = loadAppConfig({ SECRETS_KEY: SECRET });
+    expect(config).toMatchObject({
+      databaseUrl: 'postgres://postgres@127.0.0.1:5432/voice_agent',
+      redisUrl: 'redis://127.0.0.1:6379',
+      apiPort: 3000,
+      queuePrefix: '{voice-agent}',
+      publicBaseUrl: 'http://localhost:3000',
+      downloadUrlTtlSeconds: 3600,
+    });
+    expect(config.secretsKey).toEqual(Buffer.from(SECRET, 'hex'));
+  });
+
+  it('names every invalid variable at once', () => {
+    let caught: unknown;
+    try {
+      loadAppConfig({ SECRETS_KEY: 'short', PORT: 'eighty', QUEUE_PREFIX: 'no-braces', DATABASE_URL: 'mysql://x' });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const message = (caught as ConfigError).message;
+    for (const name of ['SECRETS_KEY', 'PORT', 'QUEUE_PREFIX', 'DATABASE_URL']) expect(message).toContain(name);
+  });
+
+  it('never echoes the secrets key in its error', () => {
+    const secret = 'not-a-valid-key-but-secret-anyway';
+    expect(() => loadAppConfig({ SECRETS_KEY: secret })).toThrow(ConfigError);
+    try {
+      loadAppConfig({ SECRETS_KEY: secret });
+    } catch (error) {
+      expect((error as Error).message).not.toContain(secret);
+    }
+  });
+
+  it('requires a secrets key', () => {
+    expect(() => loadAppConfig({})).toThrow(/SECRETS_KEY is required/);
+  });
+
+  it('strips a trailing slash from PUBLIC_BASE_URL', () => {
+    expect(loadAppConfig({ SECRETS_KEY: SECRET, PUBLIC_BASE_URL: 'https://calls.example.com/' }).publicBaseUrl).toBe(
+      'https://calls.example.com',
+    );
+  });
+});

@@ -1,0 +1,36 @@
+import { startTestApps, TestApps } from '../support/test-apps';
+
+describe('health and OpenAPI', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    apps = await startTestApps({ dialer: false });
+  });
+  afterAll(() => apps.close());
+
+  it('answers liveness and readiness with Postgres and Redis up', async () => {
+    expect((await apps.client.get('/health/live')).status).toBe(200);
+    const ready = await apps.client.get('/health/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body.info).toMatchObject({ postgres: { status: 'up' }, redis: { status: 'up' } });
+  });
+
+  it('serves the OpenAPI document generated from the code, with stable operation ids', async () => {
+    const docs = await apps.client.get('/docs-json');
+    expect(docs.status).toBe(200);
+    const operationIds = Object.values(docs.body.paths as Record<string, Record<string, { operationId?: string }>>)
+      .flatMap((methods) => Object.values(methods))
+      .map((operation) => operation.operationId);
+    expect(operationIds).toEqual(
+      expect.arrayContaining(['initiateCall', 'initiateTestCall', 'getWorkflowRun', 'listWorkflowRuns', 'createRunDownload']),
+    );
+    expect((await apps.client.get('/docs')).status).toBe(200);
+  });
+
+  it('answers an unknown route with the standard error body and a request id', async () => {
+    const response = await apps.client.get('/api/v1/nope', { headers: { 'x-request-id': 'trace-123' } });
+    expect(response.status).toBe(404);
+    expect(response.headers.get('x-request-id')).toBe('trace-123');
+    expect(response.body).toEqual({ statusCode: 404, code: 'not_found', message: expect.any(String), request_id: 'trace-123' });
+  });
+});
