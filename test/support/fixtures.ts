@@ -75,7 +75,12 @@ export async function seedWorkflow(
 export async function seedSandboxConfiguration(
   dataSource: DataSource,
   organizationId: number,
-  options: Partial<Pick<TelephonyConfiguration, 'fromNumbers' | 'isDefaultOutbound' | 'settings' | 'name'>> = {},
+  options: Partial<
+    Pick<
+      TelephonyConfiguration,
+      'fromNumbers' | 'isDefaultOutbound' | 'settings' | 'name' | 'callsPerSecond' | 'maxConcurrentCalls' | 'maxCallDurationSeconds'
+    >
+  > = {},
 ): Promise<TelephonyConfiguration> {
   return dataSource.getRepository(TelephonyConfiguration).save({
     organizationId,
@@ -84,9 +89,31 @@ export async function seedSandboxConfiguration(
     credentialsEncrypted: null,
     fromNumbers: options.fromNumbers ?? ['+15005550006'],
     isDefaultOutbound: options.isDefaultOutbound ?? true,
-    callsPerSecond: 100,
-    maxConcurrentCalls: 100,
-    maxCallDurationSeconds: 3600,
+    callsPerSecond: options.callsPerSecond ?? 100,
+    maxConcurrentCalls: options.maxConcurrentCalls ?? 100,
+    maxCallDurationSeconds: options.maxCallDurationSeconds ?? 3600,
     settings: options.settings ?? { ring_ms: 30, talk_ms: 200 },
   });
+}
+
+/** How many times the sandbox carrier was asked to place a call for each run. */
+export async function sandboxDialsByRun(dataSource: DataSource, runIds: number[]): Promise<Map<number, number>> {
+  const rows: Array<{ run_id: number; dials: number }> = await dataSource.query(
+    `SELECT run_id, count(*)::int AS dials FROM sandbox_calls WHERE run_id = ANY($1) GROUP BY run_id`,
+    [runIds],
+  );
+  return new Map(runIds.map((id) => [id, rows.find((row) => row.run_id === id)?.dials ?? 0]));
+}
+
+/** Polls the database until every run is final and complete. */
+export async function runsWhenComplete(dataSource: DataSource, runIds: number[], timeoutMs = 30000) {
+  const { waitFor } = await import('./wait-for');
+  return waitFor(
+    async () => {
+      const rows: Array<{ id: number; status: string; is_completed: boolean; end_reason: string | null; logs: any }> =
+        await dataSource.query(`SELECT id, status, is_completed, end_reason, logs FROM workflow_runs WHERE id = ANY($1)`, [runIds]);
+      return rows.length === runIds.length && rows.every((row) => row.is_completed) ? rows : undefined;
+    },
+    { timeoutMs, what: `${runIds.length} runs to complete` },
+  );
 }

@@ -10,6 +10,8 @@ import { testConfig } from './test-config';
 
 export interface TestApps {
   config: AppConfig;
+  /** Starts one more dialer process-equivalent against the same Postgres and Redis. */
+  addDialer(env?: Record<string, string>): Promise<NestFastifyApplication>;
   api: NestFastifyApplication;
   dialer: NestFastifyApplication | null;
   baseUrl: string;
@@ -29,9 +31,17 @@ export async function startTestApps(options: { dialer?: boolean; env?: Record<st
   const logger = createRootLogger('test', config.logLevel);
   const api = await createApiApp(config, logger);
   await api.listen(port, '127.0.0.1');
-  const dialer = options.dialer === false ? null : await createDialerApp(config, logger);
-  if (dialer) await dialer.init();
+  const dialers: NestFastifyApplication[] = [];
+  const addDialer = async (env: Record<string, string> = {}) => {
+    const dialerConfig = { ...testConfig({ PORT: String(port), PUBLIC_BASE_URL: baseUrl, ...options.env, ...env }) };
+    const app = await createDialerApp(dialerConfig, logger);
+    await app.init();
+    dialers.push(app);
+    return app;
+  };
+  const dialer = options.dialer === false ? null : await addDialer();
   return {
+    addDialer,
     config,
     api,
     dialer,
@@ -39,7 +49,7 @@ export async function startTestApps(options: { dialer?: boolean; env?: Record<st
     client: new ApiClient(baseUrl),
     dataSource: api.get(DataSource),
     async close() {
-      await dialer?.close();
+      for (const app of dialers) await app.close();
       await api.close();
     },
   };

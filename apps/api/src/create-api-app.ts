@@ -37,7 +37,6 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     bufferLogs: false,
     abortOnError: false,
   });
-  app.enableShutdownHooks();
 
   const document = SwaggerModule.createDocument(
     app,

@@ -1,12 +1,13 @@
 import 'reflect-metadata';
 import { ConfigError, loadAppConfig } from '@app/config';
-import { createRootLogger } from '@app/common';
+import { closeOnSignal, createRootLogger } from '@app/common';
 import { createApiApp } from './create-api-app';
 
 async function main(): Promise<void> {
   const config = loadAppConfig();
   const logger = createRootLogger('api', config.logLevel);
   const app = await createApiApp(config, logger);
+  closeOnSignal(app, logger);
   await app.listen(config.apiPort, config.apiHost);
   logger.info({ port: config.apiPort, docs: `${config.publicBaseUrl}/docs` }, 'api listening');
 }

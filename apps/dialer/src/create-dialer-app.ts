@@ -12,6 +12,5 @@ export async function createDialerApp(config: AppConfig, logger: PinoLogger): Pr
     new FastifyAdapter({ loggerInstance: logger }),
     { logger: new PinoNestLogger(logger), abortOnError: false },
   );
-  app.enableShutdownHooks();
   return app;
 }

@@ -14,6 +14,11 @@ import { RunArtifactsCollector } from './call-events/run-artifacts-collector.ser
 import { CallPlacer } from './calls/call-placer.service';
 import { DefinitionPicker } from './calls/definition-picker.service';
 import { PlaceCallProcessor } from './calls/place-call.processor';
+import { CallPacer } from './pacing/call-pacer';
+import { ConcurrencyLimiter } from './pacing/concurrency-limiter';
+import { RunDispatcher } from './recovery/run-dispatcher.service';
+import { RunReaper } from './recovery/run-reaper.service';
+import { WorkerShutdown } from './worker-shutdown.service';
 
 /** The dialer worker: places calls and applies carrier events. Its only HTTP is health. */
 @Module({})
@@ -32,12 +37,17 @@ export class DialerModule {
       ],
       providers: [
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
+        CallPacer,
+        ConcurrencyLimiter,
         DefinitionPicker,
         CallPlacer,
         PlaceCallProcessor,
         RunArtifactsCollector,
         CallEventApplier,
         CallEventsProcessor,
+        RunDispatcher,
+        RunReaper,
+        WorkerShutdown,
       ],
     };
   }

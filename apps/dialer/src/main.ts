@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { createRootLogger } from '@app/common';
+import { closeOnSignal, createRootLogger } from '@app/common';
 import { ConfigError, loadAppConfig } from '@app/config';
 import { createDialerApp } from './create-dialer-app';
 
@@ -7,6 +7,7 @@ async function main(): Promise<void> {
   const config = loadAppConfig();
   const logger = createRootLogger('dialer', config.logLevel);
   const app = await createDialerApp(config, logger);
+  closeOnSignal(app, logger);
   await app.listen(config.dialerHealthPort, config.apiHost);
   logger.info({ health_port: config.dialerHealthPort, concurrency: config.dialerConcurrency }, 'dialer started');
 }

@@ -7,3 +7,4 @@ export * from './pino-nest-logger';
 export * from './validation.pipe';
 export * from './parse-id.pipe';
 export * from './phone-number';
+export * from './close-on-signal';

@@ -19,5 +19,16 @@ export interface AppConfig {
   /** How long an API key lookup may be served from memory; bounds how late a revocation takes effect. */
   readonly apiKeyCacheTtlMs: number;
   readonly dialerConcurrency: number;
+  /** How long a dialer waits for in-flight dials on SIGTERM before it exits anyway. */
   readonly shutdownGraceMs: number;
+  /** The gateway answers without waiting longer than this for Redis; the dispatcher enqueues later. */
+  readonly enqueueTimeoutMs: number;
+  readonly dispatchIntervalMs: number;
+  readonly reaperIntervalMs: number;
+  /** A dialing or ringing run with no news for this long is looked up at its carrier. */
+  readonly reconcileAfterSeconds: number;
+  /** A run still dialing (no carrier answer) after this long ends failed. */
+  readonly dialTimeoutSeconds: number;
+  /** A run still ringing after this long ends failed. */
+  readonly ringTimeoutSeconds: number;
 }

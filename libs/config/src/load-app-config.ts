@@ -35,6 +35,12 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     apiKeyCacheTtlMs: reader.integer('API_KEY_CACHE_TTL_MS', 2000, 0, 5000),
     dialerConcurrency: reader.integer('DIALER_CONCURRENCY', 50, 1, 1000),
     shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    enqueueTimeoutMs: reader.integer('ENQUEUE_TIMEOUT_MS', 500, 10, 10000),
+    dispatchIntervalMs: reader.integer('DISPATCH_INTERVAL_MS', 1000, 50, 60000),
+    reaperIntervalMs: reader.integer('REAPER_INTERVAL_MS', 5000, 50, 600000),
+    reconcileAfterSeconds: reader.integer('RECONCILE_AFTER_SECONDS', 60, 1, 86400),
+    dialTimeoutSeconds: reader.integer('DIAL_TIMEOUT_SECONDS', 120, 1, 86400),
+    ringTimeoutSeconds: reader.integer('RING_TIMEOUT_SECONDS', 180, 1, 86400),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

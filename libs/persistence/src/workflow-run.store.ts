@@ -16,6 +16,11 @@ export interface NewRun {
   initialContext: Record<string, unknown>;
 }
 
+/** A status move that happened; `null` from `transition` means the run was not in a status it may move from. */
+export interface TransitionOutcome {
+  telephonyConfigurationId: number | null;
+}
+
 /** Columns a transition may set besides the status. */
 export interface RunTransitionFields {
   definitionId?: number;
@@ -94,7 +99,7 @@ export class WorkflowRunStore {
 
   /**
    * Moves the run to `to` if its current status allows it, sets `fields`, and
-   * appends one entry to `logs.events`. Returns whether the row changed.
+   * appends one entry to `logs.events`. Returns null when the row did not change.
    */
   async transition(
     runId: number,
@@ -102,9 +107,9 @@ export class WorkflowRunStore {
     event: string,
     fields: RunTransitionFields = {},
     detail?: Record<string, unknown>,
-  ): Promise<boolean> {
+  ): Promise<TransitionOutcome | null> {
     const params: unknown[] = [runId, to, RUN_TRANSITIONS[to]];
-    const sets = ['status = $2', 'updated_at = now()'];
+    const sets = ['status = $2', 'updated_at = now()', 'status_changed_at = now()'];
     for (const [key, value] of Object.entries(fields) as Array<[keyof RunTransitionFields, unknown]>) {
       if (value === undefined) continue;
       const { column, cast } = FIELD_COLUMNS[key];
@@ -118,11 +123,12 @@ export class WorkflowRunStore {
     const entry: RunLogEvent = { at: new Date().toISOString(), event, status: to, ...(detail ? { detail } : {}) };
     params.push(JSON.stringify([entry]));
     sets.push(`logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $${params.length}::jsonb)`);
-    const [, affected] = await this.dataSource.query(
-      `UPDATE workflow_runs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($3::text[])`,
+    const [rows]: [Array<{ telephony_configuration_id: number | null }>, number] = await this.dataSource.query(
+      `UPDATE workflow_runs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($3::text[])
+       RETURNING telephony_configuration_id`,
       params,
     );
-    return affected > 0;
+    return rows.length ? { telephonyConfigurationId: rows[0].telephony_configuration_id } : null;
   }
 
   /** Records the carrier's id for the call without changing the status. */

@@ -4,4 +4,5 @@ export * from './job-policies';
 export * from './jobs';
 export * from './queue-names';
 export * from './queue.module';
+export * from './redis-client';
 export * from './redis-connection';

@@ -1,17 +1,32 @@
 import { JobsOptions } from 'bullmq';
 
+/** Name of the backoff strategy the workers register (see `cappedExponentialBackoff`). */
+export const CAPPED_EXPONENTIAL = 'capped-exponential';
+
 /** Retry and retention per job, named once here rather than at call sites. */
 export const JobPolicy = {
   placeCall: {
-    attempts: 8,
-    backoff: { type: 'exponential', delay: 1000 },
+    // Carrier throttling and pacing delays do not spend attempts; these are for infrastructure errors.
+    attempts: 40,
+    backoff: { type: CAPPED_EXPONENTIAL },
     removeOnComplete: { age: 3600, count: 10000 },
     removeOnFail: { age: 7 * 24 * 3600 },
   },
   callEvent: {
-    attempts: 10,
-    backoff: { type: 'exponential', delay: 500 },
+    attempts: 40,
+    backoff: { type: CAPPED_EXPONENTIAL },
     removeOnComplete: { age: 3600, count: 10000 },
     removeOnFail: { age: 7 * 24 * 3600 },
   },
 } as const satisfies Record<string, JobsOptions>;
+
+const BACKOFF_CAP_MS = 30_000;
+
+/**
+ * Backoff for infrastructure errors (Postgres or Redis away): grows from 1 s
+ * to at most 30 s so a long outage is ridden out instead of failing the job.
+ */
+export function cappedExponentialBackoff(attemptsMade: number): number {
+  const base = Math.min(BACKOFF_CAP_MS, 1000 * 2 ** Math.max(0, attemptsMade - 1));
+  return Math.round(base * (0.5 + Math.random() * 0.5));
+}

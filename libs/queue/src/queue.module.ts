@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventsQueue } from './call-events.queue';
 import { CallsQueue } from './calls.queue';
 import { QueueName } from './queue-names';
+import { RedisClient } from './redis-client';
 import { redisConnectionOptions } from './redis-connection';
 
 /**
@@ -26,8 +27,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
       ],
-      providers: [CallsQueue, CallEventsQueue],
-      exports: [BullModule, CallsQueue, CallEventsQueue],
+      providers: [CallsQueue, CallEventsQueue, RedisClient],
+      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient],
     };
   }
 }

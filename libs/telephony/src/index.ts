@@ -2,6 +2,7 @@ export * from './call-event-sink.token';
 export * from './carrier-error';
 export * from './credentials-cipher';
 export * from './sandbox/sandbox-outcome';
+export * from './sandbox/sandbox-settings';
 export * from './sandbox/sandbox.provider';
 export * from './telephony-provider';
 export * from './telephony-providers';

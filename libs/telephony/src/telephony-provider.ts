@@ -15,6 +15,25 @@ export interface PlaceCallResult {
   providerCallId: string;
 }
 
+/** Identifies one of our calls at the carrier, for look-ups and hang-ups. */
+export interface CallReference {
+  runId: number;
+  organizationId: number;
+  /** Null when the dialer never learned it (it died, or the answer was lost). */
+  providerCallId: string | null;
+  credentials: Record<string, unknown> | null;
+  settings: Record<string, unknown>;
+}
+
+/**
+ * What the carrier knows of a call. `not_found` is a definite answer (no call
+ * was placed); `unknown` means the carrier cannot tell.
+ */
+export type CallLookup =
+  | { kind: 'not_found' }
+  | { kind: 'unknown' }
+  | { kind: 'found'; providerCallId: string; events: CallEventJob[] };
+
 /** The conversation as the agent saw it, for providers that simulate the call themselves. */
 export interface CallArtifactsRequest {
   runId: number;
@@ -52,6 +71,10 @@ export interface TelephonyProvider {
   /** Checks provider `settings`; returns problems, empty when valid. */
   validateSettings(settings: Record<string, unknown>): string[];
   placeCall(request: PlaceCallRequest): Promise<PlaceCallResult>;
+  /** Asks the carrier about a call whose events stopped; its answer reconciles the run. */
+  lookupCall(call: CallReference): Promise<CallLookup>;
+  /** Ends a call that is dialing or ringing; the carrier then reports it `canceled`. Returns false when it cannot. */
+  hangup(call: CallReference): Promise<boolean>;
   /** Builds or fetches what the call left behind once it completed. */
   collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts>;
 }

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
+import { isFinalRunStatus, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
 import { CallEventJob, CallEventType } from '@app/queue';
+import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
 const STATUS_BY_EVENT: Record<CallEventType, RunStatus> = {
@@ -25,6 +26,7 @@ export class CallEventApplier {
   constructor(
     private readonly runs: WorkflowRunStore,
     private readonly artifacts: RunArtifactsCollector,
+    private readonly slots: ConcurrencyLimiter,
   ) {}
 
   async apply(event: CallEventJob): Promise<boolean> {
@@ -48,9 +50,11 @@ export class CallEventApplier {
     });
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
+    } else if (isFinalRunStatus(to) && moved.telephonyConfigurationId !== null) {
+      await this.slots.release(moved.telephonyConfigurationId, event.runId);
     }
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
-    return moved;
+    return moved !== null;
   }
 }

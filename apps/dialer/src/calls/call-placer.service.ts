@@ -1,16 +1,26 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CarrierError, CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CarrierError, CredentialsCipher, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
+import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
+import { CallPacer } from '../pacing/call-pacer';
 import { DefinitionPicker } from './definition-picker.service';
+import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
-export type PlaceOutcome = 'placed' | 'skipped' | 'failed';
+/** A reserved pacing instant missed by more than this is given up and a new one reserved. */
+const STALE_SLOT_MS = 1000;
+/** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
+const LEASE_SLACK_MS = 120_000;
+const MAX_CARRIER_RETRIES = 25;
+const CARRIER_BACKOFF_CAP_MS = 60_000;
 
 /**
- * Turns a queued run into one carrier call. The run is claimed with a
- * conditional `queued → dialing` update before the carrier is asked, so a
- * duplicated or retried job finds it claimed and does nothing.
+ * Turns a queued run into one carrier call. It waits for the configuration's
+ * pacing instant and a concurrency slot (by delaying the job, never failing
+ * it), claims the run with a conditional `queued → dialing` update, and only
+ * the winner asks the carrier. A duplicated or retried job finds the run
+ * claimed and does nothing.
  */
 @Injectable()
 export class CallPlacer {
@@ -23,11 +33,13 @@ export class CallPlacer {
     private readonly renderer: PromptRenderer,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
+    private readonly pacer: CallPacer,
+    private readonly slots: ConcurrencyLimiter,
   ) {}
 
-  async place(runId: number): Promise<PlaceOutcome> {
+  async place(runId: number, progress: PlaceCallProgress = {}): Promise<PlaceDecision> {
     const run = await this.runs.findById(runId);
-    if (!run || run.status !== 'queued') return 'skipped';
+    if (!run || run.status !== 'queued') return done('skipped');
 
     const config = run.telephonyConfigurationId
       ? await this.dataSource
@@ -40,39 +52,72 @@ export class CallPlacer {
     const fromNumber = config.fromNumbers.length ? config.fromNumbers[run.id % config.fromNumbers.length] : null;
     if (!fromNumber) return this.fail(run, 'no_from_number', 'The telephony configuration has no from number');
 
-    const definition = await this.definitions.pick(run);
-    if (!definition) {
-      return this.fail(run, 'definition_not_found', 'No definition of the workflow contains this trigger any more');
+    const now = Date.now();
+    if (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS) {
+      const { waitMs } = await this.pacer.reserve(config.id, config.callsPerSecond);
+      if (waitMs > 0) {
+        return { kind: 'delay', untilMs: now + waitMs, progress: { ...progress, slotAt: now + waitMs }, reason: 'pacing' };
+      }
     }
-    const agent = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext });
-    if (agent.missingPaths.length) await this.runs.setLog(run.id, 'template_missing_paths', agent.missingPaths);
+    const leaseMs = config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS;
+    if (!(await this.slots.acquire(config.id, run.id, config.maxConcurrentCalls, leaseMs))) {
+      // Every slot is taken: look again shortly, and reserve a fresh pacing instant then.
+      return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: { ...progress, slotAt: undefined }, reason: 'concurrency' };
+    }
 
+    const definition = await this.definitions.pick(run);
     const claimed = await this.runs.transition(run.id, 'dialing', 'dialer.dialing', {
-      definitionId: definition.id,
+      definitionId: definition?.id,
       fromNumber,
     });
-    if (!claimed) return 'skipped';
+    if (!claimed) {
+      await this.slots.release(config.id, run.id);
+      return done('skipped');
+    }
+    if (!definition) {
+      return this.fail(run, 'definition_not_found', 'No definition of the workflow contains this trigger any more', config);
+    }
+    try {
+      const agent = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext });
+      if (agent.missingPaths.length) await this.runs.setLog(run.id, 'template_missing_paths', agent.missingPaths);
+    } catch (error) {
+      return this.fail(run, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, config);
+    }
 
     const provider = this.providers.get(config.provider);
+    const credentials = config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
     try {
       const result = await provider.placeCall({
         runId: run.id,
         organizationId: run.organizationId,
         to: run.phoneNumber,
         from: fromNumber,
-        credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
+        credentials,
         settings: config.settings,
         maxCallDurationSeconds: config.maxCallDurationSeconds,
       });
       await this.runs.recordProviderCallId(run.id, result.providerCallId);
-      return 'placed';
+      return done('placed');
     } catch (error) {
-      return this.handleDialError(run, error);
+      return this.afterDialError(run, config, provider, credentials, progress, error);
     }
   }
 
-  private async handleDialError(run: WorkflowRun, error: unknown): Promise<PlaceOutcome> {
+  /** Ends a run whose job ran out of attempts while it was still queued. */
+  async giveUp(runId: number, message: string): Promise<void> {
+    await this.runs.transition(runId, 'failed', 'dialer.gave_up', { endReason: 'dial_retries_exhausted', endedAt: new Date() }, { message });
+  }
+
+  private async afterDialError(
+    run: WorkflowRun,
+    config: TelephonyConfiguration,
+    provider: TelephonyProvider,
+    credentials: Record<string, unknown> | null,
+    progress: PlaceCallProgress,
+    error: unknown,
+  ): Promise<PlaceDecision> {
     if (error instanceof CarrierError && error.permanent) {
+      await this.slots.release(config.id, run.id);
       await this.runs.transition(
         run.id,
         'failed',
@@ -80,15 +125,26 @@ export class CallPlacer {
         { endReason: error.reason, endedAt: new Date() },
         { message: error.message, carrier_code: error.carrierCode ?? null },
       );
-      return 'failed';
+      return done('failed');
     }
     if (error instanceof CarrierError && error.notProcessed) {
-      // The carrier did nothing: hand the run back so the job's retry may dial it.
-      await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { message: error.message, reason: error.reason });
-      throw error;
+      return this.retryLater(run, config, progress, error.reason, error.message, error.retryAfterMs);
     }
-    // The carrier may or may not have placed the call: never dial again.
-    this.logger.warn({ run_id: run.id, err: error }, 'dial outcome unknown');
+
+    // The carrier may or may not have placed the call. Ask it; never dial blindly again.
+    this.logger.warn({ run_id: run.id, err: error }, 'dial outcome unknown, asking the carrier');
+    const lookup = await provider
+      .lookupCall({ runId: run.id, organizationId: run.organizationId, providerCallId: null, credentials, settings: config.settings })
+      .catch(() => ({ kind: 'unknown' as const }));
+    if (lookup.kind === 'found') {
+      await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
+      await this.runs.appendEvent(run.id, 'dialer.reconciled', { provider_call_id: lookup.providerCallId });
+      return done('placed');
+    }
+    if (lookup.kind === 'not_found') {
+      return this.retryLater(run, config, progress, 'carrier_no_call', (error as Error).message);
+    }
+    await this.slots.release(config.id, run.id);
     await this.runs.transition(
       run.id,
       'failed',
@@ -96,11 +152,46 @@ export class CallPlacer {
       { endReason: 'dial_outcome_unknown', endedAt: new Date() },
       { message: error instanceof Error ? error.message : String(error) },
     );
-    return 'failed';
+    return done('failed');
   }
 
-  private async fail(run: WorkflowRun, reason: string, message: string): Promise<PlaceOutcome> {
-    await this.runs.transition(run.id, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message });
-    return 'failed';
+  /** The carrier did nothing: hand the run back to `queued` and come back after a jittered backoff. */
+  private async retryLater(
+    run: WorkflowRun,
+    config: TelephonyConfiguration,
+    progress: PlaceCallProgress,
+    reason: string,
+    message: string,
+    retryAfterMs?: number,
+  ): Promise<PlaceDecision> {
+    await this.slots.release(config.id, run.id);
+    const retries = (progress.carrierRetries ?? 0) + 1;
+    if (retries > MAX_CARRIER_RETRIES) {
+      await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message });
+      return done('failed');
+    }
+    const requeued = await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
+    if (!requeued) return done('skipped');
+    const backoff = Math.max(retryAfterMs ?? 0, Math.min(CARRIER_BACKOFF_CAP_MS, 500 * 2 ** (retries - 1)));
+    return {
+      kind: 'delay',
+      untilMs: Date.now() + jitter(backoff * 0.5, backoff),
+      progress: { carrierRetries: retries, slotAt: undefined },
+      reason,
+    };
   }
+
+  private async fail(run: WorkflowRun, reason: string, message: string, config?: TelephonyConfiguration): Promise<PlaceDecision> {
+    if (config) await this.slots.release(config.id, run.id);
+    await this.runs.transition(run.id, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message });
+    return done('failed');
+  }
+}
+
+function done(outcome: 'placed' | 'skipped' | 'failed' | 'unknown'): PlaceDecision {
+  return { kind: 'done', outcome };
+}
+
+function jitter(min: number, max: number): number {
+  return Math.round(min + Math.random() * (max - min));
 }

@@ -1,12 +1,20 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
-import { Job } from 'bullmq';
+import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { PlaceCallJob, QueueName } from '@app/queue';
-import { CallPlacer, PlaceOutcome } from './call-placer.service';
+import { cappedExponentialBackoff, PlaceCallJob, QueueName } from '@app/queue';
+import { CallPlacer } from './call-placer.service';
+import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
-/** Consumes `place-call` jobs. Errors are logged with context and rethrown so BullMQ retries. */
-@Processor(QueueName.Calls)
+type PlaceCallJobData = PlaceCallJob & PlaceCallProgress;
+
+/**
+ * Consumes `place-call` jobs. Waiting (pacing, a concurrency slot, a carrier
+ * asking us to back off) moves the job back to delayed without spending an
+ * attempt, so the worker is free for other configurations' calls meanwhile.
+ * Errors are logged with context and rethrown so BullMQ retries.
+ */
+@Processor(QueueName.Calls, { settings: { backoffStrategy: cappedExponentialBackoff } })
 export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   private readonly logger = new Logger(PlaceCallProcessor.name);
 
@@ -21,12 +29,21 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     this.worker.concurrency = this.config.dialerConcurrency;
   }
 
-  async process(job: Job<PlaceCallJob>): Promise<PlaceOutcome> {
+  async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
+    let decision: PlaceDecision;
     try {
-      return await this.placer.place(job.data.runId);
+      decision = await this.placer.place(job.data.runId, { slotAt: job.data.slotAt, carrierRetries: job.data.carrierRetries });
     } catch (error) {
-      this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt: job.attemptsMade + 1 }, 'place-call failed');
+      const attempt = job.attemptsMade + 1;
+      this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');
+      if (attempt >= (job.opts.attempts ?? 1)) {
+        await this.placer.giveUp(job.data.runId, (error as Error).message).catch(() => undefined);
+      }
       throw error;
     }
+    if (decision.kind === 'done') return decision.outcome;
+    await job.updateData({ runId: job.data.runId, organizationId: job.data.organizationId, ...decision.progress });
+    await job.moveToDelayed(decision.untilMs, token);
+    throw new DelayedError(`waiting for ${decision.reason}`);
   }
 }

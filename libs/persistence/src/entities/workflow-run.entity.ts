@@ -21,7 +21,7 @@ export interface RunLogs {
 @Entity({ name: 'workflow_runs' })
 @Index('workflow_runs_workflow_idx', ['workflowId', 'id'])
 @Index('workflow_runs_workflow_status_idx', ['workflowId', 'status', 'id'])
-@Index('workflow_runs_open_idx', ['status', 'updatedAt'], { where: 'NOT is_completed' })
+@Index('workflow_runs_open_idx', ['status', 'statusChangedAt'], { where: 'NOT is_completed' })
 export class WorkflowRun {
   @PrimaryGeneratedColumn()
   id: number;
@@ -105,6 +105,10 @@ export class WorkflowRun {
 
   @Column({ name: 'recording_key', type: 'text', nullable: true })
   recordingKey: string | null;
+
+  /** When the status last moved; the reaper measures how long a run has been stuck from here. */
+  @Column({ name: 'status_changed_at', type: 'timestamptz', default: () => 'now()' })
+  statusChangedAt: Date;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { SandboxCall } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
 import { CALL_EVENT_SINK } from '../call-event-sink.token';
 import { CarrierError } from '../carrier-error';
@@ -7,26 +9,33 @@ import {
   CallArtifacts,
   CallArtifactsRequest,
   CallEventSink,
+  CallLookup,
+  CallReference,
   PlaceCallRequest,
   PlaceCallResult,
   TelephonyProvider,
-  TranscriptTurn,
 } from '../telephony-provider';
-import { readSandboxSettings, sandboxSettingsProblems } from './sandbox-settings';
+import { sandboxConversation } from './sandbox-conversation';
 import { sandboxOutcomeFor } from './sandbox-outcome';
+import { readSandboxSettings, sandboxSettingsProblems } from './sandbox-settings';
+import { sandboxTimeline } from './sandbox-timeline';
 import { renderWav } from './wav';
 
 /**
- * A carrier that needs no account. It accepts dial requests like a real one
- * and reports the call's progress as status events on the same queue real
- * carriers' webhooks feed, timed by `ring_ms` and `talk_ms`. Because the
- * events are delayed jobs in Redis, a call in progress survives a dialer restart.
+ * A carrier that needs no account. It accepts dial requests like a real one,
+ * keeps its own call log (the `sandbox_calls` table) and reports progress as
+ * status events on the same queue real carriers' webhooks feed, timed by
+ * `ring_ms` and `talk_ms`. Its settings can make it throttle, fail, or lose
+ * its answers, so the dialer's fault handling is exercised for real.
  */
 @Injectable()
 export class SandboxProvider implements TelephonyProvider {
   readonly name = 'sandbox';
 
-  constructor(@Inject(CALL_EVENT_SINK) private readonly events: CallEventSink) {}
+  constructor(
+    @Inject(CALL_EVENT_SINK) private readonly events: CallEventSink,
+    private readonly dataSource: DataSource,
+  ) {}
 
   validateCredentials(): string[] {
     return [];
@@ -37,38 +46,84 @@ export class SandboxProvider implements TelephonyProvider {
   }
 
   async placeCall(request: PlaceCallRequest): Promise<PlaceCallResult> {
+    const settings = readSandboxSettings(request.settings);
+    const roll = Math.random();
+    if (roll < settings.throttleRate) {
+      throw new CarrierError('Sandbox carrier: 429 too many requests', {
+        reason: 'carrier_throttled',
+        permanent: false,
+        notProcessed: true,
+        throttled: true,
+        carrierCode: 'SANDBOX-429',
+      });
+    }
+    if (roll < settings.throttleRate + settings.errorRate) {
+      throw new CarrierError('Sandbox carrier: 503 service unavailable, request not processed', {
+        reason: 'carrier_unavailable',
+        permanent: false,
+        notProcessed: true,
+        carrierCode: 'SANDBOX-503',
+      });
+    }
+
     const outcome = sandboxOutcomeFor(request.to);
-    if (outcome === 'reject_dial') {
-      throw new CarrierError('Sandbox carrier rejected the dial request', 'carrier_rejected', true, true, 'SANDBOX-0004');
-    }
-    const { ringMs, talkMs } = readSandboxSettings(request.settings);
-    const providerCallId = `SB-${randomUUID()}`;
-    const talkSeconds = Math.min(talkMs / 1000, request.maxCallDurationSeconds);
-    const event = (type: CallEventJob['type'], extra: Partial<CallEventJob> = {}): CallEventJob => ({
+    const talkMs = Math.min(settings.talkMs, request.maxCallDurationSeconds * 1000);
+    const call = await this.dataSource.getRepository(SandboxCall).save({
+      callId: `SB-${randomUUID()}`,
       runId: request.runId,
-      organizationId: request.organizationId,
-      provider: this.name,
-      providerCallId,
-      type,
-      occurredAt: new Date().toISOString(),
-      ...extra,
+      toNumber: request.to,
+      outcome,
+      ringMs: settings.ringMs,
+      talkMs,
+      canceledAt: null,
     });
-    await this.events.publish(event('ringing'), 0);
-    switch (outcome) {
-      case 'busy':
-        await this.events.publish(event('busy'), ringMs);
-        break;
-      case 'no_answer':
-        await this.events.publish(event('no_answer'), ringMs);
-        break;
-      case 'carrier_failure':
-        await this.events.publish(event('failed', { reason: 'carrier_failure' }), ringMs);
-        break;
-      default:
-        await this.events.publish(event('answered'), ringMs);
-        await this.events.publish(event('completed', { durationSeconds: talkSeconds }), ringMs + talkSeconds * 1000);
+    if (outcome === 'reject_dial') {
+      throw new CarrierError('Sandbox carrier rejected the dial request: number not allowed', {
+        reason: 'carrier_rejected',
+        permanent: true,
+        notProcessed: true,
+        carrierCode: 'SANDBOX-0004',
+      });
     }
-    return { providerCallId };
+    for (const step of sandboxTimeline(outcome, settings.ringMs, talkMs)) {
+      await this.events.publish(this.event(request, call.callId, step), step.atMs);
+    }
+    if (roll < settings.throttleRate + settings.errorRate + settings.timeoutRate) {
+      // The call exists, but its answer is lost on the way back, as with a network timeout.
+      throw new Error('Sandbox carrier: the dial request timed out');
+    }
+    return { providerCallId: call.callId };
+  }
+
+  async lookupCall(reference: CallReference): Promise<CallLookup> {
+    const call = await this.findCall(reference);
+    if (!call) return { kind: 'not_found' };
+    if (call.outcome === 'reject_dial') return { kind: 'not_found' };
+    const elapsedMs = Date.now() - call.createdAt.getTime();
+    const timeline = sandboxTimeline(call.outcome as never, call.ringMs, call.talkMs);
+    const canceledAtMs = call.canceledAt ? call.canceledAt.getTime() - call.createdAt.getTime() : Infinity;
+    const happened = timeline.filter((step) => step.atMs <= elapsedMs && step.atMs < canceledAtMs);
+    const events = happened.map((step) =>
+      this.event(reference, call.callId, step, new Date(call.createdAt.getTime() + step.atMs)),
+    );
+    if (call.canceledAt && canceledAtMs <= elapsedMs && happened.length < timeline.length) {
+      events.push(this.event(reference, call.callId, { type: 'canceled' }, call.canceledAt));
+    }
+    return { kind: 'found', providerCallId: call.callId, events };
+  }
+
+  async hangup(reference: CallReference): Promise<boolean> {
+    const call = await this.findCall(reference);
+    if (!call || call.canceledAt) return call !== null;
+    // Only a call that is still ringing can be hung up; an answered one belongs to the agent.
+    const [, changed] = await this.dataSource.query(
+      `UPDATE sandbox_calls SET canceled_at = now()
+        WHERE call_id = $1 AND canceled_at IS NULL AND now() < created_at + ($2::double precision * interval '1 millisecond')`,
+      [call.callId, call.ringMs],
+    );
+    if (!changed) return false;
+    await this.events.publish(this.event(reference, call.callId, { type: 'canceled' }), 0);
+    return true;
   }
 
   async collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts> {
@@ -83,21 +138,28 @@ export class SandboxProvider implements TelephonyProvider {
     );
     return { transcript, recording: { contentType: 'audio/wav', body: recording } };
   }
-}
 
-/** The built-in agent opens with its greeting; the simulated callee answers and says goodbye. */
-function sandboxConversation(agentOpening: string, durationMs: number): TranscriptTurn[] {
-  const lines: Array<[TranscriptTurn['speaker'], string]> = [
-    ['agent', agentOpening],
-    ['user', 'Hello, yes, speaking.'],
-    ['agent', 'Thank you for your time. Goodbye!'],
-    ['user', 'Goodbye.'],
-  ];
-  const slot = durationMs / lines.length;
-  return lines.map(([speaker, text], index) => ({
-    speaker,
-    text,
-    start_ms: Math.round(index * slot),
-    end_ms: Math.round(index * slot + slot * 0.8),
-  }));
+  private async findCall(reference: CallReference): Promise<SandboxCall | null> {
+    const repository = this.dataSource.getRepository(SandboxCall);
+    if (reference.providerCallId) return repository.findOneBy({ callId: reference.providerCallId });
+    return repository.findOne({ where: { runId: reference.runId }, order: { createdAt: 'DESC' } });
+  }
+
+  private event(
+    call: { runId: number; organizationId: number },
+    callId: string,
+    step: { type: CallEventJob['type']; durationSeconds?: number; reason?: string },
+    occurredAt?: Date,
+  ): CallEventJob {
+    return {
+      runId: call.runId,
+      organizationId: call.organizationId,
+      provider: this.name,
+      providerCallId: callId,
+      type: step.type,
+      occurredAt: (occurredAt ?? new Date()).toISOString(),
+      ...(step.durationSeconds !== undefined ? { durationSeconds: step.durationSeconds } : {}),
+      ...(step.reason ? { reason: step.reason } : {}),
+    };
+  }
 }

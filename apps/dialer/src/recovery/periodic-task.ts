@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { RedisClient } from '@app/queue';
+
+/**
+ * Runs `work` every `intervalMs`, never overlapping itself, and on one dialer
+ * replica at a time (a short Redis lease): replicas take over from each other
+ * when one stops. A failed round is logged and the next one runs as usual.
+ */
+export class PeriodicTask {
+  private readonly logger: Logger;
+  private readonly owner = randomUUID();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly intervalMs: number,
+    private readonly client: RedisClient,
+    private readonly work: () => Promise<void>,
+  ) {
+    this.logger = new Logger(name);
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Runs one round now (tests and start-up use it), under the same lease. */
+  async runOnce(): Promise<void> {
+    if (!(await this.holdLease())) return;
+    await this.work();
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch((error: unknown) => this.logger.warn({ err: error }, `${this.name} round failed`))
+        .finally(() => {
+          this.running = null;
+          this.schedule(this.intervalMs);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async holdLease(): Promise<boolean> {
+    const key = this.client.keyFor('lease', this.name);
+    const ttl = Math.max(this.intervalMs * 3, 1000);
+    const taken = await this.client.redis.set(key, this.owner, 'PX', ttl, 'NX');
+    if (taken === 'OK') return true;
+    // Ours already: extend it.
+    const current = await this.client.redis.get(key);
+    if (current !== this.owner) return false;
+    await this.client.redis.pexpire(key, ttl);
+    return true;
+  }
+}

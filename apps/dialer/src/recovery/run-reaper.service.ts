@@ -1,0 +1,143 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { CallsQueue, RedisClient } from '@app/queue';
+import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CallEventApplier } from '../call-events/call-event-applier.service';
+import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
+import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
+import { PeriodicTask } from './periodic-task';
+
+const BATCH = 200;
+/** Beyond the configuration's maximum call duration, before an answered call is given up. */
+const IN_PROGRESS_GRACE_SECONDS = 60;
+/** A completed run whose artifacts are not stored after this long gets another try. */
+const ARTIFACTS_RETRY_SECONDS = 30;
+
+interface StaleRun {
+  id: number;
+  status: RunStatus;
+  age_seconds: number;
+  max_call_duration_seconds: number | null;
+}
+
+/**
+ * Ends runs that stopped moving. A run whose carrier events stopped is first
+ * looked up at its carrier (status events may be lost); what the carrier
+ * reports is applied like any event. A run that is still stuck past its
+ * limit ends `failed` with an `end_reason` saying why, and its concurrency
+ * slot is freed. A dial that never reached the carrier is queued again.
+ */
+@Injectable()
+export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(RunReaper.name);
+  private readonly task: PeriodicTask;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly runs: WorkflowRunStore,
+    private readonly providers: TelephonyProviders,
+    private readonly cipher: CredentialsCipher,
+    private readonly events: CallEventApplier,
+    private readonly artifacts: RunArtifactsCollector,
+    private readonly slots: ConcurrencyLimiter,
+    private readonly callsQueue: CallsQueue,
+    client: RedisClient,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.task = new PeriodicTask('run-reaper', config.reaperIntervalMs, client, () => this.round());
+  }
+
+  onApplicationBootstrap(): void {
+    this.task.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.task.stop();
+  }
+
+  async round(): Promise<void> {
+    const stale: StaleRun[] = await this.dataSource.query(
+      `SELECT r.id, r.status, EXTRACT(EPOCH FROM now() - r.status_changed_at)::float AS age_seconds,
+              c.max_call_duration_seconds
+         FROM workflow_runs r
+         LEFT JOIN telephony_configurations c ON c.id = r.telephony_configuration_id
+        WHERE NOT r.is_completed AND (
+              (r.status IN ('dialing', 'ringing') AND r.status_changed_at < now() - make_interval(secs => $1))
+           OR (r.status = 'in_progress'
+               AND r.status_changed_at < now() - make_interval(secs => COALESCE(c.max_call_duration_seconds, 3600) + $2))
+           OR (r.status = 'completed' AND r.status_changed_at < now() - make_interval(secs => $3)))
+        ORDER BY r.status_changed_at LIMIT $4`,
+      [this.config.reconcileAfterSeconds, IN_PROGRESS_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH],
+    );
+    for (const candidate of stale) {
+      try {
+        await this.reap(candidate);
+      } catch (error) {
+        this.logger.warn({ err: error, run_id: candidate.id }, 'could not reap run');
+      }
+    }
+  }
+
+  private async reap(candidate: StaleRun): Promise<void> {
+    if (candidate.status === 'completed') {
+      await this.artifacts.collect(candidate.id);
+      return;
+    }
+    const run = await this.runs.findById(candidate.id);
+    if (!run || run.status !== candidate.status) return;
+    const reconciled = await this.reconcile(run);
+    if (reconciled) return;
+    const limit = this.hardLimitSeconds(candidate);
+    if (candidate.age_seconds < limit) return;
+    const endReason =
+      candidate.status === 'dialing'
+        ? run.providerCallId
+          ? 'no_carrier_response'
+          : 'dial_outcome_unknown'
+        : candidate.status === 'ringing'
+          ? 'ring_timeout'
+          : 'max_duration_exceeded';
+    const ended = await this.runs.transition(run.id, 'failed', 'reaper.failed', { endReason, endedAt: new Date() }, {
+      stuck_in: candidate.status,
+      seconds: Math.round(candidate.age_seconds),
+    });
+    if (ended?.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);
+  }
+
+  /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
+  private async reconcile(run: WorkflowRun): Promise<boolean> {
+    const config = run.telephonyConfigurationId
+      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
+      : null;
+    if (!config || !this.providers.has(config.provider)) return false;
+    const lookup = await this.providers.get(config.provider).lookupCall({
+      runId: run.id,
+      organizationId: run.organizationId,
+      providerCallId: run.providerCallId,
+      credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
+      settings: config.settings,
+    });
+    if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
+      // The carrier never got the request (the dialer stopped in between): dialing again cannot duplicate.
+      const requeued = await this.runs.transition(run.id, 'queued', 'reaper.requeued', {}, { reason: 'carrier_has_no_call' });
+      if (requeued) {
+        await this.slots.release(config.id, run.id);
+        await this.callsQueue.enqueuePlaceCall([{ runId: run.id, organizationId: run.organizationId }]);
+      }
+      return requeued !== null;
+    }
+    if (lookup.kind !== 'found') return false;
+    if (!run.providerCallId) await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
+    let moved = false;
+    for (const event of lookup.events) moved = (await this.events.apply(event)) || moved;
+    return moved;
+  }
+
+  private hardLimitSeconds(run: StaleRun): number {
+    if (run.status === 'dialing') return this.config.dialTimeoutSeconds;
+    if (run.status === 'ringing') return this.config.ringTimeoutSeconds;
+    return (run.max_call_duration_seconds ?? 3600) + IN_PROGRESS_GRACE_SECONDS;
+  }
+}

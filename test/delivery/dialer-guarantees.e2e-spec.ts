@@ -1,0 +1,103 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { JobName, QueueName } from '@app/queue';
+import {
+  agentGraph,
+  createOrganization,
+  runsWhenComplete,
+  sandboxDialsByRun,
+  seedSandboxConfiguration,
+  seedWorkflow,
+  TestOrganization,
+} from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+
+describe('every accepted trigger becomes exactly one call attempt', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+  });
+  afterAll(() => apps.close());
+
+  async function orgWithSandbox(settings: Record<string, unknown>, extra: Parameters<typeof seedSandboxConfiguration>[2] = {}) {
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings, ...extra });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    return { org, config, workflow };
+  }
+
+  async function trigger(org: TestOrganization, uuid: string, count: number, phone = '+14155550100'): Promise<number[]> {
+    const ids: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const response = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: phone }, { key: org.adminKey });
+      expect(response.status).toBe(200);
+      ids.push(response.body.workflow_run_id);
+    }
+    return ids;
+  }
+
+  it('places one call when the same run is enqueued again under other job ids', async () => {
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50 });
+    const [runId] = await trigger(org, workflow.triggerUuid, 1);
+    const queue = apps.dialer!.get<Queue>(getQueueToken(QueueName.Calls));
+    await Promise.all(
+      [1, 2, 3].map((n) => queue.add(JobName.PlaceCall, { runId, organizationId: org.organizationId }, { jobId: `dup-${runId}-${n}` })),
+    );
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run.status).toBe('completed');
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  it('retries throttled and not-processed dial requests without failing the run or dialing twice', async () => {
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, throttle_rate: 0.4, error_rate: 0.2 });
+    const runIds = await trigger(org, workflow.triggerUuid, 12);
+    const runs = await runsWhenComplete(apps.dataSource, runIds, 60000);
+    expect(runs.map((run) => run.status)).toEqual(runIds.map(() => 'completed'));
+    const dials = await sandboxDialsByRun(apps.dataSource, runIds);
+    expect([...dials.values()]).toEqual(runIds.map(() => 1));
+    const retried = runs.filter((run) => run.logs.events.some((event: { event: string }) => event.event === 'dialer.retry'));
+    expect(retried.length).toBeGreaterThan(0);
+  });
+
+  it('asks the carrier instead of dialing again when the answer to a dial request is lost', async () => {
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, timeout_rate: 1 });
+    const runIds = await trigger(org, workflow.triggerUuid, 3);
+    const runs = await runsWhenComplete(apps.dataSource, runIds);
+    expect(runs.map((run) => run.status)).toEqual(['completed', 'completed', 'completed']);
+    expect([...(await sandboxDialsByRun(apps.dataSource, runIds)).values()]).toEqual([1, 1, 1]);
+    for (const run of runs) {
+      expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.reconciled');
+    }
+  });
+
+  it('ends a permanently rejected dial failed with the carrier reason and does not retry it', async () => {
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50 });
+    const [runId] = await trigger(org, workflow.triggerUuid, 1, '+14155550004');
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'carrier_rejected' });
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  it('caps the calls live at once at max_concurrent_calls and delays the rest instead of failing them', async () => {
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 50, talk_ms: 400 }, { maxConcurrentCalls: 2, callsPerSecond: 100 });
+    const runIds = await trigger(org, workflow.triggerUuid, 6);
+    let maxLive = 0;
+    let done = false;
+    while (!done) {
+      const rows: Array<{ live: number; open: number }> = await apps.dataSource.query(
+        `SELECT count(*) FILTER (WHERE status IN ('dialing', 'ringing', 'in_progress'))::int AS live,
+                count(*) FILTER (WHERE NOT is_completed)::int AS open
+           FROM workflow_runs WHERE id = ANY($1)`,
+        [runIds],
+      );
+      maxLive = Math.max(maxLive, rows[0].live);
+      done = rows[0].open === 0;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(maxLive).toBe(2);
+    const runs = await runsWhenComplete(apps.dataSource, runIds);
+    expect(runs.every((run) => run.status === 'completed')).toBe(true);
+  });
+});

@@ -1,0 +1,51 @@
+import { agentGraph, createOrganization, runsWhenComplete, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+describe('calls_per_second across dialer replicas', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    // Two dialers, each working one job at a time, so both take part.
+    apps = await startTestApps({ env: { DIALER_CONCURRENCY: '1' } });
+    await apps.addDialer({ DIALER_CONCURRENCY: '1' });
+  });
+  afterAll(() => apps.close());
+
+  it('holds the configured rate across two dialers, evenly spaced rather than in bursts', async () => {
+    const org = await createOrganization(apps.dataSource);
+    const cps = 5;
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+      settings: { ring_ms: 10, talk_ms: 10 },
+      callsPerSecond: cps,
+    });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const runIds: number[] = [];
+    for (let i = 0; i < 16; i++) {
+      const response = await apps.client.post(
+        `/api/v1/public/agent/${workflow.triggerUuid}`,
+        { phone_number: '+14155550100', telephony_configuration_id: config.id },
+        { key: org.adminKey },
+      );
+      runIds.push(response.body.workflow_run_id);
+    }
+    await runsWhenComplete(apps.dataSource, runIds, 30000);
+
+    const dials: Array<{ at: number }> = await apps.dataSource.query(
+      `SELECT extract(epoch FROM created_at) * 1000 AS at FROM sandbox_calls WHERE run_id = ANY($1) ORDER BY created_at`,
+      [runIds],
+    );
+    const times = dials.map((dial) => Number(dial.at));
+    expect(times).toHaveLength(16);
+    const spanSeconds = (times[times.length - 1] - times[0]) / 1000;
+    const rate = (times.length - 1) / spanSeconds;
+    // Measured rate within 20% of the target, whatever the number of dialers.
+    expect(rate).toBeGreaterThan(cps * 0.8);
+    expect(rate).toBeLessThan(cps * 1.2);
+    // Smooth: no two dials much closer than the interval, no second with more than cps + 1.
+    const gaps = times.slice(1).map((time, index) => time - times[index]);
+    expect(Math.min(...gaps)).toBeGreaterThan((1000 / cps) * 0.4);
+    for (const start of times) {
+      expect(times.filter((time) => time >= start && time < start + 1000).length).toBeLessThanOrEqual(cps + 1);
+    }
+  });
+});

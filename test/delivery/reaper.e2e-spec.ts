@@ -1,0 +1,114 @@
+import { DataSource } from 'typeorm';
+import { SandboxCall, WorkflowRun } from '@app/persistence';
+import {
+  agentGraph,
+  createOrganization,
+  runsWhenComplete,
+  sandboxDialsByRun,
+  seedSandboxConfiguration,
+  seedWorkflow,
+} from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+/** A run as a dialer would leave it when it died in the middle of its work. */
+async function strandedRun(
+  dataSource: DataSource,
+  seed: { organizationId: number; workflowId: number; triggerUuid: string; configId: number; definitionId: number | null },
+  status: 'dialing' | 'ringing' | 'in_progress',
+  providerCallId: string | null,
+): Promise<number> {
+  const run = await dataSource.getRepository(WorkflowRun).save({
+    organizationId: seed.organizationId,
+    workflowId: seed.workflowId,
+    name: 'pending',
+    status,
+    environment: 'production',
+    triggerUuid: seed.triggerUuid,
+    telephonyConfigurationId: seed.configId,
+    provider: 'sandbox',
+    definitionId: seed.definitionId,
+    phoneNumber: '+14155550100',
+    fromNumber: '+15005550006',
+    providerCallId,
+    logs: { events: [] },
+  });
+  await dataSource.query(
+    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - interval '10 minutes' WHERE id = $1`,
+    [run.id],
+  );
+  return run.id;
+}
+
+describe('the reaper ends or repairs runs that stopped moving', () => {
+  let apps: TestApps;
+  let seed: { organizationId: number; workflowId: number; triggerUuid: string; configId: number; definitionId: number | null };
+
+  beforeAll(async () => {
+    apps = await startTestApps({
+      env: { REAPER_INTERVAL_MS: '200', RECONCILE_AFTER_SECONDS: '1', DIAL_TIMEOUT_SECONDS: '2', RING_TIMEOUT_SECONDS: '2' },
+    });
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+      settings: { ring_ms: 20, talk_ms: 50 },
+      maxCallDurationSeconds: 10,
+    });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    seed = {
+      organizationId: org.organizationId,
+      workflowId: workflow.workflowId,
+      triggerUuid: workflow.triggerUuid,
+      configId: config.id,
+      definitionId: workflow.publishedId,
+    };
+  });
+  afterAll(() => apps.close());
+
+  it('fails a run that rings past the limit with end_reason ring_timeout', async () => {
+    const runId = await strandedRun(apps.dataSource, seed, 'ringing', 'SB-unknown-call');
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+  });
+
+  it('dials again a run whose dialer died before the carrier got the request, exactly once', async () => {
+    const runId = await strandedRun(apps.dataSource, seed, 'dialing', null);
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run.status).toBe('completed');
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('reaper.requeued');
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  it('reconciles a run whose dialer died after the carrier accepted the call, without dialing again', async () => {
+    const runId = await strandedRun(apps.dataSource, seed, 'dialing', null);
+    // The carrier has the call (placed 5 s ago, long finished), but the run never learned its id.
+    await apps.dataSource.getRepository(SandboxCall).save({
+      callId: `SB-reconcile-${runId}`,
+      runId,
+      toNumber: '+14155550100',
+      outcome: 'answer',
+      ringMs: 20,
+      talkMs: 50,
+      canceledAt: null,
+      createdAt: new Date(Date.now() - 5000),
+    });
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run.status).toBe('completed');
+    const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
+    expect(stored.providerCallId).toBe(`SB-reconcile-${runId}`);
+    expect(stored.durationSeconds).toBeCloseTo(0.05);
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  it('fails a dialing run the carrier cannot account for with dial_outcome_unknown', async () => {
+    // A call id the carrier does not know, so the look-up cannot settle it and nothing may be dialed again.
+    const runId = await strandedRun(apps.dataSource, seed, 'dialing', 'SB-lost');
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'no_carrier_response' });
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(0);
+  });
+
+  it('fails an answered call that outlives the maximum call duration', async () => {
+    const runId = await strandedRun(apps.dataSource, seed, 'in_progress', 'SB-long-call');
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded' });
+  });
+});
