@@ -1,0 +1,86 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiSecurity,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ParseIdPipe } from '@app/common';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { AuthenticatedKey } from '../auth/authenticated-key';
+import { CurrentApiKey } from '../auth/current-api-key.decorator';
+import { RequireRole } from '../auth/require-role.decorator';
+import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
+import { telephonyConfigurationNotFound } from './telephony-configuration-not-found.error';
+import { TelephonyConfigurationView } from './telephony-configuration-view';
+import { TelephonyConfigurationsService } from './telephony-configurations.service';
+import { UpdateTelephonyConfigurationDto } from './update-telephony-configuration.dto';
+
+const configurationId = new ParseIdPipe(telephonyConfigurationNotFound);
+
+/** The organization's carrier accounts. Admin keys only; credentials go in, never out. */
+@ApiTags('telephony-configurations')
+@ApiSecurity('api-key')
+@ApiBearerAuth('bearer')
+@Controller('api/v1/telephony-configurations')
+@UseGuards(ApiKeyGuard)
+@RequireRole('admin')
+export class TelephonyConfigurationsController {
+  constructor(private readonly configurations: TelephonyConfigurationsService) {}
+
+  @Post()
+  @ApiOperation({
+    operationId: 'createTelephonyConfiguration',
+    summary: 'Add a carrier account',
+    description: "The organization's first configuration becomes its default for outbound calls.",
+  })
+  @ApiCreatedResponse({ type: TelephonyConfigurationView })
+  create(
+    @Body() body: CreateTelephonyConfigurationDto,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<TelephonyConfigurationView> {
+    return this.configurations.create(key.organizationId, body);
+  }
+
+  @Get()
+  @ApiOperation({ operationId: 'listTelephonyConfigurations', summary: "The organization's carrier accounts, newest first" })
+  @ApiOkResponse({ type: [TelephonyConfigurationView] })
+  list(@CurrentApiKey() key: AuthenticatedKey): Promise<TelephonyConfigurationView[]> {
+    return this.configurations.list(key.organizationId);
+  }
+
+  @Get(':id')
+  @ApiOperation({ operationId: 'getTelephonyConfiguration', summary: 'One carrier account' })
+  @ApiOkResponse({ type: TelephonyConfigurationView })
+  get(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<TelephonyConfigurationView> {
+    return this.configurations.get(key.organizationId, id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({ operationId: 'updateTelephonyConfiguration', summary: 'Change any subset of a carrier account' })
+  @ApiOkResponse({ type: TelephonyConfigurationView })
+  update(
+    @Param('id', configurationId) id: number,
+    @Body() body: UpdateTelephonyConfigurationDto,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<TelephonyConfigurationView> {
+    return this.configurations.update(key.organizationId, id, body);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiOperation({
+    operationId: 'deleteTelephonyConfiguration',
+    summary: 'Delete a carrier account',
+    description:
+      'Deleting the default leaves the organization without one: triggers that name no configuration answer ' +
+      '400 `telephony_not_configured` until another is marked with is_default_outbound.',
+  })
+  @ApiNoContentResponse()
+  remove(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<void> {
+    return this.configurations.remove(key.organizationId, id);
+  }
+}

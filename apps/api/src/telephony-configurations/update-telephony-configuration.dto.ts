@@ -1,0 +1,11 @@
+import { PartialType } from '@nestjs/swagger';
+import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
+
+/**
+ * Any subset of the creation fields; absent ones keep their value. `settings`
+ * and `from_numbers` are replaced whole; `credentials: null` removes them.
+ * `is_default_outbound: false` on the default leaves the organization without one.
+ */
+export class UpdateTelephonyConfigurationDto extends PartialType(CreateTelephonyConfigurationDto, {
+  skipNullProperties: false,
+}) {}

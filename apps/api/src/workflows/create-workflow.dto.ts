@@ -1,0 +1,16 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
+import { DefinitionProperty } from './definition-property.decorator';
+
+export class CreateWorkflowDto {
+  @ApiProperty({ example: 'Appointment reminder', maxLength: 200 })
+  @Transform(({ value }) => (typeof value === 'string' ? value.trim() : value))
+  @IsString()
+  @IsNotEmpty({ message: 'name must not be empty' })
+  @MaxLength(200)
+  name: string;
+
+  @DefinitionProperty()
+  definition: Record<string, unknown>;
+}

@@ -1,0 +1,6 @@
+import { DefinitionProperty } from './definition-property.decorator';
+
+export class SaveDraftDto {
+  @DefinitionProperty()
+  definition: Record<string, unknown>;
+}

@@ -1,0 +1,77 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Put, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ParseIdPipe } from '@app/common';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { AuthenticatedKey } from '../auth/authenticated-key';
+import { CurrentApiKey } from '../auth/current-api-key.decorator';
+import { RequireRole } from '../auth/require-role.decorator';
+import { CreateWorkflowDto } from './create-workflow.dto';
+import { SaveDraftDto } from './save-draft.dto';
+import { workflowNotFound } from './workflow-not-found.error';
+import { WorkflowView } from './workflow-view';
+import { WorkflowsService } from './workflows.service';
+
+const workflowId = new ParseIdPipe(workflowNotFound);
+
+/** Workflows (agents) and their draft and published definitions. Admin keys only. */
+@ApiTags('workflows')
+@ApiSecurity('api-key')
+@ApiBearerAuth('bearer')
+@Controller('api/v1/workflows')
+@UseGuards(ApiKeyGuard)
+@RequireRole('admin')
+export class WorkflowsController {
+  constructor(private readonly workflows: WorkflowsService) {}
+
+  @Post()
+  @ApiOperation({
+    operationId: 'createWorkflow',
+    summary: 'Create a workflow; its definition becomes the draft (version 1)',
+    description: 'Trigger nodes are registered as API triggers; a trigger_path registered to another workflow is a 409.',
+  })
+  @ApiCreatedResponse({ type: WorkflowView })
+  create(@Body() body: CreateWorkflowDto, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
+    return this.workflows.create(key.organizationId, body);
+  }
+
+  @Get()
+  @ApiOperation({ operationId: 'listWorkflows', summary: "The organization's workflows, newest first" })
+  @ApiOkResponse({ type: [WorkflowView] })
+  list(@CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView[]> {
+    return this.workflows.list(key.organizationId);
+  }
+
+  @Get(':id')
+  @ApiOperation({ operationId: 'getWorkflow', summary: 'One workflow with its draft, published definition and triggers' })
+  @ApiOkResponse({ type: WorkflowView })
+  get(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
+    return this.workflows.get(key.organizationId, id);
+  }
+
+  @Put(':id/draft')
+  @ApiOperation({
+    operationId: 'saveWorkflowDraft',
+    summary: 'Create or replace the draft',
+    description: 'A replaced draft is kept, archived, since runs may reference it; the new draft takes the next version.',
+  })
+  @ApiOkResponse({ type: WorkflowView })
+  saveDraft(
+    @Param('id', workflowId) id: number,
+    @Body() body: SaveDraftDto,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<WorkflowView> {
+    return this.workflows.saveDraft(key.organizationId, id, body.definition);
+  }
+
+  @Post(':id/publish')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'publishWorkflow',
+    summary: 'Publish the draft; the previously published definition is archived',
+    description: '409 `no_draft` when the workflow has no draft.',
+  })
+  @ApiOkResponse({ type: WorkflowView })
+  publish(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
+    return this.workflows.publish(key.organizationId, id);
+  }
+}

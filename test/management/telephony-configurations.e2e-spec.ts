@@ -1,0 +1,289 @@
+import { TelephonyConfiguration } from '@app/persistence';
+import { CredentialsCipher } from '@app/telephony';
+import { createOrganization, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { createPublishedWorkflow, createSandboxConfiguration, expectError, issueKey } from './management-helpers';
+
+const PATH = '/api/v1/telephony-configurations';
+const SECRET = { account_sid: 'AC-very-secret-sid', auth_token: 'tok-very-secret-token' };
+
+describe('management API: telephony configurations', () => {
+  let apps: TestApps;
+  let org: TestOrganization;
+  let other: TestOrganization;
+
+  beforeAll(async () => {
+    apps = await startTestApps({ dialer: false });
+    org = await createOrganization(apps.dataSource);
+    other = await createOrganization(apps.dataSource, 'Other org');
+  });
+  afterAll(() => apps.close());
+
+  const rowOf = (id: number) => apps.dataSource.getRepository(TelephonyConfiguration).findOneByOrFail({ id });
+  const defaultsOf = async (organizationId: number) =>
+    (await apps.dataSource.getRepository(TelephonyConfiguration).findBy({ organizationId, isDefaultOutbound: true })).map((row) => row.id);
+
+  it('creates a configuration with defaults and normalised numbers; the first one becomes the default', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const response = await apps.client.post(
+      PATH,
+      { name: 'Sandbox', provider: 'sandbox', from_numbers: ['+1 (500) 555-0006', '+15005550006', '+44 20 7946 0958'] },
+      { key: fresh.adminKey },
+    );
+    expect(response.status).toBe(201);
+    expect(response.body).toEqual({
+      id: expect.any(Number),
+      name: 'Sandbox',
+      provider: 'sandbox',
+      has_credentials: false,
+      from_numbers: ['+15005550006', '+442079460958'],
+      is_default_outbound: true,
+      calls_per_second: 1,
+      max_concurrent_calls: 10,
+      max_call_duration_seconds: 3600,
+      settings: {},
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    expect(await defaultsOf(fresh.organizationId)).toEqual([response.body.id]);
+  });
+
+  it('does not make the first configuration the default when is_default_outbound is false', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const created = await createSandboxConfiguration(apps, fresh, { is_default_outbound: false });
+    expect(created.is_default_outbound).toBe(false);
+    expect(await defaultsOf(fresh.organizationId)).toEqual([]);
+  });
+
+  it('does not make a second configuration the default unless asked', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const first = await createSandboxConfiguration(apps, fresh);
+    const second = await createSandboxConfiguration(apps, fresh, { name: 'Second' });
+    expect(second.is_default_outbound).toBe(false);
+    expect(await defaultsOf(fresh.organizationId)).toEqual([first.id]);
+  });
+
+  it('switches the default when a configuration is created with is_default_outbound true', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const first = await createSandboxConfiguration(apps, fresh);
+    const second = await createSandboxConfiguration(apps, fresh, { name: 'Second', is_default_outbound: true });
+    expect(second.is_default_outbound).toBe(true);
+    expect(await defaultsOf(fresh.organizationId)).toEqual([second.id]);
+    const firstNow = await apps.client.get(`${PATH}/${first.id}`, { key: fresh.adminKey });
+    expect(firstNow.body.is_default_outbound).toBe(false);
+  });
+
+  it('switches the default when a configuration is patched with is_default_outbound true', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const first = await createSandboxConfiguration(apps, fresh);
+    const second = await createSandboxConfiguration(apps, fresh, { name: 'Second' });
+    const response = await apps.client.patch(`${PATH}/${second.id}`, { is_default_outbound: true }, { key: fresh.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.is_default_outbound).toBe(true);
+    expect(await defaultsOf(fresh.organizationId)).toEqual([second.id]);
+    expect((await rowOf(first.id)).isDefaultOutbound).toBe(false);
+  });
+
+  it('keeps exactly one default when configurations are created concurrently in an empty organization', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        apps.client.post(PATH, { name: `c${i}`, provider: 'sandbox', from_numbers: ['+15005550006'], ...(i % 2 ? { is_default_outbound: true } : {}) }, { key: fresh.adminKey }),
+      ),
+    );
+    expect(responses.map((response) => response.status)).toEqual([201, 201, 201, 201, 201, 201]);
+    expect(await defaultsOf(fresh.organizationId)).toHaveLength(1);
+  });
+
+  it('never returns credentials, stores them encrypted, and tells whether there are some', async () => {
+    const created = await apps.client.post(
+      PATH,
+      { name: 'With secrets', provider: 'sandbox', from_numbers: ['+15005550006'], credentials: SECRET },
+      { key: org.adminKey },
+    );
+    expect(created.status).toBe(201);
+    expect(created.body.has_credentials).toBe(true);
+    const responses = [
+      created,
+      await apps.client.get(`${PATH}/${created.body.id}`, { key: org.adminKey }),
+      await apps.client.get(PATH, { key: org.adminKey }),
+      await apps.client.patch(`${PATH}/${created.body.id}`, { name: 'Renamed' }, { key: org.adminKey }),
+      await apps.client.patch(`${PATH}/${created.body.id}`, { credentials: SECRET }, { key: org.adminKey }),
+    ];
+    const row = await rowOf(created.body.id);
+    for (const response of responses) {
+      expect(response.status).toBeLessThan(300);
+      expect(response.text).not.toContain(SECRET.account_sid);
+      expect(response.text).not.toContain(SECRET.auth_token);
+      expect(response.text).not.toMatch(/"credentials(_encrypted)?"/);
+      expect(response.text).not.toContain((row.credentialsEncrypted as string).split('.')[3]);
+    }
+    expect(row.credentialsEncrypted).not.toContain(SECRET.auth_token);
+    expect(apps.api.get(CredentialsCipher).decrypt(row.credentialsEncrypted as string)).toEqual(SECRET);
+  });
+
+  it('removes credentials when patched with credentials null', async () => {
+    const created = await createSandboxConfiguration(apps, org, { credentials: SECRET, is_default_outbound: false });
+    const response = await apps.client.patch(`${PATH}/${created.id}`, { credentials: null }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.has_credentials).toBe(false);
+    expect((await rowOf(created.id)).credentialsEncrypted).toBeNull();
+  });
+
+  it('patches only the fields given', async () => {
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false, calls_per_second: 5 });
+    const response = await apps.client.patch(
+      `${PATH}/${created.id}`,
+      { name: 'Renamed', max_concurrent_calls: 50, from_numbers: ['+1 415 555 2671'], settings: { ring_ms: 10 } },
+      { key: org.adminKey },
+    );
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({
+      ...created,
+      name: 'Renamed',
+      max_concurrent_calls: 50,
+      from_numbers: ['+14155552671'],
+      settings: { ring_ms: 10 },
+      updated_at: expect.any(String),
+    });
+    expect(response.body.calls_per_second).toBe(5);
+    expect(new Date(response.body.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(created.updated_at).getTime());
+    expect((await apps.client.get(`${PATH}/${created.id}`, { key: org.adminKey })).body).toEqual(response.body);
+  });
+
+  it('answers one configuration and lists the organization’s configurations newest first', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const first = await createSandboxConfiguration(apps, fresh);
+    const second = await createSandboxConfiguration(apps, fresh, { name: 'Second' });
+    await createSandboxConfiguration(apps, other);
+    expect((await apps.client.get(`${PATH}/${first.id}`, { key: fresh.adminKey })).body).toEqual(first);
+    const list = await apps.client.get(PATH, { key: fresh.adminKey });
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual([second, first]);
+  });
+
+  it('deletes a configuration: 204, then 404', async () => {
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false });
+    const response = await apps.client.delete(`${PATH}/${created.id}`, { key: org.adminKey });
+    expect(response.status).toBe(204);
+    expectError(await apps.client.get(`${PATH}/${created.id}`, { key: org.adminKey }), 404, 'telephony_configuration_not_found');
+    expectError(await apps.client.delete(`${PATH}/${created.id}`, { key: org.adminKey }), 404, 'telephony_configuration_not_found');
+  });
+
+  it('deleting the default leaves the organization without one, so triggers answer 400 telephony_not_configured', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const config = await createSandboxConfiguration(apps, fresh);
+    await createSandboxConfiguration(apps, fresh, { name: 'Spare' });
+    const { triggerUuid } = await createPublishedWorkflow(apps, fresh);
+    const call = () => apps.client.post(`/api/v1/public/agent/${triggerUuid}`, { phone_number: '+14155552671' }, { key: fresh.adminKey });
+    expect((await call()).status).toBe(200);
+
+    expect((await apps.client.delete(`${PATH}/${config.id}`, { key: fresh.adminKey })).status).toBe(204);
+    expect(await defaultsOf(fresh.organizationId)).toEqual([]);
+    expectError(await call(), 400, 'telephony_not_configured');
+  });
+
+  it.each([
+    ['an unknown provider', { provider: 'twilio-ish' }, 'provider must be one of: sandbox'],
+    ['settings the provider refuses', { settings: { ring_ms: -1 } }, 'settings.ring_ms'],
+    ['settings that are not an object', { settings: [1] }, 'settings must be a JSON object'],
+    ['settings that are null', { settings: null }, 'settings must be a JSON object'],
+    ['a from number that is not a possible number', { from_numbers: ['+15005550006', '555-0006'] }, '"555-0006"'],
+    ['from_numbers that is not an array', { from_numbers: '+15005550006' }, 'from_numbers must be an array'],
+    ['a missing from_numbers', { from_numbers: undefined }, 'from_numbers'],
+    ['a missing name', { name: undefined }, 'name'],
+    ['calls_per_second of 0', { calls_per_second: 0 }, 'calls_per_second'],
+    ['calls_per_second over 1000', { calls_per_second: 1000.5 }, 'calls_per_second'],
+    ['max_concurrent_calls of 0', { max_concurrent_calls: 0 }, 'max_concurrent_calls'],
+    ['a fractional max_concurrent_calls', { max_concurrent_calls: 1.5 }, 'max_concurrent_calls'],
+    ['max_concurrent_calls over 10000', { max_concurrent_calls: 10_001 }, 'max_concurrent_calls'],
+    ['max_call_duration_seconds under 10', { max_call_duration_seconds: 9 }, 'max_call_duration_seconds'],
+    ['max_call_duration_seconds over 14400', { max_call_duration_seconds: 14_401 }, 'max_call_duration_seconds'],
+    ['is_default_outbound as a string', { is_default_outbound: 'true' }, 'is_default_outbound'],
+    ['credentials that are not an object', { credentials: 'secret' }, 'credentials must be a JSON object'],
+    ['an unknown field', { region: 'eu' }, 'region'],
+  ])('answers 400 validation_failed for %s, and stores nothing', async (_, override, problem) => {
+    const fresh = await createOrganization(apps.dataSource);
+    const body = { name: 'Sandbox', provider: 'sandbox', from_numbers: ['+15005550006'], ...override };
+    const response = await apps.client.post(PATH, body, { key: fresh.adminKey });
+    expectError(response, 400, 'validation_failed');
+    expect(response.body.message).toContain(problem);
+    expect(await apps.dataSource.getRepository(TelephonyConfiguration).countBy({ organizationId: fresh.organizationId })).toBe(0);
+  });
+
+  it.each([
+    ['a null name', { name: null }],
+    ['a null from_numbers', { from_numbers: null }],
+    ['a null calls_per_second', { calls_per_second: null }],
+    ['a null is_default_outbound', { is_default_outbound: null }],
+    ['settings the provider refuses', { settings: { talk_ms: 'long' } }],
+    ['an unknown provider', { provider: 'nope' }],
+    ['an unknown field', { credentials_encrypted: 'x' }],
+  ])('answers 400 validation_failed when patching with %s, and changes nothing', async (_, body) => {
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false });
+    expectError(await apps.client.patch(`${PATH}/${created.id}`, body, { key: org.adminKey }), 400, 'validation_failed');
+    expect((await apps.client.get(`${PATH}/${created.id}`, { key: org.adminKey })).body).toEqual(created);
+  });
+
+  describe('another organization’s configuration', () => {
+    let foreign: any;
+    beforeAll(async () => {
+      foreign = await createSandboxConfiguration(apps, other, { credentials: SECRET });
+    });
+
+    it('returns 404 when reading a telephony configuration that belongs to another organization', async () => {
+      expectError(await apps.client.get(`${PATH}/${foreign.id}`, { key: org.adminKey }), 404, 'telephony_configuration_not_found');
+    });
+
+    it('returns 404 when patching a telephony configuration that belongs to another organization, and changes nothing', async () => {
+      const response = await apps.client.patch(`${PATH}/${foreign.id}`, { name: 'Hijacked', is_default_outbound: true }, { key: org.adminKey });
+      expectError(response, 404, 'telephony_configuration_not_found');
+      expect(await rowOf(foreign.id)).toMatchObject({ name: foreign.name, isDefaultOutbound: foreign.is_default_outbound });
+    });
+
+    it('returns 404 when deleting a telephony configuration that belongs to another organization, and keeps it', async () => {
+      expectError(await apps.client.delete(`${PATH}/${foreign.id}`, { key: org.adminKey }), 404, 'telephony_configuration_not_found');
+      expect((await apps.client.get(`${PATH}/${foreign.id}`, { key: other.adminKey })).status).toBe(200);
+    });
+
+    it('does not list configurations of another organization', async () => {
+      const list = await apps.client.get(PATH, { key: org.adminKey });
+      expect(list.body.map((config: { id: number }) => config.id)).not.toContain(foreign.id);
+    });
+  });
+
+  it.each([
+    ['GET', `${PATH}/abc`],
+    ['PATCH', `${PATH}/0`],
+    ['DELETE', `${PATH}/1e`],
+  ])('answers 400 for a malformed id: %s %s', async (method, path) => {
+    const body = method === 'PATCH' ? { name: 'x' } : undefined;
+    expectError(await apps.client.request(method, path, body, { key: org.adminKey }), 400, 'validation_failed');
+  });
+
+  it.each([
+    ['GET', `${PATH}/99999999999`],
+    ['PATCH', `${PATH}/99999999999`],
+    ['DELETE', `${PATH}/2147483648`],
+  ])('answers 404 for an id beyond the id range: %s %s', async (method, path) => {
+    const body = method === 'PATCH' ? { name: 'x' } : undefined;
+    expectError(await apps.client.request(method, path, body, { key: org.adminKey }), 404, 'telephony_configuration_not_found');
+  });
+
+  describe.each([
+    ['POST', PATH, { name: 'x', provider: 'sandbox', from_numbers: [] }],
+    ['GET', PATH, undefined],
+    ['GET', `${PATH}/1`, undefined],
+    ['PATCH', `${PATH}/1`, { name: 'x' }],
+    ['DELETE', `${PATH}/1`, undefined],
+  ])('%s %s', (method, path, body) => {
+    it('answers 401 without a key', async () => {
+      expectError(await apps.client.request(method, path, body, {}), 401, 'unauthorized');
+    });
+
+    it('answers 403 with a trigger key', async () => {
+      const { key } = await issueKey(apps, org, 'trigger');
+      expectError(await apps.client.request(method, path, body, { key }), 403, 'forbidden');
+    });
+  });
+});

@@ -1,0 +1,306 @@
+import { randomUUID } from 'node:crypto';
+import { ApiTrigger, Workflow, WorkflowDefinition } from '@app/persistence';
+import { createOrganization, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { createWorkflow, expectError, graph, issueKey } from './management-helpers';
+
+describe('management API: workflows', () => {
+  let apps: TestApps;
+  let org: TestOrganization;
+  let other: TestOrganization;
+
+  beforeAll(async () => {
+    apps = await startTestApps({ dialer: false });
+    org = await createOrganization(apps.dataSource);
+    other = await createOrganization(apps.dataSource, 'Other org');
+  });
+  afterAll(() => apps.close());
+
+  const definitionsOf = (workflowId: number) =>
+    apps.dataSource.getRepository(WorkflowDefinition).find({ where: { workflowId }, order: { version: 'ASC' } });
+
+  it('creates a workflow with its definition as draft version 1 and registers a server-assigned trigger', async () => {
+    const response = await apps.client.post(
+      '/api/v1/workflows',
+      { name: 'Reminder', definition: graph({ trigger: null }) },
+      { key: org.adminKey },
+    );
+    expect(response.status).toBe(201);
+    const body = response.body;
+    expect(body).toEqual({
+      id: expect.any(Number),
+      name: 'Reminder',
+      draft_definition: { id: expect.any(Number), version: 1, status: 'draft', definition: expect.any(Object) },
+      published_definition: null,
+      triggers: [{ uuid: expect.stringMatching(/^[0-9a-f-]{36}$/), is_active: true }],
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const triggerNode = body.draft_definition.definition.nodes.find((node: { type: string }) => node.type === 'trigger');
+    expect(triggerNode.data.trigger_path).toBe(body.triggers[0].uuid);
+    expect(body.draft_definition.definition.edges).toEqual(graph({ trigger: null }).edges);
+
+    const trigger = await apps.dataSource.getRepository(ApiTrigger).findOneByOrFail({ uuid: body.triggers[0].uuid });
+    expect(trigger).toMatchObject({ organizationId: org.organizationId, workflowId: body.id, isActive: true });
+  });
+
+  it('keeps a trigger_path the definition gives, lower-cased', async () => {
+    const uuid = randomUUID();
+    const body = await createWorkflow(apps, org, graph({ trigger: uuid.toUpperCase() }));
+    expect(body.triggers).toEqual([{ uuid, is_active: true }]);
+    expect(body.draft_definition.definition.nodes[0].data.trigger_path).toBe(uuid);
+  });
+
+  it('answers one workflow in the same shape it was created in', async () => {
+    const created = await createWorkflow(apps, org);
+    const response = await apps.client.get(`/api/v1/workflows/${created.id}`, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual(created);
+  });
+
+  it('lists the organization’s workflows newest first, without other organizations’ ones', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const first = await createWorkflow(apps, fresh);
+    const second = await createWorkflow(apps, fresh);
+    await createWorkflow(apps, other);
+    const response = await apps.client.get('/api/v1/workflows', { key: fresh.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual([second, first]);
+  });
+
+  it('replaces the draft with the next version and keeps the old draft row, archived', async () => {
+    const created = await createWorkflow(apps, org);
+    const original = created.draft_definition;
+    const replacement = graph({ prompt: 'You are a new assistant.' });
+    const response = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: replacement }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.draft_definition).toEqual({ id: expect.any(Number), version: 2, status: 'draft', definition: replacement });
+    expect(response.body.draft_definition.id).not.toBe(original.id);
+    expect(response.body.published_definition).toBeNull();
+
+    const rows = await definitionsOf(created.id);
+    expect(rows.map((row) => [row.id, row.version, row.status])).toEqual([
+      [original.id, 1, 'archived'],
+      [response.body.draft_definition.id, 2, 'draft'],
+    ]);
+    expect(rows[0].definition).toEqual(original.definition);
+  });
+
+  it('gives concurrent draft saves one version each and leaves exactly one draft', async () => {
+    const created = await createWorkflow(apps, org);
+    const responses = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ prompt: `v${i}` }) }, { key: org.adminKey }),
+      ),
+    );
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 200, 200, 200]);
+    const rows = await definitionsOf(created.id);
+    expect(rows.map((row) => row.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(rows.filter((row) => row.status === 'draft').map((row) => row.version)).toEqual([6]);
+  });
+
+  it('creates a draft next to the published definition after publishing', async () => {
+    const created = await createWorkflow(apps, org);
+    await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey });
+    const response = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph() }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.published_definition).toMatchObject({ id: created.draft_definition.id, version: 1, status: 'published' });
+    expect(response.body.draft_definition).toMatchObject({ version: 2, status: 'draft' });
+  });
+
+  it('keeps triggers registered when a later definition drops their node', async () => {
+    const created = await createWorkflow(apps, org);
+    const response = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph() }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.triggers).toEqual(created.triggers);
+  });
+
+  it('publishes the draft: the same row becomes published and the draft slot empties', async () => {
+    const created = await createWorkflow(apps, org);
+    const response = await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({
+      id: created.id,
+      draft_definition: null,
+      published_definition: { ...created.draft_definition, status: 'published' },
+    });
+    const [row] = await definitionsOf(created.id);
+    expect(row.publishedAt).toBeInstanceOf(Date);
+  });
+
+  it('archives the old published definition when a new draft is published', async () => {
+    const created = await createWorkflow(apps, org);
+    await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey });
+    const draft = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ prompt: 'v2' }) }, { key: org.adminKey });
+    const response = await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.published_definition).toMatchObject({ id: draft.body.draft_definition.id, version: 2, status: 'published' });
+    expect(response.body.draft_definition).toBeNull();
+    const rows = await definitionsOf(created.id);
+    expect(rows.map((row) => [row.id, row.status])).toEqual([
+      [created.draft_definition.id, 'archived'],
+      [draft.body.draft_definition.id, 'published'],
+    ]);
+  });
+
+  it('answers 409 no_draft when there is no draft to publish, and changes nothing', async () => {
+    const created = await createWorkflow(apps, org);
+    await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey });
+    const before = await definitionsOf(created.id);
+    expectError(await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey }), 409, 'no_draft');
+    expect(await definitionsOf(created.id)).toEqual(before);
+  });
+
+  it('answers 409 trigger_conflict when a new workflow reuses another workflow’s trigger_path, and stores nothing', async () => {
+    const owner = await createWorkflow(apps, org);
+    const taken = owner.triggers[0].uuid;
+    const before = await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId });
+    const response = await apps.client.post('/api/v1/workflows', { name: 'Thief', definition: graph({ trigger: taken }) }, { key: org.adminKey });
+    expectError(response, 409, 'trigger_conflict');
+    expect(response.body.message).toContain(taken);
+    expect(await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId })).toBe(before);
+    const trigger = await apps.dataSource.getRepository(ApiTrigger).findOneByOrFail({ uuid: taken });
+    expect(trigger.workflowId).toBe(owner.id);
+  });
+
+  it('answers 409 trigger_conflict when a draft reuses another organization’s trigger_path, and keeps the draft', async () => {
+    const foreign = await createWorkflow(apps, other);
+    const mine = await createWorkflow(apps, org);
+    const response = await apps.client.put(
+      `/api/v1/workflows/${mine.id}/draft`,
+      { definition: graph({ trigger: foreign.triggers[0].uuid }) },
+      { key: org.adminKey },
+    );
+    expectError(response, 409, 'trigger_conflict');
+    const rows = await definitionsOf(mine.id);
+    expect(rows.map((row) => [row.id, row.status])).toEqual([[mine.draft_definition.id, 'draft']]);
+  });
+
+  it('accepts the workflow’s own trigger_path again in a later draft', async () => {
+    const created = await createWorkflow(apps, org);
+    const uuid = created.triggers[0].uuid;
+    const response = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ trigger: uuid }) }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    expect(response.body.triggers).toEqual([{ uuid, is_active: true }]);
+  });
+
+  const node = (id: string, type: string, data: Record<string, unknown> = {}) => ({ id, type, data });
+  const start = node('start', 'startCall', { prompt: 'Hi' });
+  it.each([
+    ['nodes is missing', { edges: [] }, '"nodes" must be an array'],
+    ['edges is missing', { nodes: [start] }, '"edges" must be an array'],
+    ['there is an unknown top-level field', { nodes: [start], edges: [], viewport: {} }, 'unknown field(s) viewport'],
+    ['a node id is repeated', { nodes: [start, node('start', 'endCall')], edges: [] }, 'node id "start" is used more than once'],
+    ['a node id is empty', { nodes: [start, node(' ', 'endCall')], edges: [] }, 'nodes[1].id must be a non-empty string'],
+    ['a node type is unknown', { nodes: [start, node('x', 'dance')], edges: [] }, 'has type "dance"'],
+    ['a node has no data', { nodes: [start, { id: 'end', type: 'endCall' }], edges: [] }, 'data must be an object'],
+    ['a node has an unknown field', { nodes: [{ ...start, position: { x: 1 } }], edges: [] }, 'unknown field(s) position'],
+    ['an edge refers to a missing node', { nodes: [start], edges: [{ source: 'start', target: 'nowhere' }] }, 'refers to node "nowhere"'],
+    ['an edge is not an object', { nodes: [start], edges: ['start->end'] }, 'edges[0] must be an object'],
+    ['there is no startCall', { nodes: [node('end', 'endCall')], edges: [] }, 'exactly one startCall node, not 0'],
+    ['there are two startCalls', { nodes: [start, node('start2', 'startCall', { prompt: 'x' })], edges: [] }, 'exactly one startCall node, not 2'],
+    ['a startCall has no prompt', { nodes: [node('start', 'startCall')], edges: [] }, 'needs a string data.prompt'],
+    ['an agentNode prompt is not a string', { nodes: [start, node('a', 'agentNode', { prompt: 42 })], edges: [] }, 'needs a string data.prompt'],
+    ['a greeting is not a string', { nodes: [node('start', 'startCall', { prompt: 'x', greeting: ['hi'] })], edges: [] }, 'data.greeting must be a string'],
+    ['a prompt uses an unknown filter', { nodes: [node('start', 'startCall', { prompt: '{{ initial_context.a | exec }}' })], edges: [] }, 'data.prompt is not a valid template'],
+    ['a greeting does not parse', { nodes: [node('start', 'startCall', { prompt: 'x', greeting: '{% if %}' })], edges: [] }, 'data.greeting is not a valid template'],
+    ['a trigger_path is not a UUID', { nodes: [start, node('t', 'trigger', { trigger_path: 'abc' })], edges: [] }, 'trigger_path must be a UUID'],
+    ['two trigger nodes share a path', {
+      nodes: [start, node('t1', 'trigger', { trigger_path: '2f1c8a4e-0000-4000-8000-000000000001' }), node('t2', 'trigger', { trigger_path: '2f1c8a4e-0000-4000-8000-000000000001' })],
+      edges: [],
+    }, 'used by more than one trigger node'],
+    ['there are more than 200 nodes', { nodes: [start, ...Array.from({ length: 200 }, (_, i) => node(`e${i}`, 'endCall'))], edges: [] }, 'it has 201 nodes; the limit is 200'],
+    ['it is over 256 KiB of JSON', { nodes: [node('start', 'startCall', { prompt: 'x'.repeat(270 * 1024) })], edges: [] }, 'the limit is 262144'],
+  ])('answers 400 invalid_definition when %s, and stores nothing', async (_, definition, problem) => {
+    const fresh = await createOrganization(apps.dataSource);
+    const response = await apps.client.post('/api/v1/workflows', { name: 'Bad', definition }, { key: fresh.adminKey });
+    expectError(response, 400, 'invalid_definition');
+    expect(response.body.message).toContain(problem);
+    expect(await apps.dataSource.getRepository(Workflow).countBy({ organizationId: fresh.organizationId })).toBe(0);
+    expect(await apps.dataSource.getRepository(ApiTrigger).countBy({ organizationId: fresh.organizationId })).toBe(0);
+  });
+
+  it('answers 400 invalid_definition for a bad draft and keeps the current draft', async () => {
+    const created = await createWorkflow(apps, org);
+    const response = await apps.client.put(
+      `/api/v1/workflows/${created.id}/draft`,
+      { definition: { nodes: [{ id: 'x', type: 'endCall', data: {} }], edges: [] } },
+      { key: org.adminKey },
+    );
+    expectError(response, 400, 'invalid_definition');
+    expect((await definitionsOf(created.id)).map((row) => [row.id, row.status])).toEqual([[created.draft_definition.id, 'draft']]);
+  });
+
+  it.each([
+    ['a missing name', { definition: graph() }],
+    ['a blank name', { name: ' ', definition: graph() }],
+    ['a missing definition', { name: 'x' }],
+    ['a definition that is an array', { name: 'x', definition: [] }],
+    ['an unknown field', { name: 'x', definition: graph(), published: true }],
+  ])('answers 400 validation_failed for %s', async (_, body) => {
+    expectError(await apps.client.post('/api/v1/workflows', body, { key: org.adminKey }), 400, 'validation_failed');
+  });
+
+  it('answers 400 validation_failed for a draft body with an unknown field', async () => {
+    const created = await createWorkflow(apps, org);
+    const response = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph(), name: 'x' }, { key: org.adminKey });
+    expectError(response, 400, 'validation_failed');
+  });
+
+  describe('another organization’s workflow', () => {
+    let foreign: any;
+    beforeAll(async () => {
+      foreign = await createWorkflow(apps, other);
+    });
+
+    it('returns 404 when reading a workflow that belongs to another organization', async () => {
+      expectError(await apps.client.get(`/api/v1/workflows/${foreign.id}`, { key: org.adminKey }), 404, 'workflow_not_found');
+    });
+
+    it('returns 404 when saving a draft of a workflow that belongs to another organization, and changes nothing', async () => {
+      const response = await apps.client.put(`/api/v1/workflows/${foreign.id}/draft`, { definition: graph() }, { key: org.adminKey });
+      expectError(response, 404, 'workflow_not_found');
+      expect((await definitionsOf(foreign.id)).map((row) => [row.id, row.status])).toEqual([[foreign.draft_definition.id, 'draft']]);
+    });
+
+    it('returns 404 when publishing a workflow that belongs to another organization, and changes nothing', async () => {
+      expectError(await apps.client.post(`/api/v1/workflows/${foreign.id}/publish`, undefined, { key: org.adminKey }), 404, 'workflow_not_found');
+      expect((await definitionsOf(foreign.id)).map((row) => row.status)).toEqual(['draft']);
+    });
+  });
+
+  it.each([
+    ['GET', '/api/v1/workflows/abc'],
+    ['PUT', '/api/v1/workflows/1.5/draft'],
+    ['POST', '/api/v1/workflows/-1/publish'],
+  ])('answers 400 for a malformed id: %s %s', async (method, path) => {
+    const body = method === 'PUT' ? { definition: graph() } : undefined;
+    expectError(await apps.client.request(method, path, body, { key: org.adminKey }), 400, 'validation_failed');
+  });
+
+  it.each([
+    ['GET', '/api/v1/workflows/99999999999'],
+    ['PUT', '/api/v1/workflows/99999999999/draft'],
+    ['POST', '/api/v1/workflows/2147483648/publish'],
+  ])('answers 404 for an id beyond the id range: %s %s', async (method, path) => {
+    const body = method === 'PUT' ? { definition: graph() } : undefined;
+    expectError(await apps.client.request(method, path, body, { key: org.adminKey }), 404, 'workflow_not_found');
+  });
+
+  describe.each([
+    ['POST', '/api/v1/workflows', { name: 'x', definition: graph() }],
+    ['GET', '/api/v1/workflows', undefined],
+    ['GET', '/api/v1/workflows/1', undefined],
+    ['PUT', '/api/v1/workflows/1/draft', { definition: graph() }],
+    ['POST', '/api/v1/workflows/1/publish', undefined],
+  ])('%s %s', (method, path, body) => {
+    it('answers 401 without a key', async () => {
+      expectError(await apps.client.request(method, path, body, {}), 401, 'unauthorized');
+    });
+
+    it('answers 403 with a trigger key', async () => {
+      const { key } = await issueKey(apps, org, 'trigger');
+      expectError(await apps.client.request(method, path, body, { key }), 403, 'forbidden');
+    });
+  });
+});
