@@ -59,7 +59,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
       const message = this.messageOf(response) ?? exception.message;
       const code = typeof response === 'object' && response !== null && 'code' in response
         ? String((response as { code: unknown }).code)
-        : (CODES_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'bad_request'));
+        : (fastifyCodeOf(exception.cause) ?? CODES_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'bad_request'));
       if (status >= 500) return this.internal(requestId);
       return this.body(status, code, message, requestId);
     }
@@ -69,7 +69,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
       fastifyError.statusCode >= 400 &&
       fastifyError.statusCode < 500
     ) {
-      const code = (fastifyError.code && FASTIFY_CODES[fastifyError.code]) ?? CODES_BY_STATUS[fastifyError.statusCode] ?? 'bad_request';
+      const code = fastifyCodeOf(fastifyError) ?? CODES_BY_STATUS[fastifyError.statusCode] ?? 'bad_request';
       return this.body(fastifyError.statusCode, code, fastifyError.message ?? 'Bad request', requestId);
     }
     return this.internal(requestId);
@@ -91,4 +91,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (details !== undefined) body.details = details;
     return body;
   }
+}
+
+/** Nest's Fastify adapter wraps Fastify's client errors in an HttpException whose cause is the original. */
+function fastifyCodeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? FASTIFY_CODES[code] : undefined;
 }

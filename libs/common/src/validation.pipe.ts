@@ -1,5 +1,9 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { Errors } from './errors';
+
+const KEEP_AS_SENT = Symbol('keep-as-sent');
+/** Deeper values would overflow the stack of the (recursive) transformer and validator: a 500 instead of a 400. */
+const MAX_NESTING_DEPTH = 64;
 
 /**
  * The one validation pipe: strips nothing silently (unknown fields are a
@@ -7,7 +11,7 @@ import { Errors } from './errors';
  * offending fields listed.
  */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new StrictValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
@@ -20,6 +24,73 @@ export function createValidationPipe(): ValidationPipe {
       return Errors.validation(message, details);
     },
   });
+}
+
+/**
+ * Marks a free-form JSON property (such as `initial_context`) that reaches the
+ * handler exactly as sent. Without it, Nest's prototype-key stripping drops
+ * `constructor` and `prototype` keys at any depth, and class-transformer drops
+ * keys named like `Object.prototype` members (`toString`, `valueOf` ...).
+ */
+export function KeepAsSent(): PropertyDecorator {
+  return (target, property) => {
+    const properties: Array<string | symbol> = Reflect.getOwnMetadata(KEEP_AS_SENT, target) ?? [];
+    Reflect.defineMetadata(KEEP_AS_SENT, [...properties, property], target);
+  };
+}
+
+class StrictValidationPipe extends ValidationPipe {
+  /**
+   * Path parameters stay the text that was sent: their own pipes (ParseIdPipe)
+   * parse them, and a global `+value` would hand those pipes NaN for "abc".
+   */
+  protected override transformPrimitive(value: unknown, metadata: ArgumentMetadata): unknown {
+    return metadata.type === 'param' ? value : super.transformPrimitive(value, metadata);
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const metatype = metadata.metatype;
+    if (metatype && this.toValidate(metadata) && nestingDepthExceeds(value, MAX_NESTING_DEPTH)) {
+      throw Errors.validation(`The ${metadata.type} is nested more than ${MAX_NESTING_DEPTH} levels deep`);
+    }
+    if (!metatype || !this.toValidate(metadata) || !isPlainObject(value)) return super.transform(value, metadata);
+
+    // Top-level keys that stripping or class-transformer would drop silently, so whitelisting never sees them.
+    const hidden = Object.keys(value).filter((key) => key === 'prototype' || key in metatype.prototype);
+    if (hidden.length > 0) {
+      const details = hidden.map((field) => ({ field, message: `property ${field} should not exist` }));
+      throw Errors.validation(details.map((detail) => detail.message).join('; '), details);
+    }
+
+    const keep: Array<string | symbol> = Reflect.getMetadata(KEEP_AS_SENT, metatype.prototype) ?? [];
+    const originals = keep
+      .filter((property) => Object.hasOwn(value, property))
+      .map((property) => [property, structuredClone(value[property as string])] as const);
+    const entity = (await super.transform(value, metadata)) as Record<string | symbol, unknown>;
+    if (originals.length === 0) return entity;
+
+    for (const [property, original] of originals) entity[property] = original;
+    // The rules ran on the altered copies; they must hold for what is kept.
+    const errors = await this.validate(entity, this.validatorOptions);
+    if (errors.length > 0) throw await this.exceptionFactory(errors);
+    return entity;
+  }
+}
+
+/** Iterative, so that measuring a hostile value cannot overflow the stack either. */
+function nestingDepthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 interface FieldProblem {

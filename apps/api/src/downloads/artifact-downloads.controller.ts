@@ -19,9 +19,24 @@ export class ArtifactDownloadsController {
     @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
   ) {}
 
-  @Get(':token')
+  @Get(':payload/:signature')
   @ApiOperation({ operationId: 'downloadArtifact', summary: 'Download a recording or transcript by signed link' })
-  async download(@Param('token') token: string, @Res() reply: FastifyReply): Promise<void> {
+  async download(
+    @Param('payload') payload: string,
+    @Param('signature') signature: string,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.send(`${payload}.${signature}`, reply);
+  }
+
+  /** Links of the one-segment form `<payload>.<signature>`, as first issued. */
+  @Get(':token')
+  @ApiOperation({ operationId: 'downloadArtifactByToken', summary: 'Download a recording or transcript by signed link' })
+  async downloadByToken(@Param('token') token: string, @Res() reply: FastifyReply): Promise<void> {
+    await this.send(token, reply);
+  }
+
+  private async send(token: string, reply: FastifyReply): Promise<void> {
     const check = this.tokens.verify(token);
     if (!check.ok) {
       throw check.reason === 'expired'

@@ -47,8 +47,11 @@ export class RunPresenter {
   downloadUrl(runId: number, artifact: ArtifactKind, lifetimeSeconds = this.config.downloadUrlTtlSeconds) {
     const expiresAt = Math.floor(Date.now() / 1000) + lifetimeSeconds;
     const token = this.tokens.sign({ runId, artifact, expiresAt });
+    // Fastify caps a path parameter at 100 characters, which a token for a large run id exceeds (a 414):
+    // its payload and signature travel as two segments.
+    const [payload, signature] = token.split('.');
     return {
-      url: `${this.config.publicBaseUrl}/api/v1/downloads/${token}`,
+      url: `${this.config.publicBaseUrl}/api/v1/downloads/${payload}/${signature}`,
       expires_at: new Date(expiresAt * 1000).toISOString(),
     };
   }

@@ -74,8 +74,12 @@ function encodeCursor(id: number): string {
   return Buffer.from(String(id)).toString('base64url');
 }
 
+/** Run ids are Postgres integers: a larger one would fail the query (a 500) instead of the request (a 400). */
+const MAX_RUN_ID = 2_147_483_647;
+
 function decodeCursor(cursor: string): number {
-  const id = Number(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!Number.isInteger(id) || id < 1) throw Errors.validation('cursor is not one this API issued');
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const id = /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : NaN;
+  if (!(id >= 1 && id <= MAX_RUN_ID)) throw Errors.validation('cursor is not one this API issued');
   return id;
 }

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, Max, Min, ValidateBy, ValidationOptions } from 'class-validator';
-import { toE164 } from '@app/common';
+import { KeepAsSent, toE164 } from '@app/common';
 
 export const INITIAL_CONTEXT_MAX_BYTES = 64 * 1024;
 
@@ -32,6 +32,43 @@ function MaxJsonBytes(limit: number, options?: ValidationOptions): PropertyDecor
   );
 }
 
+/** NUL and unpaired surrogates are valid JSON text that Postgres' jsonb refuses to store. */
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
+
+function isUnstorable(text: string): boolean {
+  return text.includes('\u0000') || UNPAIRED_SURROGATE.test(text);
+}
+
+function StorableJson(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'storableJson',
+      validator: {
+        validate: (value: unknown) => !holdsUnstorableText(value),
+        defaultMessage: (args) =>
+          `${args?.property} must not contain NUL characters or unpaired UTF-16 surrogates, in keys or values`,
+      },
+    },
+    options,
+  );
+}
+
+function holdsUnstorableText(value: unknown): boolean {
+  const stack = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === 'string') {
+      if (isUnstorable(current)) return true;
+    } else if (typeof current === 'object' && current !== null) {
+      for (const [key, child] of Object.entries(current)) {
+        if (isUnstorable(key)) return true;
+        stack.push(child);
+      }
+    }
+  }
+  return false;
+}
+
 /** Body of both trigger endpoints. Unknown fields are rejected. */
 export class TriggerCallDto {
   @ApiProperty({ example: '+14155552671', description: 'Number to dial, international format with a leading plus.' })
@@ -45,9 +82,11 @@ export class TriggerCallDto {
     example: { user: { name: 'Ada' } },
     description: 'Data for the agent prompt, reachable as {{ initial_context.path }}. At most 64 KiB.',
   })
+  @KeepAsSent()
   @IsOptional()
   @IsObject({ message: 'initial_context must be a JSON object' })
   @MaxJsonBytes(INITIAL_CONTEXT_MAX_BYTES)
+  @StorableJson()
   initial_context?: Record<string, unknown> | null;
 
   @ApiPropertyOptional({ type: 'integer', nullable: true, description: "Overrides the organization's default outbound configuration." })

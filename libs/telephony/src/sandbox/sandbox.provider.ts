@@ -85,8 +85,10 @@ export class SandboxProvider implements TelephonyProvider {
         carrierCode: 'SANDBOX-0004',
       });
     }
+    // Each event carries the time it happens at, not the time it was scheduled.
     for (const step of sandboxTimeline(outcome, settings.ringMs, talkMs)) {
-      await this.events.publish(this.event(request, call.callId, step), step.atMs);
+      const at = new Date(call.createdAt.getTime() + step.atMs);
+      await this.events.publish(this.event(request, call.callId, step, at), at.getTime() - Date.now());
     }
     if (roll < settings.throttleRate + settings.errorRate + settings.timeoutRate) {
       // The call exists, but its answer is lost on the way back, as with a network timeout.

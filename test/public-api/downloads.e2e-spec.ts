@@ -1,0 +1,249 @@
+import { TelephonyConfiguration } from '@app/persistence';
+import { seedSandboxConfiguration } from '../support/fixtures';
+import {
+  CallableOrganization,
+  downloadToken,
+  expectError,
+  flipChar,
+  issueKey,
+  runPath,
+  seedCallableOrganization,
+  startCall,
+  waitForRun,
+} from '../support/public-api-helpers';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+const ANSWERED = '+14155552671';
+const BUSY = '+14155550001';
+
+async function fetchBare(url: string) {
+  const response = await fetch(url);
+  const body = Buffer.from(await response.arrayBuffer());
+  let json: any;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: json, bytes: body, text: body.toString('utf8') };
+}
+
+function secondsFromNow(isoDate: string): number {
+  return (Date.parse(isoDate) - Date.now()) / 1000;
+}
+
+describe('downloads: run artifact URLs and time-limited links', () => {
+  let apps: TestApps;
+  let main: CallableOrganization;
+  let other: CallableOrganization;
+  let longCall: TelephonyConfiguration;
+  let completed: any;
+  let busy: any;
+  let inProgressId: number;
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+    [main, other] = await Promise.all([
+      seedCallableOrganization(apps.dataSource, { name: 'Downloads' }),
+      seedCallableOrganization(apps.dataSource, { name: 'Downloads other' }),
+    ]);
+    // A call that stays in progress for the whole file: its artifacts do not exist yet.
+    longCall = await seedSandboxConfiguration(apps.dataSource, main.org.organizationId, {
+      name: 'Long calls',
+      isDefaultOutbound: false,
+      settings: { ring_ms: 10, talk_ms: 120_000 },
+    });
+    const key = { key: main.org.adminKey };
+    const [completedId, busyId, longId] = await Promise.all([
+      startCall(apps.client, main.workflow.triggerUuid, { phone_number: ANSWERED }, key),
+      startCall(apps.client, main.workflow.triggerUuid, { phone_number: BUSY }, key),
+      startCall(apps.client, main.workflow.triggerUuid, { phone_number: ANSWERED, telephony_configuration_id: longCall.id }, key),
+    ]);
+    inProgressId = longId;
+    [completed, busy] = await Promise.all([
+      waitForRun(apps.client, main.org.adminKey, main.workflow.workflowId, completedId),
+      waitForRun(apps.client, main.org.adminKey, main.workflow.workflowId, busyId),
+      waitForRun(apps.client, main.org.adminKey, main.workflow.workflowId, longId, (run) => run.status === 'in_progress'),
+    ]);
+  });
+  afterAll(() => apps.close());
+
+  const downloadsPath = (runId: number, workflowId = main.workflow.workflowId) => `${runPath(workflowId, runId)}/downloads`;
+  const mint = (runId: number, body: unknown, key = main.org.adminKey, workflowId = main.workflow.workflowId) =>
+    apps.client.post(downloadsPath(runId, workflowId), body, { key });
+
+  describe('URLs on the run record', () => {
+    it('answers null transcript_url and recording_url while the call is in progress', async () => {
+      const run = await apps.client.get(runPath(main.workflow.workflowId, inProgressId), { key: main.org.adminKey });
+      expect(run.body).toEqual(
+        expect.objectContaining({ status: 'in_progress', is_completed: false, transcript_url: null, recording_url: null }),
+      );
+    });
+
+    it('answers null URLs for a call that never connected', () => {
+      expect(busy).toEqual(expect.objectContaining({ status: 'busy', transcript_url: null, recording_url: null }));
+    });
+
+    it('answers absolute URLs under PUBLIC_BASE_URL once the artifacts are stored', () => {
+      expect(completed.transcript_url.startsWith(`${apps.config.publicBaseUrl}/api/v1/downloads/`)).toBe(true);
+      expect(completed.recording_url.startsWith(`${apps.config.publicBaseUrl}/api/v1/downloads/`)).toBe(true);
+      expect(new URL(completed.transcript_url).protocol).toBe('http:');
+    });
+
+    it('serves the transcript and the recording to anyone holding the URL, without any header', async () => {
+      const [transcript, recording] = await Promise.all([fetchBare(completed.transcript_url), fetchBare(completed.recording_url)]);
+      expect(transcript.status).toBe(200);
+      expect(transcript.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(transcript.headers.get('content-disposition')).toBe(`attachment; filename="${completed.name}-transcript.json"`);
+      expect(transcript.body).toEqual({ run_id: completed.id, turns: expect.any(Array) });
+      expect(recording.status).toBe(200);
+      expect(recording.headers.get('content-type')).toBe('audio/wav');
+      expect(recording.headers.get('content-disposition')).toBe(`attachment; filename="${completed.name}-recording.wav"`);
+      expect(recording.bytes.subarray(0, 4).toString('ascii')).toBe('RIFF');
+      expect(Number(recording.headers.get('content-length'))).toBe(recording.bytes.length);
+    });
+
+    it('serves both artifacts of a run whose id has ten digits (a token longer than one 100-character path segment)', async () => {
+      const bigId = 2_000_000_000 + completed.id;
+      await apps.dataSource.query(
+        `INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                                    telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key)
+         SELECT $2::integer, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key
+           FROM workflow_runs WHERE id = $1`,
+        [completed.id, bigId],
+      );
+      const run = await apps.client.get(runPath(main.workflow.workflowId, bigId), { key: main.org.adminKey });
+      expect(run.status).toBe(200);
+      const minted = await mint(bigId, { artifact: 'transcript', expires_in_seconds: 7 * 24 * 3600 });
+      expect(minted.status).toBe(200);
+      for (const url of [run.body.transcript_url, run.body.recording_url, minted.body.url]) {
+        const response = await fetchBare(url);
+        expect({ url, status: response.status }).toEqual({ url, status: 200 });
+      }
+    });
+
+    it('makes the run’s URLs valid for one hour by default', () => {
+      for (const url of [completed.transcript_url, completed.recording_url]) {
+        const { payload } = downloadToken(url);
+        const grant = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+        const lifetime = grant.e - Date.parse(completed.updated_at) / 1000;
+        expect(lifetime).toBeGreaterThan(3600 - 120);
+        expect(grant.e - Date.now() / 1000).toBeLessThanOrEqual(3600 + 1);
+      }
+    });
+  });
+
+  describe('POST /api/v1/workflow/{workflow_id}/runs/{run_id}/downloads', () => {
+    it.each(['transcript', 'recording'])('mints a %s link {url, expires_at} with the chosen lifetime, fetchable without headers', async (artifact) => {
+      const response = await mint(completed.id, { artifact, expires_in_seconds: 120 });
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ url: expect.any(String), expires_at: expect.any(String) });
+      expect(response.body.url.startsWith(`${apps.config.publicBaseUrl}/api/v1/downloads/`)).toBe(true);
+      expect(secondsFromNow(response.body.expires_at)).toBeGreaterThan(117);
+      expect(secondsFromNow(response.body.expires_at)).toBeLessThanOrEqual(121);
+      const [minted, fromRun] = await Promise.all([
+        fetchBare(response.body.url),
+        fetchBare(artifact === 'recording' ? completed.recording_url : completed.transcript_url),
+      ]);
+      expect(minted.status).toBe(200);
+      expect(minted.bytes.equals(fromRun.bytes)).toBe(true);
+    });
+
+    it('mints a one-hour link when expires_in_seconds is omitted', async () => {
+      const response = await mint(completed.id, { artifact: 'recording' });
+      expect(response.status).toBe(200);
+      expect(secondsFromNow(response.body.expires_at)).toBeGreaterThan(3600 - 5);
+      expect(secondsFromNow(response.body.expires_at)).toBeLessThanOrEqual(3601);
+    });
+
+    it('accepts a Bearer key and a trigger key allowed for the workflow', async () => {
+      const { key } = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [main.workflow.workflowId] });
+      expect((await apps.client.post(downloadsPath(completed.id), { artifact: 'transcript' }, { key, bearer: true })).status).toBe(200);
+    });
+
+    it.each([
+      ['an unknown artifact', { artifact: 'video' }],
+      ['a missing artifact', { expires_in_seconds: 60 }],
+      ['a lifetime of 0', { artifact: 'recording', expires_in_seconds: 0 }],
+      ['a negative lifetime', { artifact: 'recording', expires_in_seconds: -5 }],
+      ['a lifetime over 7 days', { artifact: 'recording', expires_in_seconds: 7 * 24 * 3600 + 1 }],
+      ['a fractional lifetime', { artifact: 'recording', expires_in_seconds: 1.5 }],
+      ['a lifetime as a string', { artifact: 'recording', expires_in_seconds: '60' }],
+      ['an unknown field', { artifact: 'recording', public: true }],
+    ])('answers 400 for %s', async (_, body) => {
+      expectError(await mint(completed.id, body), 400, 'validation_failed');
+    });
+
+    it('answers 404 artifact_not_available while the artifacts are not stored yet', async () => {
+      expectError(await mint(inProgressId, { artifact: 'recording' }), 404, 'artifact_not_available');
+      expectError(await mint(inProgressId, { artifact: 'transcript' }), 404, 'artifact_not_available');
+    });
+
+    it('answers 404 artifact_not_available for a call that never connected', async () => {
+      expectError(await mint(busy.id, { artifact: 'transcript' }), 404, 'artifact_not_available');
+    });
+
+    it('answers 401 without credentials', async () => {
+      expectError(await apps.client.post(downloadsPath(completed.id), { artifact: 'recording' }), 401, 'unauthorized');
+    });
+
+    it('answers 403 to a trigger key not allowed for the workflow', async () => {
+      const { key } = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [other.workflow.workflowId] });
+      expectError(await mint(completed.id, { artifact: 'recording' }, key), 403, 'forbidden');
+    });
+
+    it('answers 404 for a run of another organization, and under another workflow id', async () => {
+      expectError(await mint(completed.id, { artifact: 'recording' }, other.org.adminKey), 404, 'run_not_found');
+      expectError(
+        await mint(completed.id, { artifact: 'recording' }, other.org.adminKey, other.workflow.workflowId),
+        404,
+        'run_not_found',
+      );
+      expectError(await mint(completed.id, { artifact: 'recording' }, main.org.adminKey, other.workflow.workflowId), 404, 'run_not_found');
+    });
+  });
+
+  describe('link expiry and tampering', () => {
+    it('answers 410 download_expired once a link minted with expires_in_seconds 1 lapses', async () => {
+      const response = await mint(completed.id, { artifact: 'transcript', expires_in_seconds: 1 });
+      expect(response.status).toBe(200);
+      const waitMs = Date.parse(response.body.expires_at) - Date.now() + 50;
+      expect(waitMs).toBeLessThanOrEqual(1050);
+      // The one fixed sleep of the suite: expiry is a matter of wall-clock time.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, waitMs)));
+      const expired = await apps.client.get(response.body.url);
+      expectError(expired, 410, 'download_expired');
+    });
+
+    it('answers 403 download_token_invalid for a token whose payload or signature was altered', async () => {
+      const { payload, signature } = downloadToken(completed.recording_url);
+      const base = `${apps.config.publicBaseUrl}/api/v1/downloads/`;
+      const other = downloadToken(completed.transcript_url);
+      const forgedGrant = { ...JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')), e: 4102444800 };
+      const tampered = [
+        `${flipChar(payload, 3)}/${signature}`,
+        `${flipChar(payload, payload.length - 1)}/${signature}`,
+        `${payload}/${flipChar(signature, 0)}`,
+        `${payload}/${flipChar(signature, signature.length - 2)}`,
+        `${payload}/${signature.slice(0, -1)}`,
+        `${payload}/${signature}x`,
+        `${other.payload}/${signature}`,
+        `${Buffer.from(JSON.stringify(forgedGrant)).toString('base64url')}/${signature}`,
+        // The one-segment form `<payload>.<signature>`, tampered the same ways.
+        `${flipChar(payload, 3)}.${signature}`,
+        `${payload}.${flipChar(signature, 5)}`,
+        `${payload}.`,
+        payload,
+        'not-a-token',
+        `${payload}.${signature}.x`,
+      ];
+      for (const token of tampered) {
+        const response = await apps.client.get(`${base}${token}`);
+        expect({ token, status: response.status }).toEqual({ token, status: 403 });
+        expectError(response, 403, 'download_token_invalid');
+      }
+      expect((await fetchBare(`${base}${payload}/${signature}`)).status).toBe(200);
+    });
+  });
+});
