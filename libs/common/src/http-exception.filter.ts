@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from './database-unavailable';
 import { DomainError } from './domain-error';
 import { ErrorBody } from './error-body';
 
@@ -46,6 +47,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         'request failed',
       );
     }
+    if (body.statusCode === 503) void reply.header('retry-after', '1');
     void reply.status(body.statusCode).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 
@@ -60,6 +62,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
       const code = typeof response === 'object' && response !== null && 'code' in response
         ? String((response as { code: unknown }).code)
         : (fastifyCodeOf(exception.cause) ?? CODES_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'bad_request'));
+      if (status === 503) {
+        // Health checks: say which dependency is down.
+        return this.body(503, 'service_unavailable', 'A dependency is unavailable', requestId, response);
+      }
       if (status >= 500) return this.internal(requestId);
       return this.body(status, code, message, requestId);
     }
@@ -71,6 +77,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     ) {
       const code = fastifyCodeOf(fastifyError) ?? CODES_BY_STATUS[fastifyError.statusCode] ?? 'bad_request';
       return this.body(fastifyError.statusCode, code, fastifyError.message ?? 'Bad request', requestId);
+    }
+    if (isDatabaseUnavailable(exception)) {
+      return this.body(503, 'service_unavailable', 'The database is unavailable; retry shortly', requestId);
     }
     return this.internal(requestId);
   }

@@ -8,3 +8,5 @@ export * from './validation.pipe';
 export * from './parse-id.pipe';
 export * from './phone-number';
 export * from './close-on-signal';
+export * from './database-unavailable';
+export * from './with-timeout';

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
+import { withTimeout } from '@app/common';
 import { QueueName } from '@app/queue';
 
 const PROBE_TIMEOUT_MS = 1000;
@@ -19,7 +20,7 @@ export class DependenciesHealth {
   async postgres(): Promise<HealthIndicatorResult> {
     const check = this.indicators.check('postgres');
     try {
-      await withTimeout(this.dataSource.query('SELECT 1'));
+      await withTimeout(this.dataSource.query('SELECT 1'), PROBE_TIMEOUT_MS, 'postgres probe');
       return check.up();
     } catch (error) {
       return check.down({ message: (error as Error).message });
@@ -29,26 +30,10 @@ export class DependenciesHealth {
   async redis(): Promise<HealthIndicatorResult> {
     const check = this.indicators.check('redis');
     try {
-      await withTimeout(this.queue.count());
+      await withTimeout(this.queue.count(), PROBE_TIMEOUT_MS, 'redis probe');
       return check.up();
     } catch (error) {
       return check.down({ message: (error as Error).message });
     }
   }
-}
-
-function withTimeout<T>(promise: Promise<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { RunLogEvent } from './entities';
 import { WorkflowRun } from './entities/workflow-run.entity';
 import { RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
@@ -53,7 +53,8 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
 export class WorkflowRunStore {
   constructor(private readonly dataSource: DataSource) {}
 
-  async insertQueued(runs: NewRun[]): Promise<number[]> {
+  /** Stores new runs as `queued` in one statement; pass `manager` to take part in a transaction. */
+  async insertQueued(runs: NewRun[], manager: EntityManager = this.dataSource.manager): Promise<number[]> {
     if (runs.length === 0) return [];
     const params: unknown[] = [];
     const rows = runs.map((run) => {
@@ -74,7 +75,7 @@ export class WorkflowRunStore {
       return `(${p(0)}::integer, ${p(1)}::integer, ${p(2)}::text, ${p(3)}::uuid, ${p(4)}::integer, ${p(5)}::integer, ${p(6)}::text, ${p(7)}::text, ${p(8)}::jsonb, ${first})`;
     });
     // The run's name carries its own id, so the id is drawn before the insert.
-    const result: Array<{ id: number; ord: number }> = await this.dataSource.query(
+    const result: Array<{ id: number; ord: number }> = await manager.query(
       `WITH input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
                    telephony_configuration_id, provider, phone_number, initial_context, ord) AS (
          VALUES ${rows.join(', ')}

@@ -1,11 +1,14 @@
 import { Module } from '@nestjs/common';
+import { TelephonyModule } from '@app/telephony';
+import { RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
 import { WorkflowRunsController } from './workflow-runs.controller';
 import { WorkflowRunsService } from './workflow-runs.service';
 
 @Module({
+  imports: [TelephonyModule],
   controllers: [WorkflowRunsController],
-  providers: [WorkflowRunsService, RunPresenter],
+  providers: [WorkflowRunsService, RunPresenter, RunCancellation],
   exports: [RunPresenter],
 })
 export class RunsModule {}

@@ -1,5 +1,6 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { Errors, ParseIdPipe } from '@app/common';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { AuthenticatedKey } from '../auth/authenticated-key';
@@ -54,5 +55,27 @@ export class WorkflowRunsController {
     @CurrentApiKey() key: AuthenticatedKey,
   ): Promise<DownloadLinkDto> {
     return this.runs.createDownload(key, workflow, run, body.artifact, body.expires_in_seconds);
+  }
+
+  @Post(':run_id/cancel')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'cancelWorkflowRun',
+    summary: 'Cancel a run that is queued or waiting, or hang up a ringing call',
+    description:
+      'A queued run ends `canceled` at once (200). A dialing or ringing call is hung up through its carrier ' +
+      '(202); the run ends `canceled` when the carrier confirms. An answered or finished run answers 409.',
+  })
+  @ApiOkResponse({ type: RunView })
+  @ApiAcceptedResponse({ type: RunView })
+  async cancel(
+    @Param('workflow_id', workflowId) workflow: number,
+    @Param('run_id', runId) run: number,
+    @CurrentApiKey() key: AuthenticatedKey,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<RunView> {
+    const result = await this.runs.cancel(key, workflow, run);
+    if (result.outcome === 'hangup_requested') void reply.status(202);
+    return result.run;
   }
 }

@@ -5,6 +5,7 @@ import { Errors } from '@app/common';
 import { WorkflowRun } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { ListRunsQuery } from './list-runs.query';
+import { CancelOutcome, RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
 import { RunPage, RunView } from './run-view';
 import { DownloadLinkDto } from './create-download.dto';
@@ -17,7 +18,13 @@ export class WorkflowRunsService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly presenter: RunPresenter,
+    private readonly cancellation: RunCancellation,
   ) {}
+
+  async cancel(key: AuthenticatedKey, workflowId: number, runId: number): Promise<{ outcome: CancelOutcome; run: RunView }> {
+    const outcome = await this.cancellation.cancel(await this.find(key, workflowId, runId));
+    return { outcome, run: await this.get(key, workflowId, runId) };
+  }
 
   async get(key: AuthenticatedKey, workflowId: number, runId: number): Promise<RunView> {
     return this.presenter.present(await this.find(key, workflowId, runId));

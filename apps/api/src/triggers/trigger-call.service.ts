@@ -1,24 +1,38 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors } from '@app/common';
+import { DomainError, Errors, withTimeout } from '@app/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { ApiTrigger, RunEnvironment, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue } from '@app/queue';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
+import { IdempotencyKeys } from '../idempotency/idempotency-keys.service';
 import { TriggerCallDto, TriggerCallResponseDto } from './trigger-call.dto';
+
+export interface TriggerOutcome {
+  response: TriggerCallResponseDto;
+  /** True when an `Idempotency-Key` repeat was answered with the first request's run. */
+  replayed: boolean;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Accepts a call request: checks the trigger, the key's access, the agent
- * definition and the telephony configuration, stores the run and enqueues
- * its dial job. Answers only once both are durable.
+ * definition and the telephony configuration, then stores the run. The run
+ * row is the promise: once it is committed the call will be placed, so the
+ * dial job is enqueued with a short deadline and, when Redis is slow or
+ * away, left to the dialer's dispatcher instead of holding the answer.
  */
 @Injectable()
 export class TriggerCallService {
+  private readonly logger = new Logger(TriggerCallService.name);
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly runs: WorkflowRunStore,
     private readonly callsQueue: CallsQueue,
+    private readonly idempotency: IdempotencyKeys,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async trigger(
@@ -26,7 +40,32 @@ export class TriggerCallService {
     uuid: string,
     environment: RunEnvironment,
     body: TriggerCallDto,
-  ): Promise<TriggerCallResponseDto> {
+    idempotencyKey: string | null = null,
+  ): Promise<TriggerOutcome> {
+    if (idempotencyKey) {
+      const fingerprint = IdempotencyKeys.fingerprint(`${environment} ${uuid.toLowerCase()}`, body);
+      const claim = await this.idempotency.claim(key.organizationId, idempotencyKey, fingerprint);
+      if (claim.kind === 'replay') return { response: initiated(claim.runId), replayed: true };
+    }
+    let runId: number;
+    try {
+      runId = await this.storeRun(key, uuid, environment, body, idempotencyKey);
+    } catch (error) {
+      // Nothing was stored: free the key so a retry is processed afresh.
+      if (idempotencyKey) await this.idempotency.release(key.organizationId, idempotencyKey).catch(() => undefined);
+      throw error;
+    }
+    await this.enqueue(runId, key.organizationId);
+    return { response: initiated(runId), replayed: false };
+  }
+
+  private async storeRun(
+    key: AuthenticatedKey,
+    uuid: string,
+    environment: RunEnvironment,
+    body: TriggerCallDto,
+    idempotencyKey: string | null,
+  ): Promise<number> {
     const trigger = await this.findActiveTrigger(uuid);
     if (trigger.organizationId !== key.organizationId) {
       throw Errors.forbidden('This API key belongs to another organization than the agent');
@@ -35,21 +74,39 @@ export class TriggerCallService {
     await this.assertDefinitionRunsTrigger(trigger, environment);
     const config = await this.resolveConfiguration(key.organizationId, body.telephony_configuration_id ?? null);
 
-    const [runId] = await this.runs.insertQueued([
-      {
-        organizationId: key.organizationId,
-        workflowId: trigger.workflowId,
-        environment,
-        triggerUuid: trigger.uuid,
-        apiKeyId: key.id,
-        telephonyConfigurationId: config.id,
-        provider: config.provider,
-        phoneNumber: body.phone_number,
-        initialContext: body.initial_context ?? {},
-      },
-    ]);
-    await this.callsQueue.enqueuePlaceCall([{ runId, organizationId: key.organizationId }]);
-    return { status: 'initiated', workflow_run_id: runId, workflow_run_name: `WR-API-${runId}` };
+    return this.dataSource.transaction(async (manager) => {
+      const [runId] = await this.runs.insertQueued(
+        [
+          {
+            organizationId: key.organizationId,
+            workflowId: trigger.workflowId,
+            environment,
+            triggerUuid: trigger.uuid,
+            apiKeyId: key.id,
+            telephonyConfigurationId: config.id,
+            provider: config.provider,
+            phoneNumber: body.phone_number,
+            initialContext: body.initial_context ?? {},
+          },
+        ],
+        manager,
+      );
+      if (idempotencyKey) await this.idempotency.complete(manager, key.organizationId, idempotencyKey, runId);
+      return runId;
+    });
+  }
+
+  /** Best effort within ENQUEUE_TIMEOUT_MS; a run left without a job is enqueued by the dispatcher. */
+  private async enqueue(runId: number, organizationId: number): Promise<void> {
+    try {
+      await withTimeout(
+        this.callsQueue.enqueuePlaceCall([{ runId, organizationId }]),
+        this.config.enqueueTimeoutMs,
+        'enqueueing the dial job',
+      );
+    } catch (error) {
+      this.logger.warn({ run_id: runId, err: error }, 'dial job not enqueued now; the dispatcher will enqueue it');
+    }
   }
 
   private async findActiveTrigger(uuid: string): Promise<ApiTrigger> {
@@ -111,6 +168,10 @@ function assertUsable(config: TelephonyConfiguration): TelephonyConfiguration {
     throw Errors.telephonyNotConfigured(`Telephony configuration ${config.id} has no from number; add one to from_numbers`);
   }
   return config;
+}
+
+function initiated(runId: number): TriggerCallResponseDto {
+  return { status: 'initiated', workflow_run_id: runId, workflow_run_name: `WR-API-${runId}` };
 }
 
 function triggerNotFound(): DomainError {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CallsQueue, RedisClient } from '@app/queue';
+import { CallsQueue, placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
@@ -43,7 +43,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     private readonly artifacts: RunArtifactsCollector,
     private readonly slots: ConcurrencyLimiter,
     private readonly callsQueue: CallsQueue,
-    client: RedisClient,
+    private readonly client: RedisClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.task = new PeriodicTask('run-reaper', config.reaperIntervalMs, client, () => this.round());
@@ -78,6 +78,10 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         this.logger.warn({ err: error, run_id: candidate.id }, 'could not reap run');
       }
     }
+    // Housekeeping: idempotency keys past their 24 h, a bounded batch per round.
+    await this.dataSource.query(
+      `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 5000)`,
+    );
   }
 
   private async reap(candidate: StaleRun): Promise<void> {
@@ -120,6 +124,8 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       settings: config.settings,
     });
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
+      // A live dialer still holds the job's lock while its dial request is under way: leave it be.
+      if (await this.dialJobIsLocked(run.id)) return false;
       // The carrier never got the request (the dialer stopped in between): dialing again cannot duplicate.
       const requeued = await this.runs.transition(run.id, 'queued', 'reaper.requeued', {}, { reason: 'carrier_has_no_call' });
       if (requeued) {
@@ -133,6 +139,10 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     let moved = false;
     for (const event of lookup.events) moved = (await this.events.apply(event)) || moved;
     return moved;
+  }
+
+  private async dialJobIsLocked(runId: number): Promise<boolean> {
+    return (await this.client.redis.exists(this.client.keyFor(QueueName.Calls, placeCallJobId(runId), 'lock'))) === 1;
   }
 
   private hardLimitSeconds(run: StaleRun): number {

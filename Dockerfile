@@ -1,0 +1,26 @@
+# One image for both processes: the API (default command) and the dialer.
+#   docker build -t voice-agent-calls .
+# docker-compose.yml shows how each one is started.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json nest-cli.json ./
+COPY apps ./apps
+COPY libs ./libs
+# Compile both apps, then drop the compilers and test tools from node_modules.
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    ARTIFACTS_DIR=/app/var/artifacts
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# A named volume mounted here starts with this owner, so the unprivileged user can write artifacts.
+RUN mkdir -p /app/var/artifacts && chown -R node:node /app/var
+USER node
+EXPOSE 3000
+CMD ["node", "dist/apps/api/apps/api/src/main.js"]

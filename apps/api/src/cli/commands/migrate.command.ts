@@ -1,0 +1,42 @@
+import { loadDatabaseUrl } from '@app/config';
+import { ensureDatabase, runMigrations } from '@app/persistence';
+import { CliCommand } from '../cli-command';
+import { CliIo } from '../cli-io';
+import { databaseErrorCode } from '../database-error-code';
+import { describeDatabase } from '../describe-database';
+import { formatJsonLine } from '../format-json-line';
+import { parseFlags } from '../parse-flags';
+import { withDataSource } from '../with-data-source';
+
+/** Applies pending migrations under the advisory lock, creating the database when it does not exist. */
+export const migrateCommand: CliCommand = {
+  name: 'migrate',
+  synopsis: '[--json]',
+  summary: 'Create the database if missing and apply pending migrations',
+  async run(args: readonly string[], io: CliIo): Promise<void> {
+    const flags = parseFlags(args, { json: 'boolean' });
+    const databaseUrl = loadDatabaseUrl();
+    const applied = await migrate(databaseUrl, io);
+    if (flags.json) {
+      io.out(formatJsonLine({ applied }));
+    } else if (applied.length === 0) {
+      io.out(`No pending migrations: ${describeDatabase(databaseUrl)} is up to date.`);
+    } else {
+      io.out(`Applied ${applied.length} migration(s) to ${describeDatabase(databaseUrl)}:`);
+      for (const name of applied) io.out(`  ${name}`);
+    }
+  },
+};
+
+async function migrate(databaseUrl: string, io: CliIo): Promise<string[]> {
+  const apply = () => withDataSource(databaseUrl, async (dataSource) => (await runMigrations(dataSource)).map((m) => m.name));
+  try {
+    return await apply();
+  } catch (error) {
+    // Only a missing database is created; connecting to the admin database is
+    // not tried otherwise, so hosted Postgres without that right still works.
+    if (databaseErrorCode(error) !== '3D000') throw error;
+  }
+  if (await ensureDatabase(databaseUrl)) io.err(`Created database ${describeDatabase(databaseUrl)}.`);
+  return apply();
+}

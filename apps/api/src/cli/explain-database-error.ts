@@ -1,0 +1,22 @@
+import { CliFailure } from './cli-failure';
+import { databaseErrorCode } from './database-error-code';
+import { describeDatabase } from './describe-database';
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH']);
+
+/** Turns the database errors an operator can fix into a `CliFailure` that says how; others pass through. */
+export function explainDatabaseError(error: unknown, databaseUrl: string): unknown {
+  const code = databaseErrorCode(error);
+  const where = describeDatabase(databaseUrl);
+  const detail = error instanceof Error ? error.message : String(error);
+  if (code && UNREACHABLE.has(code)) {
+    return new CliFailure(`cannot reach Postgres at ${where} (DATABASE_URL): ${detail || code}`);
+  }
+  if (code === '28P01' || code === '28000') {
+    return new CliFailure(`Postgres at ${where} refused the credentials in DATABASE_URL: ${detail}`);
+  }
+  if (code === '3D000' || code === '42P01') {
+    return new CliFailure(`the database ${where} has no schema yet: run "npm run cli -- migrate" first`);
+  }
+  return error;
+}

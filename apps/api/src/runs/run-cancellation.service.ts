@@ -1,0 +1,62 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Errors } from '@app/common';
+import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+
+export type CancelOutcome = 'canceled' | 'hangup_requested';
+
+/**
+ * Cancels a run that has not been answered. A queued (or waiting) run is
+ * canceled at once by a conditional update, so its dial job finds it
+ * canceled and does nothing. A ringing call is hung up through its carrier;
+ * the carrier's `canceled` event then ends the run.
+ */
+@Injectable()
+export class RunCancellation {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly runs: WorkflowRunStore,
+    private readonly providers: TelephonyProviders,
+    private readonly cipher: CredentialsCipher,
+  ) {}
+
+  async cancel(run: WorkflowRun): Promise<CancelOutcome> {
+    if (run.status === 'queued') {
+      const canceled = await this.runs.transition(run.id, 'canceled', 'api.canceled', {
+        endReason: 'canceled',
+        endedAt: new Date(),
+      });
+      if (canceled) return 'canceled';
+      // It was claimed meanwhile: fall through with the fresh state.
+      run = (await this.runs.findById(run.id)) ?? run;
+    }
+    if ((run.status === 'dialing' || run.status === 'ringing') && run.providerCallId) {
+      const config = run.telephonyConfigurationId
+        ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
+        : null;
+      if (config && this.providers.has(config.provider)) {
+        const hungUp = await this.providers.get(config.provider).hangup({
+          runId: run.id,
+          organizationId: run.organizationId,
+          providerCallId: run.providerCallId,
+          credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
+          settings: config.settings,
+        });
+        if (hungUp) {
+          await this.runs.appendEvent(run.id, 'api.hangup_requested');
+          return 'hangup_requested';
+        }
+      }
+    }
+    if (run.status === 'dialing' && !run.providerCallId) {
+      throw Errors.conflict('run_not_cancelable', 'The call is being placed right now; try again in a moment');
+    }
+    throw Errors.conflict(
+      'run_not_cancelable',
+      run.status === 'queued' || run.status === 'dialing' || run.status === 'ringing'
+        ? 'The carrier did not allow this call to be hung up'
+        : `A run that is ${run.status} cannot be canceled`,
+    );
+  }
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/env node
+'use strict';
+// `npm start` after the build: local Postgres and Redis up, a local secrets
+// key, migrations, then the API and the dialer as two supervised processes,
+// and on an empty database a demo agent with ready-to-paste curl commands.
+// Plain Node on purpose: it runs before anything else is known to work.
+const { spawn } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { connect } = require('node:net');
+const { join, resolve } = require('node:path');
+
+const ROOT = join(__dirname, '..');
+const API_ENTRY = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
+const DIALER_ENTRY = join(ROOT, 'dist/apps/dialer/apps/dialer/src/main.js');
+const CONFIG_DEFAULTS = join(ROOT, 'dist/apps/api/libs/config/src/load-app-config.js');
+const CLI = join(ROOT, 'scripts/cli.js');
+const LOCAL_SECRETS_KEY_FILE = join(ROOT, 'var/local-secrets.key');
+const READY_TIMEOUT_MS = 60_000;
+/** npm and the terminal both deliver one Ctrl-C: a repeat this soon is the same request. */
+const REPEAT_SIGNAL_WINDOW_MS = 1_000;
+/** Beyond the apps' own shutdown grace (SHUTDOWN_GRACE_MS, 10 s by default). */
+const KILL_AFTER_MS = 20_000;
+
+const apps = new Map(); // name -> ChildProcess of a long-running app
+const helpers = new Set(); // short CLI runs (migrate, seed-demo)
+let stopping = null; // { signal, at } once a shutdown started
+let exitCode = 0;
+
+main().catch((error) => {
+  if (stopping) return; // a signal or a dead app already decided how this ends
+  say(error instanceof StartError ? error.message : `failed: ${error && error.stack ? error.stack : error}`);
+  exitCode = 1;
+  stop('SIGTERM');
+});
+
+async function main() {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => onSignal(signal));
+  // Last resort if this process dies of a bug: do not leave the apps running.
+  process.on('exit', () => {
+    for (const child of [...apps.values(), ...helpers]) child.kill('SIGKILL');
+  });
+
+  for (const entry of [API_ENTRY, DIALER_ENTRY, CONFIG_DEFAULTS]) {
+    if (!existsSync(entry)) throw new StartError(`${entry} is missing: build first (npm run build), or use npm start`);
+  }
+  const env = localEnvironment();
+  await ensureLocalServices(env);
+
+  await runCli(['migrate'], env);
+  startApp('api', API_ENTRY, env);
+  startApp('dialer', DIALER_ENTRY, env);
+  await Promise.all([
+    waitUntilReady('api', `http://127.0.0.1:${env.PORT}/health/ready`),
+    waitUntilReady('dialer', `http://127.0.0.1:${env.DIALER_HEALTH_PORT}/health/ready`),
+  ]);
+
+  const seed = JSON.parse(await runCli(['seed-demo'], env, { capture: true }));
+  const baseUrl = (env.PUBLIC_BASE_URL || `http://localhost:${env.PORT}`).replace(/\/+$/, '');
+  process.stdout.write(seed.seeded ? demoInstructions(seed, baseUrl) : existingDatabaseNote(baseUrl));
+}
+
+/** The apps' environment: what the caller set, plus local defaults and a persisted secrets key. */
+function localEnvironment() {
+  const { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } = require(CONFIG_DEFAULTS);
+  const env = { ...process.env };
+  env.DATABASE_URL = env.DATABASE_URL || DEFAULT_DATABASE_URL;
+  env.REDIS_URL = env.REDIS_URL || DEFAULT_REDIS_URL;
+  env.PORT = env.PORT || '3000';
+  env.DIALER_HEALTH_PORT = env.DIALER_HEALTH_PORT || String(Number(env.PORT) + 1);
+  // The apps resolve relative paths against their cwd; pin it to the checkout.
+  env.ARTIFACTS_DIR = resolve(ROOT, env.ARTIFACTS_DIR || 'var/artifacts');
+  if (!env.SECRETS_KEY) env.SECRETS_KEY = localSecretsKey();
+  return env;
+}
+
+/** A key kept in var/local-secrets.key (mode 0600), so encrypted data and issued links survive restarts. */
+function localSecretsKey() {
+  if (existsSync(LOCAL_SECRETS_KEY_FILE)) return readFileSync(LOCAL_SECRETS_KEY_FILE, 'utf8').trim();
+  mkdirSync(join(ROOT, 'var'), { recursive: true });
+  const key = randomBytes(32).toString('hex');
+  writeFileSync(LOCAL_SECRETS_KEY_FILE, `${key}\n`, { mode: 0o600, flag: 'wx' });
+  say('SECRETS_KEY is not set: generated one in var/local-secrets.key (set SECRETS_KEY to use your own)');
+  return key;
+}
+
+/** Starts the machine's own Postgres and Redis when the URLs point here and nothing answers. */
+async function ensureLocalServices(env) {
+  const targets = [
+    { name: 'Postgres', url: new URL(env.DATABASE_URL), defaultPort: 5432 },
+    { name: 'Redis', url: new URL(env.REDIS_URL), defaultPort: 6379 },
+  ].filter((target) => ['localhost', '127.0.0.1', '[::1]'].includes(target.url.hostname));
+  const down = [];
+  for (const target of targets) {
+    if (!(await answers(target.url.hostname.replace(/^\[|\]$/g, ''), Number(target.url.port || target.defaultPort)))) {
+      down.push(target.name);
+    }
+  }
+  if (down.length === 0) return;
+  say(`${down.join(' and ')} did not answer: running scripts/ensure-services.sh`);
+  const code = await waitForExit(spawn('bash', [join(ROOT, 'scripts/ensure-services.sh')], { cwd: ROOT, stdio: ['ignore', 2, 2] }));
+  if (code !== 0) throw new StartError(`scripts/ensure-services.sh failed; start ${down.join(' and ')} yourself, or use docker compose up`);
+}
+
+function answers(host, port) {
+  return new Promise((done) => {
+    const socket = connect({ host, port, timeout: 1000 });
+    const finish = (up) => {
+      socket.destroy();
+      done(up);
+    };
+    socket.once('connect', () => finish(true));
+    socket.once('timeout', () => finish(false));
+    socket.once('error', () => finish(false));
+  });
+}
+
+/** Runs one CLI command; its messages go to stderr, its stdout is returned when captured. */
+async function runCli(args, env, { capture = false } = {}) {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', capture ? 'pipe' : 2, 2],
+    detached: true, // signals reach it through onSignal only, once
+  });
+  helpers.add(child);
+  let stdout = '';
+  if (capture) child.stdout.on('data', (chunk) => (stdout += chunk));
+  const code = await waitForExit(child);
+  helpers.delete(child);
+  exitWhenAllStopped();
+  if (stopping) throw new StartError('stopped');
+  if (code !== 0) throw new StartError(`"npm run cli -- ${args.join(' ')}" failed (exit ${code}); see above`);
+  return stdout;
+}
+
+function startApp(name, entry, env) {
+  // Own process group: a terminal Ctrl-C reaches the app once, forwarded by
+  // onSignal, instead of twice (twice makes Nest skip its graceful shutdown).
+  const child = spawn(process.execPath, [entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  apps.set(name, child);
+  say(`${name} started (pid ${child.pid})`);
+  child.once('exit', (code, signal) => {
+    apps.delete(name);
+    const clean = code === 0 || (stopping !== null && signal === stopping.signal);
+    if (!stopping) {
+      say(`${name} exited unexpectedly (${signal ? `signal ${signal}` : `exit code ${code}`}): stopping the others`);
+      exitCode = 1;
+      stop('SIGTERM');
+    } else if (!clean) {
+      say(`${name} did not stop cleanly (${signal ? `signal ${signal}` : `exit code ${code}`})`);
+      exitCode = 1;
+    } else {
+      say(`${name} stopped`);
+    }
+    exitWhenAllStopped();
+  });
+}
+
+async function waitUntilReady(name, url) {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (!stopping) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (response.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new StartError(`${name} was not ready after ${READY_TIMEOUT_MS / 1000} s (${url})`);
+    await new Promise((done) => setTimeout(done, 250));
+  }
+  throw new StartError('stopped');
+}
+
+function onSignal(signal) {
+  if (!stopping) {
+    say(`${signal}: stopping the api and the dialer`);
+    stop(signal);
+    return;
+  }
+  if (Date.now() - stopping.at < REPEAT_SIGNAL_WINDOW_MS) return;
+  killAll(`${signal} again`);
+}
+
+function killAll(reason) {
+  if (apps.size + helpers.size === 0) return;
+  say(`${reason}: killing what still runs`);
+  for (const child of [...apps.values(), ...helpers]) child.kill('SIGKILL');
+}
+
+function stop(signal) {
+  if (!stopping) {
+    stopping = { signal, at: Date.now() };
+    setTimeout(() => killAll('did not stop in time'), KILL_AFTER_MS).unref();
+  }
+  for (const child of [...apps.values(), ...helpers]) child.kill(signal);
+  exitWhenAllStopped();
+}
+
+function exitWhenAllStopped() {
+  if (stopping && apps.size === 0 && helpers.size === 0) process.exit(exitCode);
+}
+
+function waitForExit(child) {
+  return new Promise((done) => {
+    child.once('error', () => done(127));
+    child.once('exit', (code, signal) => done(signal ? 128 : code));
+  });
+}
+
+function demoInstructions(seed, baseUrl) {
+  const key = seed.api_key;
+  const runUrl = `${baseUrl}/api/v1/workflow/${seed.workflow_id}/runs/$RUN_ID`;
+  const body = JSON.stringify({ phone_number: '+14155550123', initial_context: { customer: { name: 'Ada' } } });
+  const field = (name) => `node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).${name}'`;
+  return [
+    '',
+    '# ---------------------------------------------------------------------------',
+    `# Demo ready. API ${baseUrl}, OpenAPI docs ${baseUrl}/docs`,
+    `# Demo organization ${seed.organization_id}, admin API key (shown only now, keep it): ${key}`,
+    '#',
+    '# 1. Trigger a sandbox call; it answers {"status": "initiated", "workflow_run_id": ...}:',
+    `curl -sS -X POST '${baseUrl}/api/v1/public/agent/${seed.trigger_uuid}' -H 'X-API-Key: ${key}' -H 'Content-Type: application/json' -d '${body}'`,
+    '# 2. Read the run: RUN_ID is the workflow_run_id answered above (the first call is 1);',
+    '#    "is_completed" turns true about 5 s after the trigger.',
+    'RUN_ID=1',
+    `curl -sS "${runUrl}" -H 'X-API-Key: ${key}'`,
+    '# 3. Download the recording: the run\'s recording_url needs no key and expires after an hour.',
+    '#    (The transcript likewise: transcript_url.)',
+    `curl -sS -o recording.wav "$(curl -sS "${runUrl}" -H 'X-API-Key: ${key}' | ${field('recording_url')})"`,
+    '# ---------------------------------------------------------------------------',
+    '',
+  ].join('\n');
+}
+
+function existingDatabaseNote(baseUrl) {
+  return [
+    '',
+    `# Running. The database already has organizations, so no demo was seeded.`,
+    `# API ${baseUrl}, OpenAPI docs ${baseUrl}/docs`,
+    '# A new organization and admin key: npm run --silent cli -- bootstrap --org "My org" --json',
+    '',
+  ].join('\n');
+}
+
+function say(message) {
+  process.stderr.write(`start-local: ${message}\n`);
+}
+
+class StartError extends Error {}

@@ -1,0 +1,122 @@
+import { ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../support/free-port';
+import { testRunResources } from '../support/test-run-id';
+import { waitFor } from '../support/wait-for';
+import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
+import { deleteQueueKeys } from './support/delete-queue-keys';
+import { REPO_ROOT } from './support/repo-root';
+import { dropDatabase, scratchDatabaseUrl } from './support/scratch-database';
+
+const bash = promisify(execFile);
+
+/** Runs printed shell lines exactly as a person pasting them would, in `cwd`. */
+async function paste(lines: string[], cwd: string): Promise<string> {
+  const { stdout } = await bash('bash', ['-euo', 'pipefail', '-c', lines.join('\n')], { cwd });
+  return stdout;
+}
+
+describe('npm start (scripts/start-local.js)', () => {
+  const databaseUrl = scratchDatabaseUrl('start');
+  // Its own queues: a dialer on this run's shared prefix would also take jobs other test files left behind.
+  const queuePrefix = testRunResources().queuePrefix.replace(/\}$/, '-start}');
+  const workDir = mkdtempSync(join(tmpdir(), 'va-start-local-'));
+  let child: ChildProcessWithoutNullStreams;
+  let stdout = '';
+  let stderr = '';
+  let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  const appPids = () => [...stderr.matchAll(/(api|dialer) started \(pid (\d+)\)/g)].map((match) => Number(match[2]));
+  const isRunning = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  beforeAll(async () => {
+    await buildAppsOnce();
+    await dropDatabase(databaseUrl);
+    const { artifactsDir } = testRunResources();
+    child = spawn(process.execPath, ['scripts/start-local.js'], {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+        PORT: String(await freePort()),
+        DIALER_HEALTH_PORT: String(await freePort()),
+        QUEUE_PREFIX: queuePrefix,
+        ARTIFACTS_DIR: join(artifactsDir, 'start-local'),
+        // Set, so the test does not write var/local-secrets.key into the checkout.
+        SECRETS_KEY: '22'.repeat(32),
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+      },
+    });
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  }, BUILD_TIMEOUT_MS);
+
+  afterAll(async () => {
+    // Only what this test started, by pid, in case an assertion failed half-way.
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const pid of appPids()) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+    rmSync(workDir, { recursive: true, force: true });
+    await dropDatabase(databaseUrl);
+    await deleteQueueKeys(queuePrefix);
+  });
+
+  it('seeds a demo whose printed curl commands place a call, read the run and download the recording; SIGTERM stops both apps', async () => {
+    await waitFor(async () => (/Demo ready[\s\S]*# -{20,}\n/.test(stdout) ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: 'start-local to print the demo commands',
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}\nstart-local stderr:\n${stderr}`, { cause: error });
+    });
+    expect(appPids()).toHaveLength(2);
+    const commands = stdout.split('\n').filter((line) => /^(curl |RUN_ID=)/.test(line));
+    const [trigger, runIdLine, readRun, download] = commands;
+    expect(trigger).toMatch(/^curl -sS -X POST '.*\/api\/v1\/public\/agent\/[0-9a-f-]{36}' -H 'X-API-Key: vak_/);
+    expect(runIdLine).toBe('RUN_ID=1');
+    expect(readRun).toContain('/api/v1/workflow/');
+
+    const initiated = JSON.parse(await paste([trigger], workDir));
+    expect(initiated).toEqual({ status: 'initiated', workflow_run_id: 1, workflow_run_name: 'WR-API-1' });
+
+    const run = await waitFor(
+      async () => {
+        const body = JSON.parse(await paste([runIdLine, readRun], workDir));
+        return body.is_completed ? body : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: 'the demo call to complete' },
+    );
+    expect(run).toMatchObject({
+      status: 'completed',
+      mode: 'sandbox',
+      phone_number: '+14155550123',
+      from_number: '+15005550006',
+      initial_context: { customer: { name: 'Ada' } },
+    });
+
+    await paste([runIdLine, download], workDir);
+    const wav = readFileSync(join(workDir, 'recording.wav'));
+    expect(wav.subarray(0, 4).toString('ascii')).toBe('RIFF');
+    expect(wav.subarray(8, 12).toString('ascii')).toBe('WAVE');
+    const transcript = (await (await fetch(run.transcript_url)).json()) as { turns: unknown[] };
+    expect(transcript.turns[0]).toMatchObject({ speaker: 'agent', text: expect.stringMatching(/^Hi Ada, /) });
+
+    const pids = appPids();
+    child.kill('SIGTERM');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(stderr).toMatch(/api stopped/);
+    expect(stderr).toMatch(/dialer stopped/);
+    for (const pid of pids) expect(isRunning(pid)).toBe(false);
+  }, 90_000);
+});

@@ -1,0 +1,116 @@
+import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+
+describe('Idempotency-Key on the trigger endpoints', () => {
+  let apps: TestApps;
+  let org: TestOrganization;
+  let uuid: string;
+  const body = { phone_number: '+14155550100', initial_context: { order: 7 } };
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+    org = await createOrganization(apps.dataSource);
+    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
+    uuid = (await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id), draft: (id) => agentGraph(id) }))
+      .triggerUuid;
+  });
+  afterAll(() => apps.close());
+
+  const post = (key: string, payload: unknown = body, path = `/api/v1/public/agent/${uuid}`, apiKey = org.adminKey) =>
+    apps.client.post(path, payload, { key: apiKey, headers: { 'idempotency-key': key } });
+
+  async function runCount(): Promise<number> {
+    const [row] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE organization_id = $1`, [org.organizationId]);
+    return row.n;
+  }
+
+  it('replays the first answer for a repeat with the same body, without a second run or call', async () => {
+    const before = await runCount();
+    const first = await post('order-7');
+    const repeat = await post('order-7', { initial_context: { order: 7 }, phone_number: '+1 415 555 0100' });
+    expect(first.status).toBe(200);
+    expect(repeat.status).toBe(200);
+    expect(repeat.body).toEqual(first.body);
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(await runCount()).toBe(before + 1);
+    const runId = first.body.workflow_run_id;
+    await waitFor(async () => ((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId) ? true : undefined));
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  it('answers 422 when the same key comes with a different body', async () => {
+    expect((await post('order-8')).status).toBe(200);
+    const changed = await post('order-8', { ...body, initial_context: { order: 9 } });
+    expect(changed.status).toBe(422);
+    expect(changed.body).toMatchObject({ statusCode: 422, code: 'idempotency_key_reused' });
+  });
+
+  it('answers 422 when the same key is used on the test URL after the production one', async () => {
+    expect((await post('order-10')).status).toBe(200);
+    const other = await post('order-10', body, `/api/v1/public/agent/test/${uuid}`);
+    expect(other.status).toBe(422);
+  });
+
+  it('answers 409 while the first request with the key is still in flight, and lets a repeat take over a dead one', async () => {
+    const hash = (await import('../../apps/api/src/idempotency/idempotency-keys.service')).IdempotencyKeys.fingerprint(
+      `production ${uuid}`,
+      { phone_number: body.phone_number, initial_context: body.initial_context },
+    );
+    await apps.dataSource.query(
+      `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at)
+       VALUES ($1, 'in-flight', $2, NULL, now() + interval '1 minute', now() + interval '1 day')`,
+      [org.organizationId, hash],
+    );
+    const busy = await post('in-flight');
+    expect(busy.status).toBe(409);
+    expect(busy.body.code).toBe('idempotency_request_in_flight');
+
+    await apps.dataSource.query(`UPDATE idempotency_keys SET locked_until = now() - interval '1 second' WHERE key = 'in-flight'`);
+    const takenOver = await post('in-flight');
+    expect(takenOver.status).toBe(200);
+    expect((await post('in-flight')).body).toEqual(takenOver.body);
+  });
+
+  it('creates exactly one run when many requests with one key race each other', async () => {
+    const before = await runCount();
+    const answers = await Promise.all(Array.from({ length: 12 }, () => post('race-1')));
+    const ok = answers.filter((answer) => answer.status === 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(answers.every((answer) => answer.status === 200 || answer.status === 409)).toBe(true);
+    expect(new Set(ok.map((answer) => answer.body.workflow_run_id)).size).toBe(1);
+    expect(await runCount()).toBe(before + 1);
+  });
+
+  it('keeps keys per organization', async () => {
+    const other = await createOrganization(apps.dataSource);
+    await seedSandboxConfiguration(apps.dataSource, other.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
+    const otherUuid = (await seedWorkflow(apps.dataSource, other.organizationId, { published: (id) => agentGraph(id) })).triggerUuid;
+    const mine = await post('shared-key');
+    const theirs = await post('shared-key', body, `/api/v1/public/agent/${otherUuid}`, other.adminKey);
+    expect(theirs.status).toBe(200);
+    expect(theirs.body.workflow_run_id).not.toBe(mine.body.workflow_run_id);
+  });
+
+  it('starts afresh once a key has expired', async () => {
+    const first = await post('old-key');
+    await apps.dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'old-key'`);
+    const again = await post('old-key');
+    expect(again.status).toBe(200);
+    expect(again.body.workflow_run_id).not.toBe(first.body.workflow_run_id);
+  });
+
+  it('frees the key when the request fails, so a corrected retry is processed', async () => {
+    const failed = await post('fix-me', body, `/api/v1/public/agent/00000000-0000-4000-8000-000000000000`);
+    expect(failed.status).toBe(404);
+    const [row] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = 'fix-me'`);
+    expect(row.n).toBe(0);
+  });
+
+  it('rejects a malformed Idempotency-Key with 400', async () => {
+    const response = await post('x'.repeat(256));
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('validation_failed');
+  });
+});

@@ -1,0 +1,104 @@
+import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { TcpProxy } from '../support/tcp-proxy';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { testRunResources } from '../support/test-run-id';
+import { waitFor } from '../support/wait-for';
+
+describe('outages of Redis and Postgres', () => {
+  describe('Redis down when a trigger arrives', () => {
+    const redis = new TcpProxy('127.0.0.1', 6379);
+    let apps: TestApps;
+    let org: TestOrganization;
+    let uuid: string;
+    let workflowId: number;
+
+    beforeAll(async () => {
+      const port = await redis.start();
+      apps = await startTestApps({ env: { REDIS_URL: `redis://127.0.0.1:${port}`, DISPATCH_INTERVAL_MS: '200' } });
+      org = await createOrganization(apps.dataSource);
+      await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
+      const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
+      uuid = workflow.triggerUuid;
+      workflowId = workflow.workflowId;
+    });
+    afterAll(async () => {
+      await redis.restore();
+      await apps.close();
+      await redis.stop();
+    });
+
+    it('still answers 200 within 1 s, and the run is dialed within 5 s of Redis returning', async () => {
+      await redis.cut();
+      const started = Date.now();
+      const response = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+      expect(response.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(1000);
+      const runId = response.body.workflow_run_id;
+      const [stored] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(stored.status).toBe('queued');
+
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await redis.restore();
+      const back = Date.now();
+      await waitFor(
+        async () => {
+          const [row] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
+          return row.status !== 'queued' ? true : undefined;
+        },
+        { timeoutMs: 5000, what: 'the run to leave queued after Redis returned' },
+      );
+      expect(Date.now() - back).toBeLessThan(5000);
+      const run = await waitFor(async () => {
+        const current = (await apps.client.get(`/api/v1/workflow/${workflowId}/runs/${runId}`, { key: org.adminKey })).body;
+        return current.is_completed ? current : undefined;
+      });
+      expect(run.status).toBe('completed');
+    });
+  });
+
+  describe('Postgres down when a trigger arrives', () => {
+    const postgres = new TcpProxy('127.0.0.1', 5432);
+    let apps: TestApps;
+    let org: TestOrganization;
+    let uuid: string;
+
+    beforeAll(async () => {
+      const port = await postgres.start();
+      const url = new URL(testRunResources().databaseUrl);
+      url.port = String(port);
+      apps = await startTestApps({ dialer: false, env: { DATABASE_URL: url.toString(), API_KEY_CACHE_TTL_MS: '0' } });
+      org = await createOrganization(apps.dataSource);
+      await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
+      uuid = (await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) })).triggerUuid;
+    });
+    afterAll(async () => {
+      await postgres.restore();
+      await apps.close();
+      await postgres.stop();
+    });
+
+    it('answers 503 with the standard error body, stores nothing, and recovers when Postgres returns', async () => {
+      const count = async () =>
+        (await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE organization_id = $1`, [org.organizationId]))[0].n;
+      const before = await count();
+      await postgres.cut();
+      const down = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+      expect(down.status).toBe(503);
+      expect(down.body).toEqual({
+        statusCode: 503,
+        code: 'service_unavailable',
+        message: expect.any(String),
+        request_id: down.headers.get('x-request-id'),
+      });
+      expect((await apps.client.get('/health/ready')).status).toBe(503);
+
+      await postgres.restore();
+      const up = await waitFor(async () => {
+        const response = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+        return response.status === 200 ? response : undefined;
+      });
+      expect(up.body.status).toBe('initiated');
+      expect(await count()).toBe(before + 1);
+    });
+  });
+});
