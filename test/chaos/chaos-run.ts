@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { createDataSource, ensureDatabase, runMigrations } from '@app/persistence';
+import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { freePort } from '../support/free-port';
+import { API_MAIN, buildApps, DIALER_MAIN } from './build-apps';
+import { ManagedProcess } from './managed-process';
+import { waitUntilUp } from './wait-until-up';
+
+export interface ChaosOptions {
+  triggers: number;
+  /** Triggers are spread evenly over this many seconds, while the chaos goes on. */
+  fireSeconds: number;
+  dialers: number;
+  /** How long to wait for every accepted run to end after the last trigger. */
+  settleTimeoutMs: number;
+  redisRestarts: number;
+  log: (line: string) => void;
+}
+
+export interface ChaosResult {
+  accepted: number;
+  lost: number;
+  duplicated: number;
+  stuck: number;
+  dialerKills: number;
+  redisRestarts: number;
+  triggerRetries: number;
+  statuses: Record<string, number>;
+  seconds: number;
+}
+
+const SECRETS_KEY = randomBytes(32).toString('hex');
+
+/**
+ * Fires triggers at the real apps (separate processes) while it SIGKILLs and
+ * restarts dialers, restarts Redis, and has the sandbox carrier throttle,
+ * fail and lose answers to part of the dial requests. Then it counts, per
+ * accepted run, how many times the carrier was asked to dial.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const started = Date.now();
+  buildApps();
+  const id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+  const workDir = mkdtempSync(join(tmpdir(), `va-chaos-${id}-`));
+  const databaseUrl = `${process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'}`.replace(/\/[^/]*$/, `/va_chaos_${id}`);
+  const redisPort = await freePort();
+  const apiPort = await freePort();
+  const redis = new ManagedProcess('redis', 'redis-server', [
+    '--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes',
+    '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction', '--dir', workDir,
+  ], process.env);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_SIZE: '5',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    QUEUE_PREFIX: `{va-chaos-${id}}`,
+    SECRETS_KEY,
+    ARTIFACTS_DIR: join(workDir, 'artifacts'),
+    LOG_LEVEL: 'warn',
+    PORT: String(apiPort),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
+    DISPATCH_INTERVAL_MS: '500',
+    REAPER_INTERVAL_MS: '500',
+    RECONCILE_AFTER_SECONDS: '2',
+    DIAL_TIMEOUT_SECONDS: '60',
+    RING_TIMEOUT_SECONDS: '60',
+    SHUTDOWN_GRACE_MS: '3000',
+    DIALER_CONCURRENCY: '20',
+  };
+  const api = new ManagedProcess('api', process.execPath, [API_MAIN], env);
+  const dialers: ManagedProcess[] = [];
+  let dataSource: DataSource | null = null;
+  try {
+    redis.start();
+    await waitForRedis(redisPort);
+    await ensureDatabase(databaseUrl);
+    dataSource = createDataSource({ url: databaseUrl, poolSize: 3 });
+    await dataSource.initialize();
+    await runMigrations(dataSource);
+
+    api.start();
+    await waitUntilUp(`http://127.0.0.1:${apiPort}/health/live`);
+    for (let i = 0; i < options.dialers; i++) {
+      const dialer = new ManagedProcess(`dialer-${i}`, process.execPath, [DIALER_MAIN], {
+        ...env,
+        DIALER_HEALTH_PORT: String(await freePort()),
+      });
+      dialer.start();
+      dialers.push(dialer);
+    }
+
+    const org = await createOrganization(dataSource, 'Chaos');
+    await seedSandboxConfiguration(dataSource, org.organizationId, {
+      settings: { ring_ms: 100, talk_ms: 300, throttle_rate: 0.15, error_rate: 0.1, timeout_rate: 0.05 },
+      callsPerSecond: 200,
+      maxConcurrentCalls: 60,
+      maxCallDurationSeconds: 30,
+    });
+    const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+
+    let firing = true;
+    let dialerKills = 0;
+    let redisRestarts = 0;
+    const chaos = (async () => {
+      let round = 0;
+      while (firing) {
+        await sleep(600 + Math.random() * 800);
+        if (!firing) break;
+        round++;
+        const victim = dialers[Math.floor(Math.random() * dialers.length)];
+        await victim.stop(round % 4 === 0 ? 'SIGTERM' : 'SIGKILL');
+        dialerKills++;
+        options.log(`chaos: stopped ${victim.name}`);
+        await sleep(150);
+        victim.start();
+        if (redisRestarts < options.redisRestarts && round % 3 === 2) {
+          options.log('chaos: restarting redis');
+          await redis.stop('SIGTERM');
+          await sleep(300);
+          redis.start();
+          await waitForRedis(redisPort);
+          redisRestarts++;
+        }
+      }
+    })();
+
+    const fired = await fireTriggers(apiPort, workflow.triggerUuid, org.adminKey, options, options.log);
+    firing = false;
+    await chaos;
+    for (const dialer of dialers) if (!dialer.running) dialer.start();
+    options.log(`fired: ${fired.accepted.length} accepted, ${fired.retries} client retries; waiting for runs to end`);
+
+    const accepted = fired.accepted;
+    const deadline = Date.now() + options.settleTimeoutMs;
+    let open = accepted.length;
+    while (Date.now() < deadline) {
+      const [row] = await dataSource.query(`SELECT count(*)::int AS open FROM workflow_runs WHERE id = ANY($1) AND NOT is_completed`, [accepted]);
+      open = row.open;
+      if (open === 0) break;
+      await sleep(500);
+    }
+
+    const perRun: Array<{ id: number; status: string; is_completed: boolean; dials: number }> = await dataSource.query(
+      `SELECT r.id, r.status, r.is_completed, count(c.call_id)::int AS dials
+         FROM workflow_runs r LEFT JOIN sandbox_calls c ON c.run_id = r.id
+        WHERE r.id = ANY($1) GROUP BY r.id`,
+      [accepted],
+    );
+    const statuses: Record<string, number> = {};
+    for (const run of perRun) statuses[run.status] = (statuses[run.status] ?? 0) + 1;
+    return {
+      accepted: accepted.length,
+      lost: accepted.length - perRun.filter((run) => run.dials > 0).length,
+      duplicated: perRun.filter((run) => run.dials > 1).length,
+      stuck: perRun.filter((run) => !run.is_completed).length,
+      dialerKills,
+      redisRestarts,
+      triggerRetries: fired.retries,
+      statuses,
+      seconds: Math.round((Date.now() - started) / 1000),
+    };
+  } catch (error) {
+    options.log(`api output:\n${api.tail()}`);
+    for (const dialer of dialers) options.log(`${dialer.name} output:\n${dialer.tail()}`);
+    throw error;
+  } finally {
+    await Promise.all(dialers.map((dialer) => dialer.stop('SIGKILL')));
+    await api.stop('SIGKILL');
+    await redis.stop('SIGKILL');
+    if (dataSource?.isInitialized) await dataSource.destroy();
+    await dropDatabase(databaseUrl).catch(() => undefined);
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Fires the triggers spread over `fireSeconds`, up to 16 in flight; each retries with its
+ * Idempotency-Key until it gets an answer, as a bulk caller's script would.
+ */
+async function fireTriggers(
+  port: number,
+  uuid: string,
+  key: string,
+  options: Pick<ChaosOptions, 'triggers' | 'fireSeconds'>,
+  log: (line: string) => void,
+) {
+  const count = options.triggers;
+  const accepted: number[] = [];
+  let retries = 0;
+  let next = 0;
+  const start = Date.now();
+  const spacingMs = (options.fireSeconds * 1000) / count;
+  const worker = async () => {
+    while (next < count) {
+      const index = next++;
+      const due = start + index * spacingMs;
+      if (due > Date.now()) await sleep(due - Date.now());
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const response = await fetch(`http://127.0.0.1:${port}/api/v1/public/agent/${uuid}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': key, 'idempotency-key': `chaos-${index}` },
+            body: JSON.stringify({ phone_number: '+14155550100', initial_context: { index } }),
+            signal: AbortSignal.timeout(5000),
+          });
+          const body = (await response.json()) as { workflow_run_id?: number; code?: string };
+          if (response.status === 200 && body.workflow_run_id) {
+            accepted.push(body.workflow_run_id);
+            break;
+          }
+          if (response.status < 500 && response.status !== 409) throw new Error(`trigger answered ${response.status} ${body.code}`);
+        } catch (error) {
+          if ((error as Error).message.startsWith('trigger answered')) throw error;
+        }
+        retries++;
+        if (attempt > 50) throw new Error(`trigger ${index} never got an answer`);
+        await sleep(200);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  if (new Set(accepted).size !== accepted.length) log('warning: the same run id was answered for two different keys');
+  return { accepted: [...new Set(accepted)], retries };
+}
+
+async function waitForRedis(port: number): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline) {
+    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return;
+    } catch {
+      // not up yet
+    } finally {
+      client.disconnect();
+    }
+    await sleep(100);
+  }
+  throw new Error('redis did not come up');
+}
+
+async function dropDatabase(url: string): Promise<void> {
+  const admin = new URL(url);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,45 @@
+import { ChildProcess, spawn } from 'node:child_process';
+
+/** A child process the chaos run starts, kills and restarts; its output is kept for the report. */
+export class ManagedProcess {
+  private child: ChildProcess | null = null;
+  private output: string[] = [];
+
+  constructor(
+    readonly name: string,
+    private readonly command: string,
+    private readonly args: string[],
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  get running(): boolean {
+    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  start(): void {
+    const child = spawn(this.command, this.args, { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => {
+      this.output.push(chunk.toString('utf8'));
+      if (this.output.length > 400) this.output.splice(0, this.output.length - 400);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.child = child;
+  }
+
+  /** Sends `signal` and waits for the process to exit (SIGKILL after `timeoutMs`). */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15000): Promise<number | null> {
+    const child = this.child;
+    if (!child || !this.running) return child?.exitCode ?? null;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  }
+
+  tail(lines = 30): string {
+    return this.output.join('').split('\n').slice(-lines).join('\n');
+  }
+}
