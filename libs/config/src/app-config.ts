@@ -31,4 +31,10 @@ export interface AppConfig {
   readonly dialTimeoutSeconds: number;
   /** A run still ringing after this long ends failed. */
   readonly ringTimeoutSeconds: number;
+  /** Base URLs of the carriers' REST APIs; tests point them at loopback fakes. */
+  readonly carrierApiUrls: Readonly<Record<'twilio' | 'telnyx' | 'vonage' | 'plivo', string>>;
+  /** The voice-agent runtime's media WebSocket that answered calls stream to (a configuration may override it). */
+  readonly agentRuntimeUrl: string;
+  /** Lifetime of an agent session token (it also stops working once the run has ended). */
+  readonly agentSessionTtlSeconds: number;
 }

@@ -41,6 +41,14 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     reconcileAfterSeconds: reader.integer('RECONCILE_AFTER_SECONDS', 60, 1, 86400),
     dialTimeoutSeconds: reader.integer('DIAL_TIMEOUT_SECONDS', 120, 1, 86400),
     ringTimeoutSeconds: reader.integer('RING_TIMEOUT_SECONDS', 180, 1, 86400),
+    carrierApiUrls: {
+      twilio: reader.url('TWILIO_API_URL', 'https://api.twilio.com', ['https:', 'http:']).replace(/\/+$/, ''),
+      telnyx: reader.url('TELNYX_API_URL', 'https://api.telnyx.com', ['https:', 'http:']).replace(/\/+$/, ''),
+      vonage: reader.url('VONAGE_API_URL', 'https://api.nexmo.com', ['https:', 'http:']).replace(/\/+$/, ''),
+      plivo: reader.url('PLIVO_API_URL', 'https://api.plivo.com', ['https:', 'http:']).replace(/\/+$/, ''),
+    },
+    agentRuntimeUrl: reader.url('AGENT_RUNTIME_URL', 'ws://127.0.0.1:8090/media', ['ws:', 'wss:']),
+    agentSessionTtlSeconds: reader.integer('AGENT_SESSION_TTL_SECONDS', 4 * 3600, 60, 7 * 24 * 3600),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -20,6 +20,12 @@ export interface CallEventJob {
   durationSeconds?: number;
   /** Carrier's words for a failure, with `failed`. */
   reason?: string;
+  /** Who picked up, with `answered`, where the carrier runs answering-machine detection. */
+  answeredBy?: 'human' | 'machine' | 'unknown';
+  /** What the carrier charged, with `completed` (or a later event), when it reports it. */
+  cost?: { amount: number; currency: string };
+  /** Where the carrier's recording can be fetched (with the carrier's auth), once it is ready. */
+  recordingUrl?: string;
 }
 
 /** Job name → payload, per queue: a wrong enqueue does not compile. */

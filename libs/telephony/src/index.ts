@@ -7,3 +7,5 @@ export * from './sandbox/sandbox.provider';
 export * from './telephony-provider';
 export * from './telephony-providers';
 export * from './telephony.module';
+export * from './carrier-webhooks';
+export * from './callback-urls';

@@ -1,5 +1,15 @@
 import { CallEventJob } from '@app/queue';
 
+/** Our URLs a carrier calls back for one run (all absolute, under PUBLIC_BASE_URL). */
+export interface CallbackUrls {
+  /** Fetched when the call is answered: we answer with call-control instructions (TwiML, NCCO, ...). */
+  answerUrl: string;
+  /** Status events of the call. */
+  statusUrl: string;
+  /** Recording-ready notifications, for carriers that send them apart from status events. */
+  recordingUrl: string;
+}
+
 /** What the dialer hands a provider to place one call. */
 export interface PlaceCallRequest {
   runId: number;
@@ -9,6 +19,7 @@ export interface PlaceCallRequest {
   credentials: Record<string, unknown> | null;
   settings: Record<string, unknown>;
   maxCallDurationSeconds: number;
+  callbacks: CallbackUrls;
 }
 
 export interface PlaceCallResult {

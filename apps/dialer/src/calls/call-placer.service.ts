@@ -1,7 +1,8 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { DataSource } from 'typeorm';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CarrierError, CredentialsCipher, TelephonyProvider, TelephonyProviders } from '@app/telephony';
+import { callbackUrlsFor, CarrierError, CredentialsCipher, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { CallPacer } from '../pacing/call-pacer';
@@ -35,6 +36,7 @@ export class CallPlacer {
     private readonly cipher: CredentialsCipher,
     private readonly pacer: CallPacer,
     private readonly slots: ConcurrencyLimiter,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async place(runId: number, progress: PlaceCallProgress = {}): Promise<PlaceDecision> {
@@ -95,6 +97,7 @@ export class CallPlacer {
         credentials,
         settings: config.settings,
         maxCallDurationSeconds: config.maxCallDurationSeconds,
+        callbacks: callbackUrlsFor(this.config.publicBaseUrl, config.provider, run.id),
       });
       await this.runs.recordProviderCallId(run.id, result.providerCallId);
       return done('placed');

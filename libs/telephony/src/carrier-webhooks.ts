@@ -1,0 +1,73 @@
+import { CallEventType } from '@app/queue';
+
+/** A carrier's HTTP request to one of our webhook URLs, as received. */
+export interface WebhookRequest {
+  method: string;
+  /** The absolute public URL the carrier called (PUBLIC_BASE_URL + path + query): signature schemes sign it. */
+  url: string;
+  /** Header names in lower case. */
+  headers: Record<string, string | undefined>;
+  /** The body exactly as sent; signatures are over these bytes. */
+  rawBody: Buffer;
+}
+
+export type WebhookKind = 'answer' | 'status' | 'recording';
+
+/** Thrown by `verifyWebhook`: 401 when unsigned, 403 when forged or replayed. */
+export class WebhookRejected extends Error {
+  constructor(
+    readonly status: 401 | 403,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WebhookRejected';
+  }
+}
+
+/** One status event read from a webhook, before it is tied to our run and organization. */
+export interface WebhookEvent {
+  type: CallEventType;
+  occurredAt: string;
+  durationSeconds?: number;
+  reason?: string;
+  answeredBy?: 'human' | 'machine' | 'unknown';
+  cost?: { amount: number; currency: string };
+  recordingUrl?: string;
+}
+
+export interface ParsedWebhook {
+  providerCallId: string | null;
+  events: WebhookEvent[];
+}
+
+/** What our answer URL tells the carrier to do with an answered call. */
+export interface AnswerInstructions {
+  contentType: string;
+  body: string;
+}
+
+export interface AnswerContext {
+  runId: number;
+  /** The agent runtime's media WebSocket, with the session token already in it. */
+  streamUrl: string;
+  sessionToken: string;
+  settings: Record<string, unknown>;
+  /** Who answered, when the carrier reports it on the answer request (AMD). */
+  answeredBy?: 'human' | 'machine' | 'unknown';
+}
+
+/**
+ * The webhook side of a real carrier: verify, read, and answer its callbacks.
+ * Verification runs before anything else and throws `WebhookRejected`.
+ */
+export interface CarrierWebhooks {
+  verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void;
+  parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook;
+  answerInstructions(context: AnswerContext): AnswerInstructions;
+  /** Downloads a recording the carrier reported, with the carrier's auth. */
+  fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }>;
+}
+
+export function hasWebhooks(provider: object): provider is CarrierWebhooks {
+  return typeof (provider as Partial<CarrierWebhooks>).verifyWebhook === 'function';
+}
