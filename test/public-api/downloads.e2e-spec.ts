@@ -73,11 +73,9 @@ describe('downloads: run artifact URLs and time-limited links', () => {
     apps.client.post(downloadsPath(runId, workflowId), body, { key });
 
   describe('URLs on the run record', () => {
-    it('answers null transcript_url and recording_url while the call is in progress', async () => {
+    it('answers a null transcript_url while the call is in progress (the transcript is stored when the call ends)', async () => {
       const run = await apps.client.get(runPath(main.workflow.workflowId, inProgressId), { key: main.org.adminKey });
-      expect(run.body).toEqual(
-        expect.objectContaining({ status: 'in_progress', is_completed: false, transcript_url: null, recording_url: null }),
-      );
+      expect(run.body).toEqual(expect.objectContaining({ status: 'in_progress', is_completed: false, transcript_url: null }));
     });
 
     it('answers null URLs for a call that never connected', () => {
@@ -175,8 +173,7 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       expectError(await mint(completed.id, body), 400, 'validation_failed');
     });
 
-    it('answers 404 artifact_not_available while the artifacts are not stored yet', async () => {
-      expectError(await mint(inProgressId, { artifact: 'recording' }), 404, 'artifact_not_available');
+    it('answers 404 artifact_not_available while the transcript is not stored yet', async () => {
       expectError(await mint(inProgressId, { artifact: 'transcript' }), 404, 'artifact_not_available');
     });
 

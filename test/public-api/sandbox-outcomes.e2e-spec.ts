@@ -173,9 +173,8 @@ describe('sandbox carrier: each outcome by the last four digits', () => {
       const { history } = await results[name];
       for (const record of history) {
         if (!FINAL_STATUSES.includes(record.status)) expect({ name, status: record.status, is_completed: record.is_completed }).toEqual({ name, status: record.status, is_completed: false });
-        if (record.status === 'completed' && !record.is_completed) {
-          expect({ transcript_url: record.transcript_url, recording_url: record.recording_url }).toEqual({ transcript_url: null, recording_url: null });
-        }
+        // The recording may be stored (uploaded by the agent runtime) before the run completes; the transcript is stored last.
+        if (!record.is_completed) expect({ name, transcript_url: record.transcript_url }).toEqual({ name, transcript_url: null });
         if (record.is_completed && record.status === 'completed') {
           expect(record.transcript_url).toEqual(expect.any(String));
           expect(record.recording_url).toEqual(expect.any(String));

@@ -10,6 +10,7 @@ import { AppModule } from './app.module';
 
 /** Request bodies above this answer 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+const RECORDING_LIMIT_BYTES = 100 * 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 /**
@@ -32,10 +33,17 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     done();
   });
 
+  // Recordings uploaded by the agent runtime arrive as raw audio.
+  adapter
+    .getInstance()
+    .addContentTypeParser(/^audio\//, { parseAs: 'buffer', bodyLimit: RECORDING_LIMIT_BYTES }, (_request, body, done) => done(null, body));
+
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoNestLogger(logger),
     bufferLogs: false,
     abortOnError: false,
+    // Carrier webhook signatures are over the exact bytes sent.
+    rawBody: true,
   });
 
   const document = SwaggerModule.createDocument(

@@ -1,7 +1,9 @@
+import { AgentSessionsModule } from './agent-sessions/agent-sessions.module';
 import { ApiKeysModule } from './api-keys/api-keys.module';
 import { DownloadsModule } from './downloads/downloads.module';
 import { RunsModule } from './runs/runs.module';
 import { TelephonyConfigurationsModule } from './telephony-configurations/telephony-configurations.module';
+import { TelephonyWebhooksModule } from './telephony-webhooks/telephony-webhooks.module';
 import { PublicTriggersModule } from './triggers/public-triggers.module';
 import { TriggersAdminModule } from './triggers/triggers-admin.module';
 import { WorkflowsModule } from './workflows/workflows.module';
@@ -15,4 +17,6 @@ export const FEATURE_MODULES = [
   WorkflowsModule,
   TriggersAdminModule,
   TelephonyConfigurationsModule,
+  TelephonyWebhooksModule,
+  AgentSessionsModule,
 ];

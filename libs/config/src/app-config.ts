@@ -35,6 +35,8 @@ export interface AppConfig {
   readonly carrierApiUrls: Readonly<Record<'twilio' | 'telnyx' | 'vonage' | 'plivo', string>>;
   /** The voice-agent runtime's media WebSocket that answered calls stream to (a configuration may override it). */
   readonly agentRuntimeUrl: string;
+  /** Where the dialer reaches the API itself (the sandbox carrier's callbacks); defaults to PUBLIC_BASE_URL. */
+  readonly apiInternalUrl: string;
   /** Lifetime of an agent session token (it also stops working once the run has ended). */
   readonly agentSessionTtlSeconds: number;
 }

@@ -16,6 +16,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
   const reader = new EnvReader(env, problems);
 
   const apiPort = reader.port('PORT', 3000);
+  const publicBaseUrl = reader.url('PUBLIC_BASE_URL', `http://localhost:${apiPort}`, ['http:', 'https:']).replace(/\/+$/, '');
   const config: AppConfig = {
     nodeEnv: reader.string('NODE_ENV', 'development'),
     databaseUrl: reader.url('DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']),
@@ -25,9 +26,8 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     apiPort,
     apiHost: reader.string('HOST', '0.0.0.0'),
     dialerHealthPort: reader.port('DIALER_HEALTH_PORT', 3001),
-    publicBaseUrl: reader
-      .url('PUBLIC_BASE_URL', `http://localhost:${apiPort}`, ['http:', 'https:'])
-      .replace(/\/+$/, ''),
+    publicBaseUrl,
+    apiInternalUrl: reader.url('API_INTERNAL_URL', publicBaseUrl, ['http:', 'https:']).replace(/\/+$/, ''),
     secretsKey: reader.secretsKey('SECRETS_KEY'),
     artifactsDir: resolve(reader.string('ARTIFACTS_DIR', './var/artifacts')),
     logLevel: reader.oneOf('LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

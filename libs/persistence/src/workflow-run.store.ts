@@ -115,8 +115,10 @@ export class WorkflowRunStore {
       if (value === undefined) continue;
       const { column, cast } = FIELD_COLUMNS[key];
       params.push(cast === 'jsonb' ? JSON.stringify(value) : value);
-      // The first call id a run learns is the one it keeps.
-      const assigned = key === 'providerCallId' ? `COALESCE(${column}, $${params.length}::${cast})` : `$${params.length}::${cast}`;
+      // The first call id a run learns is the one it keeps; cost details add up from several events.
+      const param = `$${params.length}::${cast}`;
+      const assigned =
+        key === 'providerCallId' ? `COALESCE(${column}, ${param})` : key === 'costInfo' ? `${column} || ${param}` : param;
       sets.push(`${column} = ${assigned}`);
     }
     // Final statuses without artifacts are complete at once; `completed` waits for its artifacts.
@@ -161,17 +163,95 @@ export class WorkflowRunStore {
   }
 
   /** Stores artifact keys and marks a completed run complete; a no-op when already done. */
-  async completeArtifacts(
+  async completeArtifacts(runId: number, artifacts: { transcriptKey: string | null; recordingKey: string | null }): Promise<boolean> {
+    const [, affected] = await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET transcript_key = COALESCE($2, transcript_key), recording_key = COALESCE($3, recording_key),
+              is_completed = true, updated_at = now()
+        WHERE id = $1 AND status = 'completed' AND NOT is_completed`,
+      [runId, artifacts.transcriptKey, artifacts.recordingKey],
+    );
+    return affected > 0;
+  }
+
+  /** What the voice-agent runtime reports during the call; ignored once the run is complete. */
+  async recordAgentReport(
     runId: number,
-    artifacts: { transcriptKey: string | null; recordingKey: string | null; gatheredContext?: Record<string, unknown> },
+    report: {
+      turns?: Array<Record<string, unknown>>;
+      gatheredContext?: Record<string, unknown>;
+      usage?: Record<string, unknown>;
+      ended?: boolean;
+    },
   ): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs
-          SET transcript_key = $2, recording_key = $3, is_completed = true, updated_at = now(),
-              gathered_context = gathered_context || $4::jsonb
-        WHERE id = $1 AND status = 'completed' AND NOT is_completed`,
-      [runId, artifacts.transcriptKey, artifacts.recordingKey, JSON.stringify(artifacts.gatheredContext ?? {})],
+          SET agent_transcript = agent_transcript || $2::jsonb,
+              gathered_context = gathered_context || $3::jsonb,
+              cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
+                               ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
+              agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
+              updated_at = now()
+        WHERE id = $1 AND NOT is_completed`,
+      [
+        runId,
+        JSON.stringify(report.turns ?? []),
+        JSON.stringify(report.gatheredContext ?? {}),
+        JSON.stringify(report.usage ?? {}),
+        report.ended ?? false,
+      ],
     );
     return affected > 0;
+  }
+
+  /** Notes that an agent runtime was handed this call, so its report is awaited before the run is finished. */
+  async markAgentSessionStarted(runId: number): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE workflow_runs SET agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now() WHERE id = $1`,
+      [runId],
+    );
+  }
+
+  /** A recording stored in our artifacts (uploaded by the agent runtime or fetched from the carrier). */
+  async recordRecording(runId: number, recordingKey: string): Promise<void> {
+    await this.dataSource.query(`UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1`, [runId, recordingKey]);
+  }
+
+  /** Where the carrier's recording can be fetched; the dialer copies it into our storage. */
+  async recordCarrierRecordingUrl(runId: number, url: string): Promise<void> {
+    await this.dataSource.query(`UPDATE workflow_runs SET carrier_recording_url = $2, updated_at = now() WHERE id = $1`, [runId, url]);
+  }
+
+  /**
+   * Sets a completed run's duration when it has none yet: the carrier's figure
+   * when given, else the time from answer to end.
+   */
+  async fillDuration(runId: number, durationSeconds?: number): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET duration_seconds = COALESCE($2::double precision, GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at))),
+              cost_info = cost_info || jsonb_build_object('call_duration_seconds',
+                COALESCE($2::double precision, GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at)))),
+              updated_at = now()
+        WHERE id = $1 AND status = 'completed' AND (duration_seconds IS NULL OR duration_seconds = 0)
+          AND ($2::double precision IS NOT NULL OR (answered_at IS NOT NULL AND ended_at IS NOT NULL))`,
+      [runId, durationSeconds ?? null],
+    );
+  }
+
+  /** Adds to cost_info (a carrier's price can arrive after the call ended). */
+  async mergeCostInfo(runId: number, cost: Record<string, unknown>): Promise<void> {
+    await this.dataSource.query(`UPDATE workflow_runs SET cost_info = cost_info || $2::jsonb, updated_at = now() WHERE id = $1`, [
+      runId,
+      JSON.stringify(cost),
+    ]);
+  }
+
+  /** Merges what the call revealed (answering-machine result, ...) into gathered_context. */
+  async mergeGatheredContext(runId: number, data: Record<string, unknown>): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE workflow_runs SET gathered_context = gathered_context || $2::jsonb, updated_at = now() WHERE id = $1`,
+      [runId, JSON.stringify(data)],
+    );
   }
 }

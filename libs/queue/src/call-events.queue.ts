@@ -10,10 +10,11 @@ import { QueueName } from './queue-names';
 export class CallEventsQueue {
   constructor(@InjectQueue(QueueName.CallEvents) private readonly queue: Queue<CallEventJob>) {}
 
-  async enqueueEvent(event: CallEventJob, delayMs = 0): Promise<void> {
+  /** `jobId` overrides the default one-per-(run, type) id, for events that may legitimately repeat. */
+  async enqueueEvent(event: CallEventJob, delayMs = 0, jobId = callEventJobId(event)): Promise<void> {
     await this.queue.add(JobName.CallEvent, event, {
       ...JobPolicy.callEvent,
-      jobId: callEventJobId(event),
+      jobId,
       delay: Math.max(0, Math.round(delayMs)),
     });
   }

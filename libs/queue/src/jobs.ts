@@ -6,7 +6,16 @@ export interface PlaceCallJob {
   organizationId: number;
 }
 
-export type CallEventType = 'ringing' | 'answered' | 'completed' | 'busy' | 'no_answer' | 'failed' | 'canceled';
+/** Status events move the run; `recording` only says the carrier's recording can be fetched. */
+export type CallEventType =
+  | 'ringing'
+  | 'answered'
+  | 'completed'
+  | 'busy'
+  | 'no_answer'
+  | 'failed'
+  | 'canceled'
+  | 'recording';
 
 /** A status event reported by a carrier about one of our runs. */
 export interface CallEventJob {

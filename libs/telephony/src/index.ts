@@ -9,3 +9,6 @@ export * from './telephony-providers';
 export * from './telephony.module';
 export * from './carrier-webhooks';
 export * from './callback-urls';
+export * from './agent-session-tokens';
+export * from './sandbox/sandbox-signature';
+export * from './agent-stream';

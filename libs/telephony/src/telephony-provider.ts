@@ -20,6 +20,8 @@ export interface PlaceCallRequest {
   settings: Record<string, unknown>;
   maxCallDurationSeconds: number;
   callbacks: CallbackUrls;
+  /** The agent runtime stream for carriers that connect it at dial time (Telnyx Call Control). */
+  agentStream?: { url: string; sessionToken: string };
 }
 
 export interface PlaceCallResult {
@@ -88,4 +90,9 @@ export interface TelephonyProvider {
   hangup(call: CallReference): Promise<boolean>;
   /** Builds or fetches what the call left behind once it completed. */
   collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts>;
+  /**
+   * What the carrier itself does once a call is answered, for carriers that run
+   * inside this service (the sandbox fetches our answer URL and runs its agent).
+   */
+  afterAnswer?(call: CallReference): Promise<void>;
 }

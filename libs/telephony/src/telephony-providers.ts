@@ -1,8 +1,12 @@
 import { Injectable } from '@nestjs/common';
+import { PlivoProvider } from './plivo/plivo.provider';
 import { SandboxProvider } from './sandbox/sandbox.provider';
 import { TelephonyProvider } from './telephony-provider';
+import { TelnyxProvider } from './telnyx/telnyx.provider';
+import { TwilioProvider } from './twilio/twilio.provider';
+import { VonageProvider } from './vonage/vonage.provider';
 
-export const PROVIDER_NAMES = ['sandbox'] as const;
+export const PROVIDER_NAMES = ['sandbox', 'twilio', 'telnyx', 'vonage', 'plivo'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 /** Looks providers up by the name stored in a telephony configuration. */
@@ -10,8 +14,10 @@ export type ProviderName = (typeof PROVIDER_NAMES)[number];
 export class TelephonyProviders {
   private readonly byName: Map<string, TelephonyProvider>;
 
-  constructor(sandbox: SandboxProvider) {
-    this.byName = new Map<string, TelephonyProvider>([[sandbox.name, sandbox]]);
+  constructor(sandbox: SandboxProvider, twilio: TwilioProvider, telnyx: TelnyxProvider, vonage: VonageProvider, plivo: PlivoProvider) {
+    this.byName = new Map<string, TelephonyProvider>(
+      [sandbox, twilio, telnyx, vonage, plivo].map((provider) => [provider.name, provider]),
+    );
   }
 
   names(): string[] {

@@ -1,8 +1,14 @@
 import { Module } from '@nestjs/common';
 import { CallEventsQueue, CallEventJob } from '@app/queue';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { AgentSessionTokens } from './agent-session-tokens';
 import { CALL_EVENT_SINK } from './call-event-sink.token';
 import { CredentialsCipher } from './credentials-cipher';
+import { PlivoProvider } from './plivo/plivo.provider';
 import { SandboxProvider } from './sandbox/sandbox.provider';
+import { TelnyxProvider } from './telnyx/telnyx.provider';
+import { TwilioProvider } from './twilio/twilio.provider';
+import { VonageProvider } from './vonage/vonage.provider';
 import { CallEventSink } from './telephony-provider';
 import { TelephonyProviders } from './telephony-providers';
 
@@ -16,10 +22,19 @@ import { TelephonyProviders } from './telephony-providers';
         publish: (event: CallEventJob, delayMs?: number) => queue.enqueueEvent(event, delayMs),
       }),
     },
+    {
+      provide: AgentSessionTokens,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new AgentSessionTokens(config.secretsKey),
+    },
     SandboxProvider,
+    TwilioProvider,
+    TelnyxProvider,
+    VonageProvider,
+    PlivoProvider,
     TelephonyProviders,
     CredentialsCipher,
   ],
-  exports: [TelephonyProviders, CredentialsCipher],
+  exports: [TelephonyProviders, CredentialsCipher, AgentSessionTokens],
 })
 export class TelephonyModule {}

@@ -1,10 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { isFinalRunStatus, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
-import { CallEventJob, CallEventType } from '@app/queue';
+import { DataSource } from 'typeorm';
+import { isFinalRunStatus, RunStatus, RunTransitionFields, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
+import { CallEventJob } from '@app/queue';
+import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
-const STATUS_BY_EVENT: Record<CallEventType, RunStatus> = {
+const STATUS_BY_EVENT: Record<Exclude<CallEventJob['type'], 'recording'>, RunStatus> = {
   ringing: 'ringing',
   answered: 'in_progress',
   completed: 'completed',
@@ -17,44 +19,106 @@ const STATUS_BY_EVENT: Record<CallEventType, RunStatus> = {
 /**
  * Applies carrier status events to runs, for every provider alike. Each is a
  * conditional forward move, so a duplicate, late or out-of-order event
- * changes nothing once the run has moved past it.
+ * changes nothing once the run has moved past it. Answered calls get the
+ * answering-machine verdict (and a hang-up when the configuration says so);
+ * a carrier recording is noted to be fetched; a completed call is finished
+ * by storing its artifacts.
  */
 @Injectable()
 export class CallEventApplier {
   private readonly logger = new Logger(CallEventApplier.name);
 
   constructor(
+    private readonly dataSource: DataSource,
     private readonly runs: WorkflowRunStore,
     private readonly artifacts: RunArtifactsCollector,
     private readonly slots: ConcurrencyLimiter,
+    private readonly providers: TelephonyProviders,
+    private readonly cipher: CredentialsCipher,
   ) {}
 
   async apply(event: CallEventJob): Promise<boolean> {
+    if (event.type === 'recording') {
+      if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
+      await this.artifacts.collect(event.runId);
+      return false;
+    }
     const to = STATUS_BY_EVENT[event.type];
     const occurredAt = new Date(event.occurredAt);
     const fields: RunTransitionFields = { providerCallId: event.providerCallId };
     if (event.type === 'answered') fields.answeredAt = occurredAt;
-    if (to !== 'ringing' && to !== 'in_progress') {
+    if (isFinalRunStatus(to)) {
       fields.endedAt = occurredAt;
       fields.endReason = event.type === 'failed' ? (event.reason ?? 'carrier_failed') : event.type;
     }
-    if (event.type === 'completed') {
-      const duration = Math.max(0, event.durationSeconds ?? 0);
-      fields.durationSeconds = duration;
-      fields.costInfo = { call_duration_seconds: duration };
-    }
+    if (event.type === 'completed' && event.durationSeconds !== undefined) fields.durationSeconds = Math.max(0, event.durationSeconds);
+    const cost = costInfoOf(event);
+    if (cost) fields.costInfo = cost;
+
     const moved = await this.runs.transition(event.runId, to, `carrier.${event.type}`, fields, {
       provider: event.provider,
       provider_call_id: event.providerCallId,
       ...(event.reason ? { reason: event.reason } : {}),
+      ...(event.answeredBy ? { answered_by: event.answeredBy } : {}),
     });
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
+      // Cost and recordings may come with a late event for a call that already ended.
+      if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
     } else if (isFinalRunStatus(to) && moved.telephonyConfigurationId !== null) {
       await this.slots.release(moved.telephonyConfigurationId, event.runId);
+    }
+    if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
+    // Carriers that send no talk time on hang-up, or send it on a later event.
+    if (event.type === 'completed') await this.runs.fillDuration(event.runId, event.durationSeconds);
+    if (event.type === 'answered' && moved) {
+      await this.afterAnswer(event, moved.telephonyConfigurationId, true);
+    } else if (event.type === 'answered' && event.answeredBy) {
+      // The answering-machine verdict may come after the call was answered.
+      const run = await this.runs.findById(event.runId);
+      if (run?.status === 'in_progress') await this.afterAnswer(event, run.telephonyConfigurationId, false);
     }
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
     return moved !== null;
   }
+
+  private async afterAnswer(event: CallEventJob, configurationId: number | null, firstAnswer: boolean): Promise<void> {
+    if (event.answeredBy) await this.runs.mergeGatheredContext(event.runId, { answered_by: event.answeredBy });
+    const config = configurationId
+      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: configurationId })
+      : null;
+    if (!config || !this.providers.has(config.provider)) return;
+    const provider = this.providers.get(config.provider);
+    const reference = {
+      runId: event.runId,
+      organizationId: event.organizationId,
+      providerCallId: event.providerCallId,
+      credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
+      settings: config.settings,
+    };
+    if (event.answeredBy === 'machine' && config.settings.machine_action === 'hangup') {
+      await this.runs.appendEvent(event.runId, 'dialer.machine_hangup');
+      await provider.hangup(reference);
+      return;
+    }
+    if (!firstAnswer) return;
+    try {
+      await provider.afterAnswer?.(reference);
+    } catch (error) {
+      // The call goes on; without the agent's report the run keeps the carrier's own artifacts.
+      this.logger.warn({ run_id: event.runId, err: error }, 'carrier-side answer handling failed');
+      await this.runs.appendEvent(event.runId, 'carrier.answer_handling_failed', { message: (error as Error).message });
+    }
+  }
+}
+
+function costInfoOf(event: CallEventJob): Record<string, unknown> | null {
+  const cost: Record<string, unknown> = {};
+  if (event.type === 'completed' && event.durationSeconds !== undefined) cost.call_duration_seconds = Math.max(0, event.durationSeconds);
+  if (event.cost) {
+    cost.total_cost = event.cost.amount;
+    cost.currency = event.cost.currency;
+  }
+  return Object.keys(cost).length ? cost : null;
 }

@@ -1,14 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
-import { TelephonyConfiguration, WorkflowDefinition, WorkflowRunStore } from '@app/persistence';
-import { TelephonyProviders } from '@app/telephony';
+import { TelephonyConfiguration, WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
+
+/** How long a completed call waits for the agent runtime to close its session before it is finished anyway. */
+export const AGENT_REPORT_GRACE_MS = 20_000;
 
 /**
  * Stores a completed call's transcript and recording, then marks the run
- * complete. Safe to repeat: keys are fixed per run and the final update only
- * applies to a completed run that is not complete yet.
+ * complete. The transcript is what the agent runtime reported; the
+ * recording is the runtime's upload, else the carrier's (fetched with the
+ * carrier's credentials, so `recording_url` is always ours). Safe to repeat:
+ * keys are fixed per run and the final update only applies once.
  */
 @Injectable()
 export class RunArtifactsCollector {
@@ -17,43 +22,58 @@ export class RunArtifactsCollector {
     private readonly runs: WorkflowRunStore,
     private readonly providers: TelephonyProviders,
     private readonly renderer: PromptRenderer,
+    private readonly cipher: CredentialsCipher,
     @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
   ) {}
 
-  async collect(runId: number): Promise<void> {
+  /** `force`: finish even if the agent runtime has not closed its session (the reaper, later). */
+  async collect(runId: number, force = false): Promise<void> {
     const run = await this.runs.findById(runId);
-    if (!run || run.status !== 'completed' || run.isCompleted || !run.providerCallId) return;
+    if (!run || run.status !== 'completed' || run.isCompleted) return;
+    const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
+    const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt;
+    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return;
 
-    const [config, definition] = await Promise.all([
-      run.telephonyConfigurationId
-        ? this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
-        : null,
-      run.definitionId ? this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId }) : null,
-    ]);
-    const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
-    const agent = definition
-      ? await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })
+    const config = run.telephonyConfigurationId
+      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
+    const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
+    const credentials = config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
 
-    const artifacts = await provider.collectArtifacts({
-      runId: run.id,
-      providerCallId: run.providerCallId,
-      settings: config?.settings ?? {},
-      durationSeconds: run.durationSeconds ?? 0,
-      agentOpening: agent?.opening ?? '',
-    });
+    let turns: unknown[] = run.agentTranscript;
+    let recordingKey: string | null = null;
+    if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
+      const recording = await provider.fetchRecording(run.carrierRecordingUrl, credentials);
+      recordingKey = artifactKey(run.id, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
+      await this.storage.put(recordingKey, recording.body, recording.contentType);
+      await this.runs.recordRecording(run.id, recordingKey);
+    }
+    if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
+      // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).
+      const fallback = await provider.collectArtifacts({
+        runId: run.id,
+        providerCallId: run.providerCallId ?? '',
+        settings: config?.settings ?? {},
+        durationSeconds: run.durationSeconds ?? 0,
+        agentOpening: await this.agentOpening(run),
+      });
+      if (turns.length === 0) turns = fallback.transcript;
+      if (!run.recordingKey && !recordingKey && fallback.recording) {
+        recordingKey = artifactKey(run.id, 'recording', 'wav');
+        await this.storage.put(recordingKey, fallback.recording.body, fallback.recording.contentType);
+      }
+    }
 
     const transcriptKey = artifactKey(run.id, 'transcript', 'json');
-    await this.storage.put(
-      transcriptKey,
-      Buffer.from(JSON.stringify({ run_id: run.id, turns: artifacts.transcript }, null, 2)),
-      'application/json',
-    );
-    let recordingKey: string | null = null;
-    if (artifacts.recording) {
-      recordingKey = artifactKey(run.id, 'recording', 'wav');
-      await this.storage.put(recordingKey, artifacts.recording.body, artifacts.recording.contentType);
-    }
+    await this.storage.put(transcriptKey, Buffer.from(JSON.stringify({ run_id: run.id, turns }, null, 2)), 'application/json');
     await this.runs.completeArtifacts(run.id, { transcriptKey, recordingKey });
+  }
+
+  private async agentOpening(run: WorkflowRun): Promise<string> {
+    const definition = run.definitionId
+      ? await this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId })
+      : null;
+    if (!definition) return '';
+    return (await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })).opening;
   }
 }

@@ -2,7 +2,15 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { DataSource } from 'typeorm';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { callbackUrlsFor, CarrierError, CredentialsCipher, TelephonyProvider, TelephonyProviders } from '@app/telephony';
+import {
+  AgentSessionTokens,
+  agentStreamFor,
+  callbackUrlsFor,
+  CarrierError,
+  CredentialsCipher,
+  TelephonyProvider,
+  TelephonyProviders,
+} from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { CallPacer } from '../pacing/call-pacer';
@@ -36,6 +44,7 @@ export class CallPlacer {
     private readonly cipher: CredentialsCipher,
     private readonly pacer: CallPacer,
     private readonly slots: ConcurrencyLimiter,
+    private readonly sessions: AgentSessionTokens,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -98,6 +107,11 @@ export class CallPlacer {
         settings: config.settings,
         maxCallDurationSeconds: config.maxCallDurationSeconds,
         callbacks: callbackUrlsFor(this.config.publicBaseUrl, config.provider, run.id),
+        agentStream: agentStreamFor(this.sessions, run.id, {
+          defaultUrl: this.config.agentRuntimeUrl,
+          settings: config.settings,
+          ttlSeconds: this.config.agentSessionTtlSeconds,
+        }),
       });
       await this.runs.recordProviderCallId(run.id, result.providerCallId);
       return done('placed');

@@ -86,7 +86,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
 
   private async reap(candidate: StaleRun): Promise<void> {
     if (candidate.status === 'completed') {
-      await this.artifacts.collect(candidate.id);
+      await this.artifacts.collect(candidate.id, true);
       return;
     }
     const run = await this.runs.findById(candidate.id);

@@ -100,6 +100,22 @@ export class WorkflowRun {
   @Column({ name: 'is_completed', type: 'boolean', default: false })
   isCompleted: boolean;
 
+  /** Turns the voice-agent runtime reported, in order; stored as the transcript artifact at the end. */
+  @Column({ name: 'agent_transcript', type: 'jsonb', default: () => `'[]'` })
+  agentTranscript: Array<Record<string, unknown>>;
+
+  /** When a session token was handed out for the call: an agent runtime is expected to report. */
+  @Column({ name: 'agent_session_started_at', type: 'timestamptz', nullable: true })
+  agentSessionStartedAt: Date | null;
+
+  /** When the agent runtime said its session is over (its last turns are in). */
+  @Column({ name: 'agent_session_ended_at', type: 'timestamptz', nullable: true })
+  agentSessionEndedAt: Date | null;
+
+  /** The carrier's recording, to be fetched into our storage (never handed out). */
+  @Column({ name: 'carrier_recording_url', type: 'text', nullable: true })
+  carrierRecordingUrl: string | null;
+
   @Column({ name: 'transcript_key', type: 'text', nullable: true })
   transcriptKey: string | null;
 

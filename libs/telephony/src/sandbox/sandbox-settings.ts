@@ -5,9 +5,18 @@ export interface SandboxSettings {
   throttleRate: number;
   errorRate: number;
   timeoutRate: number;
+  /** Whether the built-in agent takes answered calls (false: bring your own runtime to the session). */
+  builtinAgent: boolean;
 }
 
-export const SANDBOX_DEFAULTS: SandboxSettings = { ringMs: 1000, talkMs: 4000, throttleRate: 0, errorRate: 0, timeoutRate: 0 };
+export const SANDBOX_DEFAULTS: SandboxSettings = {
+  ringMs: 1000,
+  talkMs: 4000,
+  throttleRate: 0,
+  errorRate: 0,
+  timeoutRate: 0,
+  builtinAgent: true,
+};
 
 const DURATIONS = { ring_ms: 120_000, talk_ms: 3_600_000 };
 const RATES = ['throttle_rate', 'error_rate', 'timeout_rate'];
@@ -26,7 +35,10 @@ export function sandboxSettingsProblems(settings: Record<string, unknown>): stri
     if (value === undefined) continue;
     if (typeof value !== 'number' || !(value >= 0 && value <= 1)) problems.push(`settings.${key} must be a number from 0 to 1`);
   }
-  const known = new Set([...Object.keys(DURATIONS), ...RATES]);
+  if (settings.builtin_agent !== undefined && typeof settings.builtin_agent !== 'boolean') {
+    problems.push('settings.builtin_agent must be true or false');
+  }
+  const known = new Set([...Object.keys(DURATIONS), ...RATES, 'builtin_agent']);
   for (const key of Object.keys(settings)) {
     if (!known.has(key)) problems.push(`settings.${key} is not a sandbox setting (known: ${[...known].join(', ')})`);
   }
@@ -41,5 +53,6 @@ export function readSandboxSettings(settings: Record<string, unknown>): SandboxS
     throttleRate: number('throttle_rate', 0),
     errorRate: number('error_rate', 0),
     timeoutRate: number('timeout_rate', 0),
+    builtinAgent: settings.builtin_agent !== false,
   };
 }

@@ -1,10 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { SandboxCall } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
 import { CALL_EVENT_SINK } from '../call-event-sink.token';
+import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
+import {
+  AnswerContext,
+  AnswerInstructions,
+  CarrierWebhooks,
+  ParsedWebhook,
+  WebhookKind,
+  WebhookRejected,
+  WebhookRequest,
+} from '../carrier-webhooks';
 import {
   CallArtifacts,
   CallArtifactsRequest,
@@ -15,9 +26,16 @@ import {
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
+import { SandboxAgent } from './sandbox-agent';
 import { sandboxConversation } from './sandbox-conversation';
 import { sandboxOutcomeFor } from './sandbox-outcome';
 import { readSandboxSettings, sandboxSettingsProblems } from './sandbox-settings';
+import {
+  SANDBOX_SIGNATURE_HEADER,
+  SANDBOX_SIGNATURE_TOLERANCE_MS,
+  SANDBOX_TIMESTAMP_HEADER,
+  SandboxSignature,
+} from './sandbox-signature';
 import { sandboxTimeline } from './sandbox-timeline';
 import { renderWav } from './wav';
 
@@ -26,16 +44,23 @@ import { renderWav } from './wav';
  * keeps its own call log (the `sandbox_calls` table) and reports progress as
  * status events on the same queue real carriers' webhooks feed, timed by
  * `ring_ms` and `talk_ms`. Its settings can make it throttle, fail, or lose
- * its answers, so the dialer's fault handling is exercised for real.
+ * its answers, so the dialer's fault handling is exercised for real. When a
+ * call is answered it fetches our answer URL with a signed request, as a real
+ * carrier does, and its built-in agent then talks to the service through the
+ * agent-session contract.
  */
 @Injectable()
-export class SandboxProvider implements TelephonyProvider {
+export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'sandbox';
+  private readonly signature: SandboxSignature;
 
   constructor(
     @Inject(CALL_EVENT_SINK) private readonly events: CallEventSink,
     private readonly dataSource: DataSource,
-  ) {}
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.signature = new SandboxSignature(config.secretsKey);
+  }
 
   validateCredentials(): string[] {
     return [];
@@ -126,6 +151,57 @@ export class SandboxProvider implements TelephonyProvider {
     if (!changed) return false;
     await this.events.publish(this.event(reference, call.callId, { type: 'canceled' }), 0);
     return true;
+  }
+
+  async afterAnswer(reference: CallReference): Promise<void> {
+    if (!readSandboxSettings(reference.settings).builtinAgent) return;
+    const call = await this.findCall(reference);
+    if (!call || call.canceledAt) return;
+    const answerUrl = callbackUrlsFor(this.config.apiInternalUrl, this.name, reference.runId).answerUrl;
+    const body = Buffer.from(JSON.stringify({ call_id: call.callId, answered_by: 'human' }));
+    const timestamp = Date.now();
+    const response = await fetch(answerUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        [SANDBOX_TIMESTAMP_HEADER]: String(timestamp),
+        [SANDBOX_SIGNATURE_HEADER]: this.signature.sign('POST', answerUrl, body, timestamp),
+      },
+      body,
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`sandbox answer URL answered ${response.status}`);
+    const instructions = (await response.json()) as { session_token?: string };
+    if (!instructions.session_token) throw new Error('sandbox answer URL gave no session token');
+    await new SandboxAgent(this.config.apiInternalUrl).converse(instructions.session_token, call.talkMs);
+  }
+
+  verifyWebhook(request: WebhookRequest, _credentials: Record<string, unknown> | null, nowMs: number): void {
+    const signature = request.headers[SANDBOX_SIGNATURE_HEADER];
+    const timestamp = Number(request.headers[SANDBOX_TIMESTAMP_HEADER]);
+    if (!signature || !Number.isFinite(timestamp)) throw new WebhookRejected(401, 'The request is not signed');
+    if (Math.abs(nowMs - timestamp) > SANDBOX_SIGNATURE_TOLERANCE_MS) {
+      throw new WebhookRejected(403, 'The signature is too old: replayed request');
+    }
+    if (!this.signature.matches(request.method, request.url, request.rawBody, timestamp, signature)) {
+      throw new WebhookRejected(403, 'The signature does not match');
+    }
+  }
+
+  parseWebhook(_kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
+    const body = JSON.parse(request.rawBody.toString('utf8') || '{}') as { call_id?: unknown };
+    return { providerCallId: typeof body.call_id === 'string' ? body.call_id : null, events: [] };
+  }
+
+  answerInstructions(context: AnswerContext): AnswerInstructions {
+    return {
+      contentType: 'application/json',
+      body: JSON.stringify({ action: 'stream', stream_url: context.streamUrl, session_token: context.sessionToken }),
+    };
+  }
+
+  async fetchRecording(): Promise<{ contentType: string; body: Buffer }> {
+    throw new Error('The sandbox carrier keeps no recordings; its agent uploads one');
   }
 
   async collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts> {

@@ -1,0 +1,110 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
+import { DomainError } from '@app/common';
+import { WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { CallEventsQueue } from '@app/queue';
+import { AgentSessionTokens } from '@app/telephony';
+import { PromptRenderer, renderDefinition } from '@app/templating';
+import { readAgentReport } from './agent-event';
+import { AgentSessionView } from './agent-session-view';
+
+const RECORDING_TYPES: Record<string, string> = { 'audio/wav': 'wav', 'audio/x-wav': 'wav', 'audio/wave': 'wav', 'audio/mpeg': 'mp3' };
+
+/**
+ * The voice-agent runtime's side of a call. A session token is bound to one
+ * run, expires, and stops working once the session was closed or the run is
+ * complete, so it cannot be replayed afterwards.
+ */
+@Injectable()
+export class AgentSessionsService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly tokens: AgentSessionTokens,
+    private readonly runs: WorkflowRunStore,
+    private readonly renderer: PromptRenderer,
+    private readonly events: CallEventsQueue,
+    @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
+  ) {}
+
+  async get(token: string): Promise<AgentSessionView> {
+    const run = await this.openRun(token);
+    // A runtime has the call: wait for its report before finishing the run.
+    await this.runs.markAgentSessionStarted(run.id);
+    const definition = run.definitionId
+      ? await this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId })
+      : null;
+    const agent = definition
+      ? await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })
+      : { nodes: [], opening: '' };
+    return {
+      run_id: run.id,
+      workflow_id: run.workflowId,
+      definition_id: run.definitionId,
+      agent: { opening: agent.opening, nodes: agent.nodes },
+      call: {
+        direction: run.callType,
+        to: run.phoneNumber,
+        from: run.fromNumber,
+        provider: run.provider,
+        provider_call_id: run.providerCallId,
+      },
+      initial_context: run.initialContext,
+    };
+  }
+
+  async report(token: string, body: unknown): Promise<{ accepted: number }> {
+    const run = await this.openRun(token);
+    const report = readAgentReport(body);
+    const stored = await this.runs.recordAgentReport(run.id, report);
+    if (!stored) throw sessionEnded();
+    if (report.ended) await this.nudgeArtifacts(run);
+    return { accepted: (body as { events: unknown[] }).events.length };
+  }
+
+  async uploadRecording(token: string, contentType: string | undefined, body: unknown): Promise<{ stored: true }> {
+    const run = await this.openRun(token);
+    const extension = RECORDING_TYPES[(contentType ?? '').split(';')[0].trim().toLowerCase()];
+    if (!extension) throw new DomainError(415, 'unsupported_media_type', 'Upload the recording as audio/wav or audio/mpeg');
+    if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
+    const key = artifactKey(run.id, 'recording', extension);
+    await this.storage.put(key, body, contentType!);
+    await this.runs.recordRecording(run.id, key);
+    return { stored: true };
+  }
+
+  private async openRun(token: string): Promise<WorkflowRun> {
+    const check = this.tokens.verify(token);
+    if (!check.ok) {
+      throw check.reason === 'expired'
+        ? new DomainError(410, 'session_expired', 'This agent session has expired')
+        : new DomainError(403, 'session_token_invalid', 'This agent session token is not valid');
+    }
+    const run = await this.runs.findById(check.grant.runId);
+    if (!run) throw new DomainError(403, 'session_token_invalid', 'This agent session token is not valid');
+    if (run.isCompleted || run.agentSessionEndedAt || !['dialing', 'ringing', 'in_progress', 'completed'].includes(run.status)) {
+      throw sessionEnded();
+    }
+    return run;
+  }
+
+  /** Tells the dialer the runtime is done, so a completed call can be finished now. */
+  private async nudgeArtifacts(run: WorkflowRun): Promise<void> {
+    await this.events.enqueueEvent(
+      {
+        runId: run.id,
+        organizationId: run.organizationId,
+        provider: run.provider ?? 'sandbox',
+        providerCallId: run.providerCallId ?? '',
+        type: 'recording',
+        occurredAt: new Date().toISOString(),
+      },
+      0,
+      `run-${run.id}-agent-ended`,
+    );
+  }
+}
+
+function sessionEnded(): DomainError {
+  return new DomainError(410, 'session_ended', 'This call has ended; its agent session is closed');
+}

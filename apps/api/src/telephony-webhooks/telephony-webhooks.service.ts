@@ -1,0 +1,86 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DomainError, Errors } from '@app/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { callEventJobId, CallEventsQueue } from '@app/queue';
+import {
+  AgentSessionTokens,
+  agentStreamFor,
+  AnswerInstructions,
+  CredentialsCipher,
+  hasWebhooks,
+  TelephonyProviders,
+  WebhookKind,
+  WebhookRejected,
+  WebhookRequest,
+} from '@app/telephony';
+
+/**
+ * Receives a carrier's callbacks for one run. The signature is verified
+ * before anything else; the events are handed to the dialer through the
+ * call-events queue and applied there by the same state machine as every
+ * other carrier's. The answer callback is told to stream the call's audio
+ * to the agent runtime, with a session token for this run.
+ */
+@Injectable()
+export class TelephonyWebhooksService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly providers: TelephonyProviders,
+    private readonly cipher: CredentialsCipher,
+    private readonly events: CallEventsQueue,
+    private readonly sessions: AgentSessionTokens,
+    private readonly runs: WorkflowRunStore,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async receive(providerName: string, kind: WebhookKind, runId: number, request: WebhookRequest): Promise<AnswerInstructions | null> {
+    const provider = this.providers.has(providerName) ? this.providers.get(providerName) : null;
+    if (!provider || !hasWebhooks(provider)) throw Errors.notFound('provider_not_found', `No carrier named "${providerName}" takes webhooks`);
+    const run = await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
+    if (!run || run.provider !== providerName) throw Errors.notFound('run_not_found', 'No call of this carrier has this run id');
+    const config = run.telephonyConfigurationId
+      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
+      : null;
+    const credentials = config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
+    try {
+      provider.verifyWebhook(request, credentials, Date.now());
+    } catch (error) {
+      if (error instanceof WebhookRejected) {
+        throw new DomainError(error.status, error.status === 401 ? 'webhook_unsigned' : 'webhook_signature_invalid', error.message);
+      }
+      throw error;
+    }
+
+    let parsed;
+    try {
+      parsed = provider.parseWebhook(kind, request);
+    } catch (error) {
+      throw Errors.validation(`The carrier's request could not be read: ${(error as Error).message}`);
+    }
+    const providerCallId = parsed.providerCallId ?? run.providerCallId ?? '';
+    for (const event of parsed.events) {
+      const job = { ...event, runId: run.id, organizationId: run.organizationId, provider: providerName, providerCallId };
+      // A second event of one type that carries news (machine verdict, price, recording) must not collapse into the first.
+      const extras = [event.answeredBy && 'amd', event.cost && 'cost', event.recordingUrl && 'rec'].filter(Boolean).join('-');
+      await this.events.enqueueEvent(job, 0, extras ? `${callEventJobId(job)}-${extras}` : callEventJobId(job));
+    }
+    if (kind !== 'answer') return null;
+
+    const stream = agentStreamFor(this.sessions, run.id, {
+      defaultUrl: this.config.agentRuntimeUrl,
+      settings: config?.settings ?? {},
+      ttlSeconds: this.config.agentSessionTtlSeconds,
+    });
+    await this.runs.markAgentSessionStarted(run.id);
+    const answered = parsed.events.find((event) => event.type === 'answered');
+    return provider.answerInstructions({
+      runId: run.id,
+      streamUrl: stream.url,
+      sessionToken: stream.sessionToken,
+      settings: config?.settings ?? {},
+      answeredBy: answered?.answeredBy,
+    });
+  }
+}

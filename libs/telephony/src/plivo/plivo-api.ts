@@ -1,0 +1,116 @@
+import { PlivoCredentials } from './plivo-credentials';
+import { PlivoDialBody } from './plivo-dial';
+import { PlivoErrorBody } from './plivo-errors';
+import { plivoBasicAuthorization, plivoHttp, PlivoHttpResponse } from './plivo-http';
+import { PlivoCallRecord, PlivoLiveCall } from './plivo-status';
+
+/** A non-2xx answer from Plivo's REST API. */
+export class PlivoApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: PlivoErrorBody | null,
+    readonly headers: Headers,
+  ) {
+    super(`Plivo answered ${status}: ${typeof body?.error === 'string' ? body.error : body?.message ?? 'no message'}`);
+    this.name = 'PlivoApiError';
+  }
+}
+
+/**
+ * The Plivo Voice API endpoints we use (`/v1/Account/{auth_id}/...`), with
+ * HTTP Basic auth (Auth ID, Auth Token) and JSON bodies, as Plivo's SDKs send.
+ */
+export class PlivoApi {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly timeoutMs: () => number,
+  ) {}
+
+  /** POST /Call/ → `{ api_id, message: "call fired" | "call queued", request_uuid }` */
+  async makeCall(credentials: PlivoCredentials, body: PlivoDialBody): Promise<{ request_uuid?: unknown; message?: string }> {
+    return (await this.send('POST', credentials, '/Call/', body)) as { request_uuid?: unknown; message?: string };
+  }
+
+  /** GET /Call/{uuid}/?status=queued: a call still waiting for its turn (Plivo paces calls per second); null when none. */
+  async queuedCall(credentials: PlivoCredentials, uuid: string): Promise<PlivoLiveCall | null> {
+    return this.orNull(() => this.send('GET', credentials, `/Call/${encodeURIComponent(uuid)}/?status=queued`) as Promise<PlivoLiveCall>);
+  }
+
+  /** GET /Call/{uuid}/?status=live: a call ringing or in progress; null when none. */
+  async liveCall(credentials: PlivoCredentials, uuid: string): Promise<PlivoLiveCall | null> {
+    return this.orNull(() => this.send('GET', credentials, `/Call/${encodeURIComponent(uuid)}/?status=live`) as Promise<PlivoLiveCall>);
+  }
+
+  /** GET /Call/{uuid}/: the detail record of an ended call; null when there is none (yet). */
+  async callRecord(credentials: PlivoCredentials, uuid: string): Promise<PlivoCallRecord | null> {
+    return this.orNull(() => this.send('GET', credentials, `/Call/${encodeURIComponent(uuid)}/`) as Promise<PlivoCallRecord>);
+  }
+
+  /** DELETE /Request/{request_uuid}/: hangs up a call request that is not answered yet. False when there is none. */
+  async cancelRequest(credentials: PlivoCredentials, requestUuid: string): Promise<boolean> {
+    return (await this.orNull(() => this.send('DELETE', credentials, `/Request/${encodeURIComponent(requestUuid)}/`).then(() => true))) ?? false;
+  }
+
+  /** DELETE /Call/{uuid}/: hangs up a call, or cancels a queued one. False when there is none. */
+  async hangupCall(credentials: PlivoCredentials, uuid: string): Promise<boolean> {
+    return (await this.orNull(() => this.send('DELETE', credentials, `/Call/${encodeURIComponent(uuid)}/`).then(() => true))) ?? false;
+  }
+
+  /** GET /Call/?limit=1: the cheapest request that proves the credentials (main account and subaccount alike). */
+  async listOneCall(credentials: PlivoCredentials): Promise<void> {
+    await this.send('GET', credentials, '/Call/?limit=1');
+  }
+
+  /**
+   * Downloads a recording. Credentials go only to Plivo itself (this API's
+   * origin, or an https *.plivo.com host such as media.plivo.com), never to a
+   * host a callback named.
+   */
+  async download(url: string, credentials: PlivoCredentials): Promise<{ contentType: string; body: Buffer }> {
+    const target = new URL(url);
+    if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`Not a recording URL: ${url}`);
+    const response = await plivoHttp(url, {
+      method: 'GET',
+      authorization: this.isPlivo(target) ? plivoBasicAuthorization(credentials.authId, credentials.authToken) : undefined,
+      timeoutMs: this.timeoutMs(),
+      followRedirects: true,
+    });
+    if (response.status < 200 || response.status >= 300) throw new PlivoApiError(response.status, errorBody(response), response.headers);
+    return { contentType: response.headers.get('content-type') ?? contentTypeFor(target.pathname), body: response.bytes };
+  }
+
+  private async send(method: string, credentials: PlivoCredentials, path: string, json?: unknown): Promise<unknown> {
+    const url = `${this.baseUrl.replace(/\/+$/, '')}/v1/Account/${encodeURIComponent(credentials.authId)}${path}`;
+    const response = await plivoHttp(url, {
+      method,
+      authorization: plivoBasicAuthorization(credentials.authId, credentials.authToken),
+      json,
+      timeoutMs: this.timeoutMs(),
+    });
+    if (response.status < 200 || response.status >= 300) throw new PlivoApiError(response.status, errorBody(response), response.headers);
+    return response.json;
+  }
+
+  private async orNull<T>(request: () => Promise<T>): Promise<T | null> {
+    try {
+      return await request();
+    } catch (error) {
+      if (error instanceof PlivoApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
+  private isPlivo(target: URL): boolean {
+    if (target.origin === new URL(this.baseUrl).origin) return true;
+    return target.protocol === 'https:' && (target.hostname === 'plivo.com' || target.hostname.endsWith('.plivo.com'));
+  }
+}
+
+function errorBody(response: PlivoHttpResponse): PlivoErrorBody | null {
+  const json = response.json;
+  return json && typeof json === 'object' ? (json as PlivoErrorBody) : null;
+}
+
+function contentTypeFor(path: string): string {
+  return path.endsWith('.mp3') ? 'audio/mpeg' : 'audio/wav';
+}

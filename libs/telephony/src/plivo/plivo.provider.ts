@@ -1,0 +1,232 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { CallEventJob } from '@app/queue';
+import { callbackUrlsFor } from '../callback-urls';
+import { CarrierError } from '../carrier-error';
+import {
+  AnswerContext,
+  AnswerInstructions,
+  CarrierWebhooks,
+  ParsedWebhook,
+  WebhookEvent,
+  WebhookKind,
+  WebhookRejected,
+  WebhookRequest,
+} from '../carrier-webhooks';
+import {
+  CallArtifacts,
+  CallLookup,
+  CallReference,
+  PlaceCallRequest,
+  PlaceCallResult,
+  TelephonyProvider,
+} from '../telephony-provider';
+import { plivoAnswer } from './plivo-answer';
+import { PlivoApi, PlivoApiError } from './plivo-api';
+import { PlivoCredentials, plivoCredentialProblems, readPlivoCredentials } from './plivo-credentials';
+import { plivoDialBody } from './plivo-dial';
+import { plivoDialError } from './plivo-errors';
+import { PLIVO_REQUEST_TIMEOUT_MS, PlivoRequestFailed, plivoRetryAfterMs } from './plivo-http';
+import { plivoSettingsProblems } from './plivo-settings';
+import {
+  PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER,
+  PLIVO_NONCE_HEADER,
+  PLIVO_SIGNATURE_HEADER,
+  plivoSignatureMatches,
+} from './plivo-signature';
+import { plivoCallRecordEvents, plivoLiveCallEvents, plivoRecordingEvents, plivoStatusEvents } from './plivo-status';
+
+export type PlivoCredentialsCheck = { ok: true } | { ok: false; reason: string; message: string };
+
+/**
+ * Plivo Voice. A dial request returns a `request_uuid`, our provider call
+ * id. For a call placed through the API it is also the call's `CallUUID`
+ * (Plivo's callbacks carry it as `RequestUUID`/`ALegRequestUUID` beside
+ * `CallUUID`), so look-ups and hang-ups can use it for queued, live and ended
+ * calls alike. Plivo calls our answer URL (we answer Plivo XML that streams
+ * the audio to the agent runtime) and reports ringing, the end of the call,
+ * machine detection and recordings to our other URLs, each request signed
+ * with X-Plivo-Signature-V3.
+ */
+@Injectable()
+export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
+  readonly name = 'plivo';
+  /** How long one REST request may take; tests shorten it. */
+  requestTimeoutMs = PLIVO_REQUEST_TIMEOUT_MS;
+  private readonly api: PlivoApi;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    this.api = new PlivoApi(config.carrierApiUrls.plivo, () => this.requestTimeoutMs);
+  }
+
+  validateCredentials(credentials: Record<string, unknown> | null): string[] {
+    return plivoCredentialProblems(credentials);
+  }
+
+  validateSettings(settings: Record<string, unknown>): string[] {
+    return plivoSettingsProblems(settings);
+  }
+
+  async placeCall(request: PlaceCallRequest): Promise<PlaceCallResult> {
+    const credentials = readPlivoCredentials(request.credentials);
+    let requestUuid: unknown;
+    try {
+      requestUuid = (await this.api.makeCall(credentials, plivoDialBody(request)))?.request_uuid;
+    } catch (error) {
+      throw dialFailure(error);
+    }
+    // A 2xx without a request UUID: something answered, but we cannot tell whether a call exists.
+    if (typeof requestUuid !== 'string' || requestUuid === '') throw new Error('Plivo accepted the dial request but returned no request_uuid');
+    return { providerCallId: requestUuid };
+  }
+
+  /**
+   * Queued (waiting for the account's calls-per-second turn), live, or ended
+   * with a detail record. Plivo writes the detail record after the call, so
+   * finding nothing anywhere for a UUID Plivo gave us is no proof there was
+   * no call: the answer is then `unknown`. Without the UUID Plivo cannot find
+   * our call either.
+   */
+  async lookupCall(call: CallReference): Promise<CallLookup> {
+    if (!call.providerCallId) return { kind: 'unknown' };
+    const credentials = readPlivoCredentials(call.credentials);
+    const uuid = call.providerCallId;
+    const now = new Date();
+    if (await this.api.queuedCall(credentials, uuid)) return this.found(call, uuid, []);
+    const live = await this.api.liveCall(credentials, uuid);
+    if (live) return this.found(call, uuid, plivoLiveCallEvents(live, now));
+    const record = await this.api.callRecord(credentials, uuid);
+    if (record) return this.found(call, uuid, plivoCallRecordEvents(record, now));
+    return { kind: 'unknown' };
+  }
+
+  /**
+   * Hangs up a call that is not answered yet: a ringing call request
+   * (`DELETE /Request/{uuid}/`), or a call still queued (`DELETE /Call/{uuid}/`,
+   * which Plivo documents for canceling queued calls). An answered call
+   * belongs to the agent and is left alone.
+   */
+  async hangup(call: CallReference): Promise<boolean> {
+    if (!call.providerCallId) return false;
+    const credentials = readPlivoCredentials(call.credentials);
+    if (await this.api.cancelRequest(credentials, call.providerCallId)) return true;
+    if (!(await this.api.queuedCall(credentials, call.providerCallId))) return false;
+    return this.api.hangupCall(credentials, call.providerCallId);
+  }
+
+  /** The transcript comes from the agent runtime, the recording through `fetchRecording`: Plivo has neither to give here. */
+  async collectArtifacts(): Promise<CallArtifacts> {
+    return { transcript: [], recording: null };
+  }
+
+  /**
+   * X-Plivo-Signature-V3 is made with the Auth Token of the (sub)account the
+   * call belongs to; X-Plivo-Signature-Ma-V3 with the main account's. Either
+   * matching our credentials' token is Plivo's word. Plivo signs no time, so
+   * there is no age to check: an exact replay (same nonce and signature) is
+   * recognisable by `replayKey`, and a replayed event cannot move a run
+   * backwards in any case.
+   */
+  verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, _nowMs: number): void {
+    const signature = request.headers[PLIVO_SIGNATURE_HEADER];
+    const mainAccountSignature = request.headers[PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER];
+    const nonce = request.headers[PLIVO_NONCE_HEADER];
+    if (!nonce || (!signature && !mainAccountSignature)) {
+      throw new WebhookRejected(401, 'The request carries no X-Plivo-Signature-V3 and X-Plivo-Signature-V3-Nonce headers');
+    }
+    const { authToken } = this.webhookCredentials(credentials);
+    const params = signedParams(request);
+    const matches = (header: string | undefined) =>
+      header !== undefined && plivoSignatureMatches(authToken, request.method, request.url, params, nonce, header);
+    // Both are checked, so the time taken does not tell which one was close.
+    const byAccount = matches(signature);
+    const byMainAccount = matches(mainAccountSignature);
+    if (!byAccount && !byMainAccount) throw new WebhookRejected(403, 'X-Plivo-Signature-V3 does not match this request');
+  }
+
+  parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
+    const fields = new Map(requestParams(request));
+    const receivedAt = new Date();
+    const providerCallId = fields.get('RequestUUID') || fields.get('ALegRequestUUID') || fields.get('CallUUID') || null;
+    return {
+      providerCallId,
+      events: kind === 'recording' ? plivoRecordingEvents(fields, receivedAt) : plivoStatusEvents(fields, receivedAt),
+    };
+  }
+
+  answerInstructions(context: AnswerContext): AnswerInstructions {
+    return plivoAnswer(context, callbackUrlsFor(this.config.publicBaseUrl, this.name, context.runId).recordingUrl);
+  }
+
+  async fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }> {
+    return this.api.download(recordingUrl, readPlivoCredentials(credentials));
+  }
+
+  /** Asks Plivo whether the credentials work (for `POST .../verify`). */
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<PlivoCredentialsCheck> {
+    const problems = plivoCredentialProblems(credentials);
+    if (problems.length > 0) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    try {
+      await this.api.listOneCall(readPlivoCredentials(credentials));
+      return { ok: true };
+    } catch (error) {
+      if (error instanceof PlivoApiError && error.status < 500 && error.status !== 429) {
+        return { ok: false, reason: 'unauthorized', message: `Plivo refused these credentials: ${error.message}` };
+      }
+      throw error;
+    }
+  }
+
+  /** The same for an exact replay of a request (same nonce and signature), for a short-lived store to refuse duplicates. */
+  replayKey(request: WebhookRequest): string | null {
+    const nonce = request.headers[PLIVO_NONCE_HEADER];
+    const signature = request.headers[PLIVO_SIGNATURE_HEADER] ?? request.headers[PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER];
+    return nonce && signature ? `plivo:${nonce}:${signature}` : null;
+  }
+
+  private found(call: CallReference, uuid: string, events: WebhookEvent[]): CallLookup {
+    const jobs: CallEventJob[] = events.map((event) => ({
+      ...event,
+      runId: call.runId,
+      organizationId: call.organizationId,
+      provider: this.name,
+      providerCallId: uuid,
+    }));
+    return { kind: 'found', providerCallId: uuid, events: jobs };
+  }
+
+  private webhookCredentials(credentials: Record<string, unknown> | null): PlivoCredentials {
+    try {
+      return readPlivoCredentials(credentials);
+    } catch {
+      throw new WebhookRejected(403, 'The configuration has no usable Plivo credentials to check the signature with');
+    }
+  }
+}
+
+/** What the signature covers besides the URL: a POST's form fields (a GET has them in the URL already). */
+function signedParams(request: WebhookRequest): Array<[string, string]> {
+  return request.method.toUpperCase() === 'POST' ? formParams(request.rawBody) : [];
+}
+
+/** The request's parameters: a POST's form fields, a GET's query. */
+function requestParams(request: WebhookRequest): Array<[string, string]> {
+  return request.method.toUpperCase() === 'POST' ? formParams(request.rawBody) : [...new URL(request.url).searchParams];
+}
+
+function formParams(rawBody: Buffer): Array<[string, string]> {
+  return [...new URLSearchParams(rawBody.toString('utf8'))];
+}
+
+function dialFailure(error: unknown): unknown {
+  if (error instanceof PlivoApiError) return plivoDialError(error.status, error.body, plivoRetryAfterMs(error.headers));
+  if (error instanceof PlivoRequestFailed && !error.reachedPlivo) {
+    return new CarrierError(`${error.message}; no connection was made, so no call was placed`, {
+      reason: 'carrier_unreachable',
+      permanent: false,
+      notProcessed: true,
+    });
+  }
+  // A timeout or a reset: Plivo may have placed the call. The dialer asks before dialing again.
+  return error;
+}

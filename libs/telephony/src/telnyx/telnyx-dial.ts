@@ -1,0 +1,48 @@
+import { PlaceCallRequest } from '../telephony-provider';
+import { telnyxClientState } from './telnyx-client-state';
+import { TelnyxCredentials } from './telnyx-credentials';
+import { readTelnyxSettings } from './telnyx-settings';
+
+/** The agent runtime's media WebSocket for one run (session token already in the URL), and the token alone. */
+export interface AgentStreamTarget {
+  url: string;
+  sessionToken: string;
+}
+
+/**
+ * What placing a Telnyx call needs beyond `PlaceCallRequest`: Call Control
+ * has no answer URL, so the stream to the agent is part of the dial. The
+ * dialer is expected to mint the session token before dialing.
+ */
+export type TelnyxPlaceCallRequest = PlaceCallRequest & { agentStream?: AgentStreamTarget };
+
+/** Telnyx's ceiling (and default) for `time_limit_secs`: 4 hours. */
+const MAX_TIME_LIMIT_SECS = 14_400;
+
+/** The JSON body of `POST /v2/calls` (Call Control "Dial"). */
+export function telnyxDialBody(
+  request: PlaceCallRequest,
+  credentials: TelnyxCredentials,
+  stream: AgentStreamTarget,
+): Record<string, unknown> {
+  const settings = readTelnyxSettings(request.settings);
+  return {
+    connection_id: credentials.connectionId,
+    to: request.to,
+    from: request.from,
+    webhook_url: request.callbacks.statusUrl,
+    webhook_url_method: 'POST',
+    client_state: telnyxClientState(request.runId),
+    // Telnyx ignores a second Dial with the same command_id: a retried request cannot ring twice.
+    command_id: `run-${request.runId}`,
+    time_limit_secs: Math.min(MAX_TIME_LIMIT_SECS, Math.max(1, Math.round(request.maxCallDurationSeconds))),
+    stream_url: stream.url,
+    // The callee's audio goes to the agent; the agent's audio comes back over the same socket as RTP.
+    stream_track: 'inbound_track',
+    stream_bidirectional_mode: 'rtp',
+    stream_bidirectional_codec: 'PCMU',
+    stream_auth_token: stream.sessionToken,
+    ...(settings.answeringMachineDetection ? { answering_machine_detection: 'premium' } : {}),
+    ...(settings.record ? { record: 'record-from-answer', record_format: 'wav' } : {}),
+  };
+}

@@ -1,0 +1,114 @@
+import { ParsedWebhook, WebhookEvent, WebhookRequest } from '../carrier-webhooks';
+
+interface TelnyxEnvelope {
+  data?: {
+    event_type?: unknown;
+    occurred_at?: unknown;
+    payload?: Record<string, unknown>;
+  };
+}
+
+/** `hangup_cause` → our event; causes not listed end the call as `failed` with the cause as reason. */
+const HANGUP: Record<string, Pick<WebhookEvent, 'type' | 'reason'>> = {
+  normal_clearing: { type: 'completed' },
+  time_limit: { type: 'completed', reason: 'time_limit' },
+  user_busy: { type: 'busy' },
+  timeout: { type: 'no_answer' },
+  no_answer: { type: 'no_answer' },
+  originator_cancel: { type: 'canceled' },
+  call_rejected: { type: 'failed', reason: 'call_rejected' },
+  not_found: { type: 'failed', reason: 'invalid_number' },
+};
+
+/** Standard (`detect`) and premium detection results. */
+const ANSWERED_BY: Record<string, 'human' | 'machine' | 'unknown'> = {
+  human: 'human',
+  human_residence: 'human',
+  human_business: 'human',
+  machine: 'machine',
+  fax_detected: 'machine',
+  not_sure: 'unknown',
+  silence: 'unknown',
+};
+
+/**
+ * Reads a Call Control webhook (`{ data: { event_type, occurred_at, payload } }`).
+ * Telnyx has no ringing event for an outbound leg: `call.initiated` (the leg
+ * exists at the carrier) stands for it. The hang-up carries no talk time;
+ * `call.cost` (sent when the Call Control App has `call_cost_in_webhooks`)
+ * brings the billed duration and the price as a later `completed`.
+ */
+export function parseTelnyxWebhook(request: WebhookRequest, now = new Date()): ParsedWebhook {
+  let envelope: TelnyxEnvelope;
+  try {
+    envelope = JSON.parse(request.rawBody.toString('utf8')) as TelnyxEnvelope;
+  } catch {
+    return { providerCallId: null, events: [] };
+  }
+  const data = envelope?.data;
+  const payload = data?.payload ?? {};
+  const providerCallId = typeof payload.call_control_id === 'string' ? payload.call_control_id : null;
+  const occurredAt = isoOr(data?.occurred_at ?? payload.occurred_at, now);
+  const event = telnyxEvent(String(data?.event_type ?? ''), payload, occurredAt);
+  return { providerCallId, events: event ? [event] : [] };
+}
+
+function telnyxEvent(type: string, payload: Record<string, unknown>, occurredAt: string): WebhookEvent | null {
+  switch (type) {
+    case 'call.initiated':
+      return { type: 'ringing', occurredAt };
+    case 'call.answered':
+      return { type: 'answered', occurredAt };
+    case 'call.machine.detection.ended':
+    case 'call.machine.premium.detection.ended':
+      return { type: 'answered', occurredAt, answeredBy: ANSWERED_BY[String(payload.result)] ?? 'unknown' };
+    case 'call.hangup': {
+      const cause = String(payload.hangup_cause ?? 'unspecified');
+      const mapped = HANGUP[cause] ?? { type: 'failed' as const, reason: cause };
+      return { ...mapped, occurredAt };
+    }
+    case 'call.recording.saved': {
+      const url = recordingUrl(payload);
+      return url ? { type: 'recording', occurredAt, recordingUrl: url } : null;
+    }
+    case 'call.cost':
+      return costEvent(payload, occurredAt);
+    default:
+      return null;
+  }
+}
+
+function recordingUrl(payload: Record<string, unknown>): string | null {
+  for (const field of ['recording_urls', 'public_recording_urls']) {
+    const urls = payload[field] as Record<string, unknown> | undefined;
+    for (const format of ['wav', 'mp3']) {
+      if (typeof urls?.[format] === 'string' && urls[format]) return urls[format] as string;
+    }
+  }
+  return null;
+}
+
+function costEvent(payload: Record<string, unknown>, occurredAt: string): WebhookEvent | null {
+  if (payload.status !== 'success') return null;
+  const amount = Number(payload.total_cost);
+  if (payload.total_cost === null || payload.total_cost === undefined || !Number.isFinite(amount)) return null;
+  const parts = Array.isArray(payload.cost_parts) ? (payload.cost_parts as Record<string, unknown>[]) : [];
+  const currency = parts.map((part) => part?.currency).find((value) => typeof value === 'string' && value) as string | undefined;
+  const billed = Number(payload.billed_duration_secs);
+  return {
+    type: 'completed',
+    occurredAt,
+    cost: { amount, currency: currency ?? 'USD' },
+    ...(payload.billed_duration_secs !== undefined && payload.billed_duration_secs !== null && Number.isFinite(billed)
+      ? { durationSeconds: billed }
+      : {}),
+  };
+}
+
+function isoOr(value: unknown, now: Date): string {
+  if (typeof value === 'string') {
+    const at = new Date(value);
+    if (!Number.isNaN(at.getTime())) return at.toISOString();
+  }
+  return now.toISOString();
+}

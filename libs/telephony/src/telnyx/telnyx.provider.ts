@@ -1,0 +1,208 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { CallEventJob } from '@app/queue';
+import { CarrierError } from '../carrier-error';
+import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import {
+  CallArtifacts,
+  CallLookup,
+  CallReference,
+  PlaceCallRequest,
+  PlaceCallResult,
+  TelephonyProvider,
+} from '../telephony-provider';
+import { networkFailure, TelnyxApi } from './telnyx-api';
+import { telnyxAnswerInstructions } from './telnyx-answer';
+import { telnyxClientState } from './telnyx-client-state';
+import { readTelnyxCredentials, telnyxCredentialProblems, TelnyxCredentials } from './telnyx-credentials';
+import { telnyxDialBody, TelnyxPlaceCallRequest } from './telnyx-dial';
+import { telnyxDialError, telnyxErrors } from './telnyx-errors';
+import { parseTelnyxWebhook } from './telnyx-events';
+import { verifyTelnyxSignature } from './telnyx-signature';
+import { telnyxSettingsProblems } from './telnyx-settings';
+
+const RECORDING_TIMEOUT_MS = 60_000;
+const ACTIVE_CALLS_PAGE_SIZE = 250;
+const ACTIVE_CALLS_MAX_PAGES = 20;
+
+/**
+ * Telnyx through Call Control v2 (`POST /v2/calls`), with the customer's API
+ * key. The dial itself asks Telnyx to stream the answered call's audio to the
+ * agent runtime, carries our run id as `client_state` and a `command_id` so
+ * Telnyx drops a repeated dial. Webhooks are verified with the account's
+ * Ed25519 public key.
+ */
+@Injectable()
+export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
+  readonly name = 'telnyx';
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  validateCredentials(credentials: Record<string, unknown> | null): string[] {
+    return telnyxCredentialProblems(credentials);
+  }
+
+  validateSettings(settings: Record<string, unknown>): string[] {
+    return telnyxSettingsProblems(settings);
+  }
+
+  async placeCall(request: PlaceCallRequest): Promise<PlaceCallResult> {
+    const credentials = this.credentialsOrThrow(request.credentials);
+    const stream = (request as TelnyxPlaceCallRequest).agentStream;
+    if (!stream) {
+      throw new CarrierError('Telnyx streams to the agent from the dial: the request carries no agent stream', {
+        reason: 'agent_stream_missing',
+        permanent: true,
+        notProcessed: true,
+      });
+    }
+    const response = await this.api(credentials).request('POST', '/v2/calls', telnyxDialBody(request, credentials, stream));
+    if (response.status < 200 || response.status >= 300) throw telnyxDialError(response);
+    const callControlId = (response.body as { data?: { call_control_id?: unknown } } | null)?.data?.call_control_id;
+    if (typeof callControlId !== 'string' || !callControlId) {
+      // Telnyx said yes but we cannot tell which call: the dialer must look it up rather than dial again.
+      throw new Error(`Telnyx accepted the dial (${response.status}) without a call_control_id`);
+    }
+    return { providerCallId: callControlId };
+  }
+
+  /**
+   * With a call control id: `GET /v2/calls/{id}` says whether the call is
+   * alive, not how it went (and Telnyx forgets it 10 minutes after it ends),
+   * so an alive call counts as ringing and an ended one reports no event.
+   * Without one: the connection's active calls are searched for our
+   * `client_state`; a call not among them may have ended or never existed,
+   * which is `unknown`, never `not_found`.
+   */
+  async lookupCall(call: CallReference): Promise<CallLookup> {
+    const credentials = this.credentialsOrThrow(call.credentials);
+    const api = this.api(credentials);
+    if (!call.providerCallId) return this.findActiveCall(api, credentials, call);
+
+    const response = await api.request('GET', `/v2/calls/${encodeURIComponent(call.providerCallId)}`);
+    if (response.status === 404) return { kind: 'unknown' };
+    if (response.status !== 200) throw this.failure('look up the call', response);
+    const data = (response.body as { data?: { is_alive?: unknown; start_time?: unknown } } | null)?.data ?? {};
+    const events = data.is_alive === true ? [this.ringing(call, call.providerCallId, data.start_time)] : [];
+    return { kind: 'found', providerCallId: call.providerCallId, events };
+  }
+
+  async hangup(call: CallReference): Promise<boolean> {
+    const credentials = this.credentialsOrThrow(call.credentials);
+    const api = this.api(credentials);
+    let callControlId = call.providerCallId;
+    if (!callControlId) {
+      const found = await this.findActiveCall(api, credentials, call);
+      if (found.kind !== 'found') return false;
+      callControlId = found.providerCallId;
+    }
+    const response = await api.request('POST', `/v2/calls/${encodeURIComponent(callControlId)}/actions/hangup`, {});
+    if (response.status >= 200 && response.status < 300) return true;
+    // Gone (404) or already ended (422, e.g. 90018): nothing left to hang up.
+    if (response.status === 404 || response.status === 422) return false;
+    throw this.failure('hang up the call', response);
+  }
+
+  async collectArtifacts(): Promise<CallArtifacts> {
+    // The transcript comes from the agent runtime; Telnyx's recording through fetchRecording.
+    return { transcript: [], recording: null };
+  }
+
+  verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void {
+    const publicKey = readTelnyxCredentials(credentials)?.publicKey ?? null;
+    verifyTelnyxSignature(request, publicKey, nowMs);
+  }
+
+  parseWebhook(_kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
+    // Telnyx sends every event of a call to its webhook_url; the kind adds nothing.
+    return parseTelnyxWebhook(request);
+  }
+
+  answerInstructions(): AnswerInstructions {
+    return telnyxAnswerInstructions();
+  }
+
+  /**
+   * Telnyx recording URLs are pre-signed storage links (valid 10 minutes):
+   * they are fetched as they are, without our API key, which the storage
+   * would reject as a second credential anyway.
+   */
+  async fetchRecording(recordingUrl: string): Promise<{ contentType: string; body: Buffer }> {
+    const url = new URL(recordingUrl);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`Not a recording URL: ${url.protocol}`);
+    let response: Response;
+    try {
+      response = await fetch(url, { signal: AbortSignal.timeout(RECORDING_TIMEOUT_MS) });
+    } catch (error) {
+      throw networkFailure('Telnyx recording download', error);
+    }
+    if (!response.ok) {
+      throw new Error(`Telnyx recording download answered ${response.status}${response.status === 403 ? ' (the link may have expired)' : ''}`);
+    }
+    const body = Buffer.from(await response.arrayBuffer());
+    return { contentType: response.headers.get('content-type') ?? contentTypeOf(url.pathname), body };
+  }
+
+  private async findActiveCall(api: TelnyxApi, credentials: TelnyxCredentials, call: CallReference): Promise<CallLookup> {
+    const wanted = telnyxClientState(call.runId);
+    let after: string | undefined;
+    for (let page = 0; page < ACTIVE_CALLS_MAX_PAGES; page++) {
+      const query = `page[size]=${ACTIVE_CALLS_PAGE_SIZE}${after ? `&page[after]=${encodeURIComponent(after)}` : ''}`;
+      const response = await api.request('GET', `/v2/connections/${encodeURIComponent(credentials.connectionId)}/active_calls?${query}`);
+      if (response.status !== 200) throw this.failure('list active calls', response);
+      const body = response.body as { data?: unknown; meta?: { cursors?: { after?: unknown } } } | null;
+      const calls = Array.isArray(body?.data) ? (body.data as { call_control_id?: unknown; client_state?: unknown }[]) : [];
+      const match = calls.find((active) => active?.client_state === wanted && typeof active.call_control_id === 'string');
+      if (match) {
+        const id = match.call_control_id as string;
+        return { kind: 'found', providerCallId: id, events: [this.ringing(call, id)] };
+      }
+      const next = body?.meta?.cursors?.after;
+      if (calls.length < ACTIVE_CALLS_PAGE_SIZE || typeof next !== 'string' || !next) break;
+      after = next;
+    }
+    return { kind: 'unknown' };
+  }
+
+  private ringing(call: CallReference, providerCallId: string, startTime?: unknown): CallEventJob {
+    const started = typeof startTime === 'string' ? new Date(startTime) : new Date();
+    return {
+      runId: call.runId,
+      organizationId: call.organizationId,
+      provider: this.name,
+      providerCallId,
+      type: 'ringing',
+      occurredAt: (Number.isNaN(started.getTime()) ? new Date() : started).toISOString(),
+    };
+  }
+
+  private failure(what: string, response: { status: number; body: unknown }): CarrierError {
+    const first = telnyxErrors(response.body)[0];
+    return new CarrierError(`Telnyx could not ${what} (${response.status}${first?.code ? ` ${first.code}` : ''})`, {
+      reason: response.status === 401 || response.status === 403 ? 'carrier_unauthorized' : 'carrier_error',
+      permanent: response.status === 401 || response.status === 403,
+      notProcessed: response.status < 500,
+      carrierCode: first?.code ?? `HTTP-${response.status}`,
+    });
+  }
+
+  private credentialsOrThrow(credentials: Record<string, unknown> | null): TelnyxCredentials {
+    const read = readTelnyxCredentials(credentials);
+    if (!read) {
+      throw new CarrierError(`Telnyx credentials are invalid: ${telnyxCredentialProblems(credentials).join('; ')}`, {
+        reason: 'credentials_invalid',
+        permanent: true,
+        notProcessed: true,
+      });
+    }
+    return read;
+  }
+
+  private api(credentials: TelnyxCredentials): TelnyxApi {
+    return new TelnyxApi(this.config.carrierApiUrls.telnyx, credentials.apiKey);
+  }
+}
+
+function contentTypeOf(path: string): string {
+  return path.toLowerCase().endsWith('.mp3') ? 'audio/mpeg' : 'audio/wav';
+}

@@ -1,0 +1,101 @@
+import { TwilioCredentials } from './twilio-credentials';
+import { TwilioErrorBody } from './twilio-errors';
+import { twilioBasicAuthorization, twilioHttp, TwilioHttpResponse } from './twilio-http';
+import { TwilioCallResource } from './twilio-status';
+
+/** A non-2xx answer from Twilio's REST API. */
+export class TwilioApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: TwilioErrorBody | null,
+    readonly headers: Headers,
+  ) {
+    super(`Twilio answered ${status}${body?.code ? ` (error ${body.code})` : ''}: ${body?.message ?? 'no message'}`);
+    this.name = 'TwilioApiError';
+  }
+}
+
+/**
+ * The few Twilio REST endpoints we use (API version 2010-04-01), with HTTP
+ * Basic auth: the API key when the credentials have one, else Account SID and
+ * Auth Token. Bodies are `application/x-www-form-urlencoded`; answers JSON.
+ */
+export class TwilioApi {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly timeoutMs: () => number,
+  ) {}
+
+  /** POST /2010-04-01/Accounts/{AccountSid}/Calls.json */
+  async createCall(credentials: TwilioCredentials, form: URLSearchParams): Promise<TwilioCallResource> {
+    return (await this.send('POST', `${this.accountPath(credentials)}/Calls.json`, credentials, form)) as TwilioCallResource;
+  }
+
+  /** GET /2010-04-01/Accounts/{AccountSid}/Calls/{CallSid}.json */
+  async fetchCall(credentials: TwilioCredentials, callSid: string): Promise<TwilioCallResource> {
+    return (await this.send('GET', `${this.accountPath(credentials)}/Calls/${encodeURIComponent(callSid)}.json`, credentials)) as TwilioCallResource;
+  }
+
+  /** POST /2010-04-01/Accounts/{AccountSid}/Calls/{CallSid}.json (update: `Status=canceled|completed`, ...) */
+  async updateCall(credentials: TwilioCredentials, callSid: string, form: URLSearchParams): Promise<TwilioCallResource> {
+    return (await this.send(
+      'POST',
+      `${this.accountPath(credentials)}/Calls/${encodeURIComponent(callSid)}.json`,
+      credentials,
+      form,
+    )) as TwilioCallResource;
+  }
+
+  /** GET /2010-04-01/Accounts/{AccountSid}.json */
+  async fetchAccount(credentials: TwilioCredentials): Promise<{ sid: string; status: string }> {
+    return (await this.send('GET', `${this.accountPath(credentials)}.json`, credentials)) as { sid: string; status: string };
+  }
+
+  /**
+   * Downloads a recording. Credentials go only to Twilio itself (this API's
+   * origin, or an https *.twilio.com host), never to a host a callback named.
+   */
+  async download(url: string, credentials: TwilioCredentials): Promise<{ contentType: string; body: Buffer }> {
+    const target = new URL(url);
+    if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`Not a recording URL: ${url}`);
+    const response = await twilioHttp(url, {
+      method: 'GET',
+      authorization: this.isTwilio(target) ? this.authorization(credentials) : undefined,
+      timeoutMs: this.timeoutMs(),
+      followRedirects: true,
+    });
+    if (response.status < 200 || response.status >= 300) throw new TwilioApiError(response.status, errorBody(response), response.headers);
+    return { contentType: response.headers.get('content-type') ?? 'audio/wav', body: response.bytes };
+  }
+
+  private async send(method: string, path: string, credentials: TwilioCredentials, form?: URLSearchParams): Promise<unknown> {
+    const response = await twilioHttp(`${this.baseUrl.replace(/\/+$/, '')}${path}`, {
+      method,
+      authorization: this.authorization(credentials),
+      form,
+      timeoutMs: this.timeoutMs(),
+    });
+    if (response.status < 200 || response.status >= 300) throw new TwilioApiError(response.status, errorBody(response), response.headers);
+    return response.json;
+  }
+
+  private accountPath(credentials: TwilioCredentials): string {
+    return `/2010-04-01/Accounts/${encodeURIComponent(credentials.accountSid)}`;
+  }
+
+  private authorization(credentials: TwilioCredentials): string {
+    return credentials.apiKey
+      ? twilioBasicAuthorization(credentials.apiKey.sid, credentials.apiKey.secret)
+      : twilioBasicAuthorization(credentials.accountSid, credentials.authToken);
+  }
+
+  private isTwilio(target: URL): boolean {
+    if (target.origin === new URL(this.baseUrl).origin) return true;
+    return target.protocol === 'https:' && (target.hostname === 'twilio.com' || target.hostname.endsWith('.twilio.com'));
+  }
+}
+
+function errorBody(response: TwilioHttpResponse): TwilioErrorBody | null {
+  const json = response.json;
+  return json && typeof json === 'object' ? (json as TwilioErrorBody) : null;
+}

@@ -1,0 +1,224 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { CallEventJob } from '@app/queue';
+import { CarrierError } from '../carrier-error';
+import {
+  AnswerContext,
+  AnswerInstructions,
+  CarrierWebhooks,
+  ParsedWebhook,
+  WebhookKind,
+  WebhookRejected,
+  WebhookRequest,
+} from '../carrier-webhooks';
+import {
+  CallArtifacts,
+  CallLookup,
+  CallReference,
+  PlaceCallRequest,
+  PlaceCallResult,
+  TelephonyProvider,
+} from '../telephony-provider';
+import { twilioAnswer } from './twilio-answer';
+import { TwilioApi, TwilioApiError } from './twilio-api';
+import { readTwilioCredentials, TwilioCredentials, twilioCredentialProblems } from './twilio-credentials';
+import { twilioDialForm } from './twilio-dial';
+import { twilioDialError } from './twilio-errors';
+import { TWILIO_REQUEST_TIMEOUT_MS, TwilioRequestFailed, twilioRetryAfterMs } from './twilio-http';
+import { twilioSettingsProblems } from './twilio-settings';
+import { parseFormBody, TWILIO_SIGNATURE_HEADER, twilioSignatureMatches } from './twilio-signature';
+import { twilioCallEvents, twilioRecordingEvents, twilioStatusEvents } from './twilio-status';
+
+/**
+ * A status callback whose signed `Timestamp` is older than this is refused
+ * as a replay. Twilio signs no time of its own, but status callbacks carry
+ * the event time among the signed fields; a genuine one arrives within
+ * seconds. Requests without it (the answer and recording callbacks) are
+ * bound to one run by the signed URL, and replaying them changes nothing:
+ * the dialer's state machine only moves a run forward.
+ */
+export const TWILIO_REPLAY_WINDOW_MS = 60 * 60 * 1000;
+const FUTURE_SKEW_MS = 5 * 60 * 1000;
+
+/** Twilio error 21220: the call is not in a state that allows this update (already ended). */
+const INVALID_CALL_STATE = 21220;
+
+export type TwilioCredentialsCheck = { ok: true } | { ok: false; reason: string; message: string };
+
+/**
+ * Twilio Programmable Voice (REST API 2010-04-01). Calls are placed with the
+ * customer's account; Twilio then calls our answer URL (we answer TwiML that
+ * streams the audio to the agent runtime) and reports progress to our status
+ * and recording URLs, each request signed with X-Twilio-Signature.
+ */
+@Injectable()
+export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
+  readonly name = 'twilio';
+  /** How long one REST request may take; tests shorten it. */
+  requestTimeoutMs = TWILIO_REQUEST_TIMEOUT_MS;
+  private readonly api: TwilioApi;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.api = new TwilioApi(config.carrierApiUrls.twilio, () => this.requestTimeoutMs);
+  }
+
+  validateCredentials(credentials: Record<string, unknown> | null): string[] {
+    return twilioCredentialProblems(credentials);
+  }
+
+  validateSettings(settings: Record<string, unknown>): string[] {
+    return twilioSettingsProblems(settings);
+  }
+
+  async placeCall(request: PlaceCallRequest): Promise<PlaceCallResult> {
+    const credentials = readTwilioCredentials(request.credentials);
+    let sid: unknown;
+    try {
+      sid = (await this.api.createCall(credentials, twilioDialForm(request)))?.sid;
+    } catch (error) {
+      throw dialFailure(error);
+    }
+    // A 2xx without a call SID: something answered, but we cannot tell whether a call exists.
+    if (typeof sid !== 'string' || sid === '') throw new Error('Twilio accepted the dial request but returned no call SID');
+    return { providerCallId: sid };
+  }
+
+  /** Twilio lists calls by number and time, not by anything of ours: without the call SID it cannot tell. */
+  async lookupCall(call: CallReference): Promise<CallLookup> {
+    if (!call.providerCallId) return { kind: 'unknown' };
+    const credentials = readTwilioCredentials(call.credentials);
+    try {
+      const resource = await this.api.fetchCall(credentials, call.providerCallId);
+      const events: CallEventJob[] = twilioCallEvents(resource, new Date()).map((event) => ({
+        ...event,
+        runId: call.runId,
+        organizationId: call.organizationId,
+        provider: this.name,
+        providerCallId: resource.sid,
+      }));
+      return { kind: 'found', providerCallId: resource.sid, events };
+    } catch (error) {
+      if (error instanceof TwilioApiError && error.status === 404) return { kind: 'not_found' };
+      throw error;
+    }
+  }
+
+  /**
+   * `Status=canceled` ends a call that is queued or ringing and leaves an
+   * answered one alone (that one belongs to the agent). Twilio answers with
+   * the call as it now is, so anything but `canceled` means it could not.
+   */
+  async hangup(call: CallReference): Promise<boolean> {
+    if (!call.providerCallId) return false;
+    const credentials = readTwilioCredentials(call.credentials);
+    try {
+      const updated = await this.api.updateCall(credentials, call.providerCallId, new URLSearchParams({ Status: 'canceled' }));
+      return updated?.status === 'canceled';
+    } catch (error) {
+      if (error instanceof TwilioApiError && (error.status === 404 || error.body?.code === INVALID_CALL_STATE)) return false;
+      throw error;
+    }
+  }
+
+  /** The transcript comes from the agent runtime, the recording through `fetchRecording`: Twilio has neither to give here. */
+  async collectArtifacts(): Promise<CallArtifacts> {
+    return { transcript: [], recording: null };
+  }
+
+  verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void {
+    const signature = request.headers[TWILIO_SIGNATURE_HEADER];
+    if (!signature) throw new WebhookRejected(401, 'The request carries no X-Twilio-Signature header');
+    const account = this.webhookCredentials(credentials);
+    const fields = signedFields(request);
+    if (!twilioSignatureMatches(account.authToken, request.url, fields, signature)) {
+      throw new WebhookRejected(403, 'X-Twilio-Signature does not match this request');
+    }
+    const values = new Map(requestFields(request));
+    const accountSid = values.get('AccountSid');
+    if (accountSid !== undefined && accountSid !== account.accountSid) {
+      throw new WebhookRejected(403, 'The request is signed for another Twilio account');
+    }
+    const timestamp = values.get('Timestamp');
+    if (timestamp !== undefined) {
+      const at = Date.parse(timestamp);
+      if (Number.isNaN(at)) throw new WebhookRejected(403, 'The request has an unreadable Timestamp');
+      if (nowMs - at > TWILIO_REPLAY_WINDOW_MS) throw new WebhookRejected(403, `The event is older than ${TWILIO_REPLAY_WINDOW_MS / 60000} minutes: a replay`);
+      if (at - nowMs > FUTURE_SKEW_MS) throw new WebhookRejected(403, 'The event is dated in the future');
+    }
+  }
+
+  parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
+    const fields = new Map(requestFields(request));
+    const receivedAt = new Date();
+    return {
+      providerCallId: fields.get('CallSid') ?? null,
+      events: kind === 'recording' ? twilioRecordingEvents(fields, receivedAt) : twilioStatusEvents(fields, receivedAt),
+    };
+  }
+
+  answerInstructions(context: AnswerContext): AnswerInstructions {
+    return twilioAnswer(context);
+  }
+
+  async fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }> {
+    return this.api.download(recordingUrl, readTwilioCredentials(credentials));
+  }
+
+  /** Asks Twilio whether the credentials work and the account may place calls (for `POST .../verify`). */
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<TwilioCredentialsCheck> {
+    const problems = twilioCredentialProblems(credentials);
+    if (problems.length > 0) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    try {
+      const account = await this.api.fetchAccount(readTwilioCredentials(credentials));
+      if (account?.status === 'active') return { ok: true };
+      const reason = account?.status === 'closed' ? 'account_closed' : 'account_suspended';
+      return { ok: false, reason, message: `The Twilio account is ${account?.status ?? 'not active'}` };
+    } catch (error) {
+      if (error instanceof TwilioApiError && error.status < 500 && error.status !== 429) {
+        return { ok: false, reason: 'unauthorized', message: `Twilio refused these credentials: ${error.message}` };
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A key that is the same for an exact replay of a request (its signature
+   * covers the URL and every field, and status callbacks carry a sequence
+   * number and time), for a short-lived store to refuse duplicates.
+   */
+  replayKey(request: WebhookRequest): string | null {
+    const signature = request.headers[TWILIO_SIGNATURE_HEADER];
+    return signature ? `twilio:${signature}` : null;
+  }
+
+  private webhookCredentials(credentials: Record<string, unknown> | null): TwilioCredentials {
+    try {
+      return readTwilioCredentials(credentials);
+    } catch {
+      throw new WebhookRejected(403, 'The configuration has no usable Twilio credentials to check the signature with');
+    }
+  }
+}
+
+/** What the signature covers besides the URL: a POST's form fields (a GET has them in the URL already). */
+function signedFields(request: WebhookRequest): Array<[string, string]> {
+  return request.method.toUpperCase() === 'POST' ? parseFormBody(request.rawBody) : [];
+}
+
+/** The request's parameters: a POST's form fields, a GET's query. */
+function requestFields(request: WebhookRequest): Array<[string, string]> {
+  return request.method.toUpperCase() === 'POST' ? parseFormBody(request.rawBody) : [...new URL(request.url).searchParams];
+}
+
+function dialFailure(error: unknown): unknown {
+  if (error instanceof TwilioApiError) return twilioDialError(error.status, error.body, twilioRetryAfterMs(error.headers));
+  if (error instanceof TwilioRequestFailed && !error.reachedTwilio) {
+    return new CarrierError(`${error.message}; no connection was made, so no call was placed`, {
+      reason: 'carrier_unreachable',
+      permanent: false,
+      notProcessed: true,
+    });
+  }
+  // A timeout or a reset: Twilio may have placed the call. The dialer asks before dialing again.
+  return error;
+}

@@ -1,0 +1,112 @@
+import { ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+
+/**
+ * Query parameter our NCCO adds to the `connect` action's event URL: events
+ * of the WebSocket leg to the agent (its own uuid, its own `completed`) must
+ * not be taken for the phone call's.
+ */
+export const VONAGE_AGENT_LEG_PARAM = 'leg';
+export const VONAGE_AGENT_LEG_VALUE = 'agent';
+
+/** Vonage reports prices in euros. */
+const VONAGE_CURRENCY = 'EUR';
+
+/** `detail` of a failed or rejected call → our reason. Others pass through as they are. */
+const FAILURE_DETAIL: Record<string, string> = {
+  invalid_number: 'invalid_number',
+  number_out_of_service: 'invalid_number',
+  cannot_route: 'unreachable',
+  unavailable: 'unreachable',
+  restricted: 'call_rejected',
+  declined: 'call_rejected',
+};
+
+/**
+ * Reads a Voice API webhook. Status events (`status`: started, ringing,
+ * answered, human/machine, completed, busy, timeout, unanswered, rejected,
+ * failed, cancelled) become ours; a `record` event (it has a `recording_url`)
+ * says the recording is ready; the answer request only names the call.
+ */
+export function parseVonageWebhook(kind: WebhookKind, request: WebhookRequest, now = new Date()): ParsedWebhook {
+  let body: Record<string, unknown>;
+  try {
+    const parsed = JSON.parse(request.rawBody.toString('utf8')) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { providerCallId: null, events: [] };
+    body = parsed as Record<string, unknown>;
+  } catch {
+    return { providerCallId: null, events: [] };
+  }
+  const providerCallId = stringOr(body.uuid) ?? stringOr(body.call_uuid);
+  if (kind === 'answer' || isAgentLeg(request.url)) return { providerCallId, events: [] };
+  const occurredAt = vonageTime(body.timestamp) ?? now.toISOString();
+  if (typeof body.recording_url === 'string' && body.recording_url) {
+    return { providerCallId, events: [{ type: 'recording', occurredAt, recordingUrl: body.recording_url }] };
+  }
+  const event = vonageStatusEvent(body, occurredAt);
+  return { providerCallId, events: event ? [event] : [] };
+}
+
+/** A call's `status` (and the fields that come with it) as our event; null for states that move nothing. */
+export function vonageStatusEvent(call: Record<string, unknown>, occurredAt: string): WebhookEvent | null {
+  const detail = stringOr(call.detail);
+  switch (call.status) {
+    case 'ringing':
+      return { type: 'ringing', occurredAt };
+    case 'answered':
+      return { type: 'answered', occurredAt };
+    case 'human':
+      return { type: 'answered', occurredAt, answeredBy: 'human' };
+    case 'machine':
+      return { type: 'answered', occurredAt, answeredBy: 'machine' };
+    case 'completed':
+      return completed(call, occurredAt);
+    case 'busy':
+      return { type: 'busy', occurredAt };
+    case 'timeout':
+    case 'unanswered':
+      return { type: 'no_answer', occurredAt };
+    case 'cancelled':
+      return { type: 'canceled', occurredAt };
+    case 'rejected':
+      return { type: 'failed', occurredAt, reason: detail ? (FAILURE_DETAIL[detail] ?? detail) : 'call_rejected' };
+    case 'failed':
+      return { type: 'failed', occurredAt, reason: detail ? (FAILURE_DETAIL[detail] ?? detail) : 'carrier_failed' };
+    default:
+      return null;
+  }
+}
+
+/** Vonage times come as ISO 8601 or as `YYYY-MM-DD HH:MM:SS` (UTC). */
+export function vonageTime(value: unknown): string | null {
+  if (typeof value !== 'string' || !value) return null;
+  const iso = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$/.test(value) ? `${value.replace(' ', 'T')}Z` : value;
+  const at = new Date(iso);
+  return Number.isNaN(at.getTime()) ? null : at.toISOString();
+}
+
+function completed(call: Record<string, unknown>, occurredAt: string): WebhookEvent {
+  const duration = Number(call.duration);
+  const price = Number(call.price);
+  return {
+    type: 'completed',
+    occurredAt,
+    ...(call.duration !== undefined && call.duration !== null && call.duration !== '' && Number.isFinite(duration)
+      ? { durationSeconds: duration }
+      : {}),
+    ...(call.price !== undefined && call.price !== null && call.price !== '' && Number.isFinite(price)
+      ? { cost: { amount: price, currency: VONAGE_CURRENCY } }
+      : {}),
+  };
+}
+
+function isAgentLeg(url: string): boolean {
+  try {
+    return new URL(url).searchParams.get(VONAGE_AGENT_LEG_PARAM) === VONAGE_AGENT_LEG_VALUE;
+  } catch {
+    return false;
+  }
+}
+
+function stringOr(value: unknown): string | null {
+  return typeof value === 'string' && value ? value : null;
+}

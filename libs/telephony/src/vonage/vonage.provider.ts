@@ -1,0 +1,156 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { callbackUrlsFor } from '../callback-urls';
+import { CarrierError } from '../carrier-error';
+import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { CallArtifacts, CallLookup, CallReference, PlaceCallRequest, PlaceCallResult, TelephonyProvider } from '../telephony-provider';
+import { VonageApi, VonageResponse } from './vonage-api';
+import { readVonageCredentials, vonageCredentialProblems, VonageCredentials } from './vonage-credentials';
+import { vonageDialBody, vonageNumber } from './vonage-dial';
+import { vonageDialError, vonageProblem } from './vonage-errors';
+import { parseVonageWebhook, vonageStatusEvent, vonageTime } from './vonage-events';
+import { vonageAnswerInstructions } from './vonage-ncco';
+import { verifyVonageWebhook } from './vonage-signature';
+import { vonageSettingsProblems } from './vonage-settings';
+
+/** Hosts Vonage serves recordings from; the application JWT is sent to no other. */
+const RECORDING_HOSTS = /(^|\.)(nexmo|vonage)\.com$/;
+
+/**
+ * Vonage through the Voice API (`POST /v1/calls`), authenticated by a JWT
+ * signed with the customer's application key. Vonage fetches the NCCO from
+ * our answer URL, which connects the call to the agent runtime's WebSocket;
+ * its webhooks are verified with the account's signature secret.
+ */
+@Injectable()
+export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
+  readonly name = 'vonage';
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  validateCredentials(credentials: Record<string, unknown> | null): string[] {
+    return vonageCredentialProblems(credentials);
+  }
+
+  validateSettings(settings: Record<string, unknown>): string[] {
+    return vonageSettingsProblems(settings);
+  }
+
+  async placeCall(request: PlaceCallRequest): Promise<PlaceCallResult> {
+    const credentials = this.credentialsOrThrow(request.credentials);
+    const to = vonageNumber(request.to);
+    if (!to) throw numberError('invalid_number', `Vonage cannot call ${request.to}: not an E.164 number`);
+    const from = vonageNumber(request.from);
+    if (!from) throw numberError('invalid_from_number', `Vonage cannot call from ${request.from}: not an E.164 number`);
+
+    const response = await this.api(credentials).request('POST', '/v1/calls', vonageDialBody(request, to, from));
+    if (response.status < 200 || response.status >= 300) throw vonageDialError(response);
+    const uuid = (response.body as { uuid?: unknown } | null)?.uuid;
+    if (typeof uuid !== 'string' || !uuid) {
+      throw new Error(`Vonage accepted the call (${response.status}) without a uuid`);
+    }
+    return { providerCallId: uuid };
+  }
+
+  /**
+   * `GET /v1/calls/{uuid}` gives the call's status, duration and price, read
+   * like a status webhook. Vonage cannot be asked by run: without a uuid, or
+   * for a uuid it no longer knows, the answer is `unknown`.
+   */
+  async lookupCall(call: CallReference): Promise<CallLookup> {
+    if (!call.providerCallId) return { kind: 'unknown' };
+    const credentials = this.credentialsOrThrow(call.credentials);
+    const response = await this.api(credentials).request('GET', `/v1/calls/${encodeURIComponent(call.providerCallId)}`);
+    if (response.status === 404) return { kind: 'unknown' };
+    if (response.status !== 200) throw this.failure('look up the call', response);
+    const details = (response.body ?? {}) as Record<string, unknown>;
+    const occurredAt = vonageTime(details.end_time) ?? vonageTime(details.start_time) ?? new Date().toISOString();
+    const event = vonageStatusEvent(details, occurredAt);
+    return {
+      kind: 'found',
+      providerCallId: call.providerCallId,
+      events: event
+        ? [
+            {
+              ...event,
+              runId: call.runId,
+              organizationId: call.organizationId,
+              provider: this.name,
+              providerCallId: call.providerCallId,
+            },
+          ]
+        : [],
+    };
+  }
+
+  async hangup(call: CallReference): Promise<boolean> {
+    if (!call.providerCallId) return false;
+    const credentials = this.credentialsOrThrow(call.credentials);
+    const response = await this.api(credentials).request('PUT', `/v1/calls/${encodeURIComponent(call.providerCallId)}`, { action: 'hangup' });
+    if (response.status >= 200 && response.status < 300) return true;
+    if (response.status === 404) return false;
+    throw this.failure('hang up the call', response);
+  }
+
+  async collectArtifacts(): Promise<CallArtifacts> {
+    // The transcript comes from the agent runtime; Vonage's recording through fetchRecording.
+    return { transcript: [], recording: null };
+  }
+
+  verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void {
+    const read = readVonageCredentials(credentials);
+    const secret = typeof credentials?.signature_secret === 'string' && credentials.signature_secret ? credentials.signature_secret : null;
+    verifyVonageWebhook(request, { signatureSecret: secret, applicationId: read?.applicationId ?? null }, nowMs);
+  }
+
+  parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
+    return parseVonageWebhook(kind, request);
+  }
+
+  answerInstructions(context: AnswerContext): AnswerInstructions {
+    return vonageAnswerInstructions(context, callbackUrlsFor(this.config.publicBaseUrl, this.name, context.runId));
+  }
+
+  /** Downloads a recording with the application JWT, from Vonage's hosts (or the configured API base) only. */
+  async fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }> {
+    const url = new URL(recordingUrl);
+    const base = new URL(this.config.carrierApiUrls.vonage);
+    const trusted = url.origin === base.origin || (url.protocol === 'https:' && RECORDING_HOSTS.test(url.hostname));
+    if (!trusted) throw new Error(`Refusing to send Vonage credentials to ${url.origin}`);
+    const read = this.credentialsOrThrow(credentials);
+    const download = await this.api(read).download(url.toString());
+    if (download.status !== 200) throw new Error(`Vonage recording download answered ${download.status}`);
+    return { contentType: download.contentType ?? 'audio/wav', body: download.body };
+  }
+
+  private failure(what: string, response: VonageResponse): CarrierError {
+    const problem = vonageProblem(response.body);
+    const unauthorized = response.status === 401 || response.status === 403;
+    return new CarrierError(`Vonage could not ${what} (${response.status}${problem.title ? ` ${problem.title}` : ''})`, {
+      reason: unauthorized ? 'carrier_unauthorized' : 'carrier_error',
+      permanent: unauthorized,
+      notProcessed: response.status < 500,
+      carrierCode: problem.code ?? `HTTP-${response.status}`,
+    });
+  }
+
+  private credentialsOrThrow(credentials: Record<string, unknown> | null): VonageCredentials {
+    const read = readVonageCredentials(credentials);
+    if (!read) {
+      throw new CarrierError(`Vonage credentials are invalid: ${vonageCredentialProblems(credentials).join('; ')}`, {
+        reason: 'credentials_invalid',
+        permanent: true,
+        notProcessed: true,
+      });
+    }
+    return read;
+  }
+
+  private api(credentials: VonageCredentials): VonageApi {
+    return new VonageApi(this.config.carrierApiUrls.vonage, credentials);
+  }
+}
+
+function numberError(reason: string, message: string): CarrierError {
+  return new CarrierError(message, { reason, permanent: true, notProcessed: true });
+}

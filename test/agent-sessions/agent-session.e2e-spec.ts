@@ -1,0 +1,167 @@
+import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
+import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+
+describe('the agent-session contract with the voice-agent runtime', () => {
+  let apps: TestApps;
+  let org: TestOrganization;
+  let tokens: AgentSessionTokens;
+  let workflowId: number;
+  let longCallConfigId: number;
+  let trigger: (configId: number, context?: Record<string, unknown>) => Promise<number>;
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+    tokens = new AgentSessionTokens(apps.config.secretsKey);
+    org = await createOrganization(apps.dataSource);
+    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 200 } });
+    longCallConfigId = (
+      await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 8000, builtin_agent: false }, isDefaultOutbound: false })
+    ).id;
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
+      published: (uuid) => agentGraph(uuid, { greeting: 'Hi {{ initial_context.name }}!', agent: 'Book {{ initial_context.slot }}.' }),
+    });
+    workflowId = workflow.workflowId;
+    trigger = async (configId = 0, context = { name: 'Ada', slot: 'Monday' }) =>
+      (
+        await apps.client.post(
+          `/api/v1/public/agent/${workflow.triggerUuid}`,
+          { phone_number: '+14155550100', initial_context: context, ...(configId ? { telephony_configuration_id: configId } : {}) },
+          { key: org.adminKey },
+        )
+      ).body.workflow_run_id;
+  });
+  afterAll(() => apps.close());
+
+  const run = (id: number) => apps.client.get(`/api/v1/workflow/${workflowId}/runs/${id}`, { key: org.adminKey });
+  const session = (token: string) => `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
+  const tokenFor = (runId: number, lifetime = 600) => tokens.sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + lifetime });
+
+  it('is what every sandbox call goes through: the agent reports the transcript, context, usage and recording', async () => {
+    const runId = await trigger(0);
+    const completed = await waitFor(async () => ((await run(runId)).body.is_completed ? (await run(runId)).body : undefined));
+    expect(completed.status).toBe('completed');
+    expect(completed.gathered_context).toEqual({ conversation: 'sandbox' });
+    expect(completed.cost_info.usage).toEqual({ agent_turns: 2 });
+    const events = completed.logs.events.map((event: { event: string }) => event.event);
+    expect(events).not.toContain('carrier.answer_handling_failed');
+    const transcript = await apps.client.get(completed.transcript_url);
+    expect(transcript.body.turns[0]).toMatchObject({ speaker: 'agent', text: 'Hi Ada!' });
+    expect((await fetch(completed.recording_url)).headers.get('content-type')).toBe('audio/wav');
+  });
+
+  describe('during a call', () => {
+    let runId: number;
+
+    beforeAll(async () => {
+      runId = await trigger(longCallConfigId, { name: 'Grace', slot: 'Friday', nested: { deep: [1, 2] } });
+      await waitFor(async () => ((await run(runId)).body.status === 'in_progress' ? true : undefined));
+    });
+
+    it('gives the runtime the rendered agent, the definition, the call and the initial_context', async () => {
+      const response = await apps.client.get(session(tokenFor(runId)));
+      expect(response.status).toBe(200);
+      const current = (await run(runId)).body;
+      expect(response.body).toEqual({
+        run_id: runId,
+        workflow_id: workflowId,
+        definition_id: current.definition_id,
+        agent: {
+          opening: 'Hi Grace!',
+          nodes: expect.arrayContaining([
+            { id: 'start', type: 'startCall', prompt: 'You are a friendly assistant.', greeting: 'Hi Grace!' },
+            { id: 'agent', type: 'agentNode', prompt: 'Book Friday.', greeting: null },
+          ]),
+        },
+        call: { direction: 'outbound', to: '+14155550100', from: current.from_number, provider: 'sandbox', provider_call_id: current.provider_call_id },
+        initial_context: { name: 'Grace', slot: 'Friday', nested: { deep: [1, 2] } },
+      });
+    });
+
+    it('answers 403 for a tampered token and 410 for an expired one', async () => {
+      const token = tokenFor(runId);
+      const tampered = `${token.slice(0, -2)}${token.endsWith('A') ? 'B' : 'A'}A`;
+      expect((await apps.client.get(session(tampered))).body.code).toBe('session_token_invalid');
+      expect((await apps.client.get(session(tampered))).status).toBe(403);
+      const expired = tokens.sign({ runId, expiresAt: Math.floor(Date.now() / 1000) - 1 });
+      const response = await apps.client.get(session(expired));
+      expect(response.status).toBe(410);
+      expect(response.body.code).toBe('session_expired');
+    });
+
+    it('rejects malformed events with 400 and stores nothing from them', async () => {
+      for (const body of [
+        {},
+        { events: [] },
+        { events: [{ type: 'transcript', speaker: 'robot', text: 'x', start_ms: 0, end_ms: 1 }] },
+        { events: [{ type: 'transcript', speaker: 'agent', text: 'x', start_ms: 5, end_ms: 1 }] },
+        { events: [{ type: 'usage', usage: { tokens: 'many' } }] },
+        { events: [{ type: 'nonsense' }] },
+      ]) {
+        const response = await apps.client.post(`${session(tokenFor(runId))}/events`, body);
+        expect({ body, status: response.status }).toEqual({ body, status: 400 });
+      }
+    });
+
+    it('refuses a recording that is not audio', async () => {
+      const response = await apps.client.put(`${session(tokenFor(runId))}/recording`, { not: 'audio' });
+      expect(response.status).toBe(415);
+    });
+
+    it('closes the session for good once the runtime ends it', async () => {
+      const token = tokenFor(runId);
+      const ended = await apps.client.post(`${session(token)}/events`, { events: [{ type: 'session_ended' }] });
+      expect(ended.status).toBe(200);
+      const replay = await apps.client.get(session(token));
+      expect(replay.status).toBe(410);
+      expect(replay.body.code).toBe('session_ended');
+    });
+  });
+
+  it('refuses a token of a run that has ended', async () => {
+    const runId = await trigger(0);
+    await waitFor(async () => ((await run(runId)).body.is_completed ? true : undefined));
+    const response = await apps.client.get(session(tokenFor(runId)));
+    expect(response.status).toBe(410);
+  });
+
+  describe('the sandbox carrier webhooks', () => {
+    let runId: number;
+    beforeAll(async () => {
+      runId = await trigger(longCallConfigId);
+      await waitFor(async () => ((await run(runId)).body.status === 'in_progress' ? true : undefined));
+    });
+    const answerUrl = () => `${apps.baseUrl}/api/v1/telephony/sandbox/answer/${runId}`;
+    const signed = (body: string, timestamp = Date.now(), url = answerUrl()) => ({
+      'x-sandbox-timestamp': String(timestamp),
+      'x-sandbox-signature': new SandboxSignature(apps.config.secretsKey).sign('POST', url, Buffer.from(body), timestamp),
+    });
+
+    it('answers a signed answer request with a stream URL carrying a session token for the run', async () => {
+      const body = JSON.stringify({ call_id: 'x' });
+      const response = await apps.client.post(answerUrl(), undefined, { raw: body, headers: signed(body) });
+      expect(response.status).toBe(200);
+      expect(tokens.verify(response.body.session_token)).toMatchObject({ ok: true, grant: { runId } });
+      expect(new URL(response.body.stream_url).searchParams.get('session_token')).toBe(response.body.session_token);
+    });
+
+    it('answers 401 to an unsigned request and 403 to a forged or replayed one', async () => {
+      const body = JSON.stringify({ call_id: 'x' });
+      expect((await apps.client.post(answerUrl(), undefined, { raw: body })).status).toBe(401);
+      const forged = { ...signed(body), 'x-sandbox-signature': 'AAAA' };
+      expect((await apps.client.post(answerUrl(), undefined, { raw: body, headers: forged })).status).toBe(403);
+      const stale = Date.now() - 10 * 60 * 1000;
+      const replayed = await apps.client.post(answerUrl(), undefined, { raw: body, headers: signed(body, stale) });
+      expect(replayed.status).toBe(403);
+      expect(replayed.body.code).toBe('webhook_signature_invalid');
+      const tamperedBody = await apps.client.post(answerUrl(), undefined, { raw: JSON.stringify({ call_id: 'y' }), headers: signed(body) });
+      expect(tamperedBody.status).toBe(403);
+    });
+
+    it('answers 404 for an unknown carrier or a run of another carrier', async () => {
+      expect((await apps.client.post(`${apps.baseUrl}/api/v1/telephony/nope/status/${runId}`, {})).status).toBe(404);
+      expect((await apps.client.post(`${apps.baseUrl}/api/v1/telephony/sandbox/status/999999`, {})).status).toBe(404);
+    });
+  });
+});

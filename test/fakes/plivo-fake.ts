@@ -1,0 +1,643 @@
+import { createHmac, randomInt, randomUUID } from 'node:crypto';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+
+/**
+ * A loopback stand-in for Plivo's Voice API (`/v1/Account/{auth_id}/...`)
+ * and for Plivo's side of the webhooks. It checks requests the way Plivo does
+ * (HTTP Basic auth with Auth ID + Auth Token, a JSON body, the Make-a-call
+ * parameters), answers in Plivo's shapes (`{ api_id, error }` errors,
+ * `{ api_id, message, request_uuid }` for a dial, live/queued calls and call
+ * detail records), keeps the calls it placed, and can call the URLs a call
+ * was created with, form-encoded and signed with X-Plivo-Signature-V3 (and
+ * -Ma-V3) exactly as Plivo signs them.
+ */
+export class PlivoFake {
+  static readonly AUTH_ID = 'MAFAKEPLIVOACCOUNT01';
+  static readonly AUTH_TOKEN = 'ZmFrZS1wbGl2by1hdXRoLXRva2VuLWZvci10ZXN0';
+
+  readonly authId: string;
+  readonly authToken: string;
+  /** Signs X-Plivo-Signature-Ma-V3 (the main account's token; the same one unless the account is a subaccount). */
+  readonly mainAccountAuthToken: string;
+  /** Every request received, failed ones included, in order. */
+  readonly requests: RecordedPlivoRequest[] = [];
+  /** The calls placed, by request UUID (which is also their CallUUID). */
+  readonly calls = new Map<string, FakePlivoCall>();
+  /** Every webhook this fake sent, with our service's answer. */
+  readonly webhooks: SentPlivoWebhook[] = [];
+  /** When true, dial requests answer "call queued" and calls wait in the queue until rung. */
+  queueCalls = false;
+
+  private server: Server | null = null;
+  private url = '';
+  private readonly failures: PlivoFailure[] = [];
+  private readonly recordings = new Map<string, { callUuid: string; durationSeconds: number }>();
+
+  constructor(options: { authId?: string; authToken?: string; mainAccountAuthToken?: string } = {}) {
+    this.authId = options.authId ?? PlivoFake.AUTH_ID;
+    this.authToken = options.authToken ?? PlivoFake.AUTH_TOKEN;
+    this.mainAccountAuthToken = options.mainAccountAuthToken ?? this.authToken;
+  }
+
+  /** Credentials as a telephony configuration stores them. */
+  get credentials(): Record<string, string> {
+    return { auth_id: this.authId, auth_token: this.authToken };
+  }
+
+  get baseUrl(): string {
+    if (!this.url) throw new Error('PlivoFake is not started');
+    return this.url;
+  }
+
+  async start(): Promise<string> {
+    const server = createServer((request, response) => {
+      void this.handle(request, response).catch((error: unknown) => {
+        if (!response.headersSent) plivoError(response, 500, String(error));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.server = server;
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** The next `times` REST requests fail this way (429/500/503 in Plivo's shape, a reset, or no answer at all). */
+  failNext(kind: PlivoFailure, times = 1): void {
+    for (let i = 0; i < times; i += 1) this.failures.push(kind);
+  }
+
+  /** The next REST request answers 429 (rate limited; nothing is placed). */
+  throttleNext(times = 1): void {
+    this.failNext('throttle', times);
+  }
+
+  /** Dial requests received (`POST /v1/Account/{id}/Call/`), in order. */
+  dialRequests(): RecordedPlivoRequest[] {
+    return this.requests.filter((request) => request.method === 'POST' && /^\/v1\/Account\/[^/]+\/Call\/$/.test(request.path));
+  }
+
+  /** Changes what look-ups of the call answer, without sending anything. */
+  setCallStatus(uuid: string, patch: Partial<Omit<FakePlivoCall, 'requestUuid'>>): FakePlivoCall {
+    const call = this.call(uuid);
+    Object.assign(call, patch);
+    return call;
+  }
+
+  call(uuid: string): FakePlivoCall {
+    const call = this.calls.get(uuid);
+    if (!call) throw new Error(`PlivoFake has no call ${uuid}`);
+    return call;
+  }
+
+  lastCall(): FakePlivoCall {
+    const calls = [...this.calls.values()];
+    if (calls.length === 0) throw new Error('PlivoFake has placed no call');
+    return calls[calls.length - 1];
+  }
+
+  // ---- Plivo's side of the webhooks ----
+
+  /** X-Plivo-Signature-V3 for a request with these parameters (a POST's form fields) to this URL. */
+  sign(url: string, fields: PlivoWebhookFields, nonce: string, options: { method?: string; authToken?: string } = {}): string {
+    const method = options.method ?? 'POST';
+    const parsed = new URL(url);
+    let base = `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+    const query = group([...parsed.searchParams]);
+    const params = group(pairs(fields));
+    const sortedQuery = [...query.keys()]
+      .sort()
+      .flatMap((name) => [...query.get(name)!].sort().map((value) => `${name}=${value}`))
+      .join('&');
+    if (method === 'GET') {
+      const all = group([...parsed.searchParams, ...pairs(fields)]);
+      const getQuery = [...all.keys()]
+        .sort()
+        .flatMap((name) => [...all.get(name)!].sort().map((value) => `${name}=${value}`))
+        .join('&');
+      if (getQuery) base += `?${getQuery}`;
+    } else {
+      if (sortedQuery || params.size > 0) base += `?${sortedQuery}`;
+      if (sortedQuery && params.size > 0) base += '.';
+      for (const name of [...params.keys()].sort()) for (const value of [...params.get(name)!].sort()) base += name + value;
+    }
+    return createHmac('sha256', options.authToken ?? this.authToken).update(`${base}.${nonce}`, 'utf8').digest('base64');
+  }
+
+  /**
+   * A form-encoded POST as Plivo would send it, not sent: for handing to
+   * `verifyWebhook`/`parseWebhook` directly. `authToken` signs with another
+   * token (a forgery); `signature: null` leaves the signature headers out.
+   */
+  signedRequest(
+    url: string,
+    fields: PlivoWebhookFields,
+    options: { authToken?: string; signature?: string | null; nonce?: string; mainAccountSignature?: boolean } = {},
+  ): FakePlivoWebhookRequest {
+    const nonce = options.nonce ?? String(randomInt(10 ** 9, 10 ** 10 - 1)) + String(randomInt(10 ** 9, 10 ** 10 - 1));
+    const rawBody = Buffer.from(new URLSearchParams(pairs(fields)).toString(), 'utf8');
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      'user-agent': 'PlivoHTTP/1.0',
+      'x-plivo-signature-v3-nonce': nonce,
+    };
+    if (options.signature !== null) {
+      headers['x-plivo-signature-v3'] = options.signature ?? this.sign(url, fields, nonce, { authToken: options.authToken });
+      if (options.mainAccountSignature !== false) {
+        headers['x-plivo-signature-ma-v3'] = this.sign(url, fields, nonce, { authToken: options.authToken ?? this.mainAccountAuthToken });
+      }
+    }
+    return { method: 'POST', url, headers, rawBody };
+  }
+
+  /** POSTs signed fields to a URL, as Plivo does. */
+  async sendStatus(
+    url: string,
+    fields: PlivoWebhookFields,
+    options: { authToken?: string; signature?: string | null; nonce?: string } = {},
+  ): Promise<PlivoWebhookResponse> {
+    return this.deliver(this.signedRequest(url, fields, options), fields);
+  }
+
+  /** The fields Plivo sends with every callback about one of the calls placed here. */
+  callbackFields(uuid: string, callStatus: string, extra: Record<string, string> = {}): Record<string, string> {
+    const call = this.call(uuid);
+    return {
+      CallUUID: call.requestUuid,
+      RequestUUID: call.requestUuid,
+      ALegUUID: call.requestUuid,
+      ALegRequestUUID: call.requestUuid,
+      CallStatus: callStatus,
+      Direction: 'outbound',
+      From: call.from,
+      To: call.to,
+      ParentAuthID: this.authId,
+      SessionStart: plivoTime(call.dateCreated),
+      ...extra,
+    };
+  }
+
+  /** The callee's phone rings: Plivo notifies ring_url. */
+  async ring(uuid: string): Promise<PlivoWebhookResponse | null> {
+    const call = this.setCallStatus(uuid, { status: 'ringing' });
+    return call.ringUrl ? this.sendStatus(call.ringUrl, this.callbackFields(uuid, 'ringing', { Event: 'Ring' })) : null;
+  }
+
+  /**
+   * The call is answered: Plivo fetches answer_url and runs the XML it gets.
+   * A `<Record callbackUrl>` in it is remembered for `recordingReady`.
+   */
+  async answer(uuid: string): Promise<PlivoWebhookResponse> {
+    const call = this.setCallStatus(uuid, { status: 'in-progress', answerTime: new Date() });
+    const answer = await this.sendStatus(call.answerUrl, this.callbackFields(uuid, 'in-progress', { Event: 'StartApp' }));
+    const record = /<Record\b[^>]*\bcallbackUrl="([^"]*)"/.exec(answer.body);
+    if (record) call.recordCallbackUrl = unescapeXml(record[1]);
+    return answer;
+  }
+
+  /**
+   * Machine detection finished: Plivo posts `Machine=true|false` to
+   * machine_detection_url; with `machine_detection=hangup` it then ends a
+   * call a machine answered.
+   */
+  async detectMachine(uuid: string, machine: boolean): Promise<PlivoWebhookResponse> {
+    const call = this.call(uuid);
+    if (!call.machineDetection || !call.machineDetectionUrl) throw new Error(`Call ${uuid} was not dialed with machine detection`);
+    const result = await this.sendStatus(
+      call.machineDetectionUrl,
+      this.callbackFields(uuid, 'in-progress', { Event: 'MachineDetection', Machine: String(machine), IfMachine: call.machineDetection === 'hangup' ? 'hangup' : 'continue' }),
+    );
+    if (machine && call.machineDetection === 'hangup') await this.complete(uuid, { durationSeconds: 3 });
+    return result;
+  }
+
+  /** The call ends after a conversation: hangup_url gets `completed` with Duration and TotalCost. */
+  async complete(uuid: string, options: { durationSeconds?: number; totalCost?: string } = {}): Promise<PlivoWebhookResponse | null> {
+    const duration = options.durationSeconds ?? 42;
+    const totalCost = options.totalCost ?? '0.00850';
+    const call = this.setCallStatus(uuid, { status: 'completed', endTime: new Date(), duration, totalCost, hangupCauseName: 'Normal Hangup' });
+    return this.hangupCallback(call, 'completed', {
+      Duration: String(duration),
+      BillDuration: String(Math.ceil(duration / 60) * 60),
+      TotalCost: totalCost,
+      BillRate: '0.00850',
+      HangupCause: 'NORMAL_CLEARING',
+      HangupCauseName: 'Normal Hangup',
+      HangupCauseCode: '4000',
+      HangupSource: 'Callee',
+      AnswerTime: plivoTime(call.answerTime ?? new Date()),
+    });
+  }
+
+  /** The call ends unanswered: hangup_url gets `busy`, `no-answer`, `failed`, `timeout` or `cancel`. */
+  async end(
+    uuid: string,
+    status: 'busy' | 'no-answer' | 'failed' | 'timeout' | 'cancel',
+    extra: Record<string, string> = {},
+  ): Promise<PlivoWebhookResponse | null> {
+    const causes = { busy: 'Busy Line', 'no-answer': 'No Answer', failed: 'Unallocated Number', timeout: 'No Answer', cancel: 'Cancelled' };
+    const call = this.setCallStatus(uuid, { status, endTime: new Date(), duration: 0, hangupCauseName: causes[status] });
+    return this.hangupCallback(call, status, { Duration: '0', BillDuration: '0', TotalCost: '0.00000', HangupCauseName: causes[status], ...extra });
+  }
+
+  /** The session recording is ready: Plivo posts RecordUrl to the `<Record callbackUrl>` of the answer XML. */
+  async recordingReady(uuid: string, options: { durationSeconds?: number } = {}): Promise<PlivoWebhookResponse> {
+    const call = this.call(uuid);
+    if (!call.recordCallbackUrl) throw new Error(`Call ${uuid} was not answered with a <Record callbackUrl>`);
+    const recordingId = randomUUID();
+    const durationSeconds = options.durationSeconds ?? call.duration ?? 42;
+    this.recordings.set(recordingId, { callUuid: uuid, durationSeconds });
+    const start = (call.answerTime ?? new Date()).getTime();
+    return this.sendStatus(call.recordCallbackUrl, {
+      CallUUID: uuid,
+      RecordUrl: `${this.baseUrl}/v1/Account/${this.authId}/Recording/${recordingId}.wav`,
+      RecordingID: recordingId,
+      RecordingDuration: String(durationSeconds),
+      RecordingDurationMs: String(durationSeconds * 1000),
+      RecordingStartMs: String(start),
+      RecordingEndMs: String(start + durationSeconds * 1000),
+    });
+  }
+
+  /** The bytes served for a recording: a WAV file of silence as long as the recording. */
+  static recordingBytes(durationSeconds: number): Buffer {
+    const samples = Math.max(1, Math.round(durationSeconds * 8000));
+    const header = Buffer.alloc(44);
+    header.write('RIFF', 0);
+    header.writeUInt32LE(36 + samples * 2, 4);
+    header.write('WAVEfmt ', 8);
+    header.writeUInt32LE(16, 16);
+    header.writeUInt16LE(1, 20);
+    header.writeUInt16LE(1, 22);
+    header.writeUInt32LE(8000, 24);
+    header.writeUInt32LE(16000, 28);
+    header.writeUInt16LE(2, 32);
+    header.writeUInt16LE(16, 34);
+    header.write('data', 36);
+    header.writeUInt32LE(samples * 2, 40);
+    return Buffer.concat([header, Buffer.alloc(samples * 2)]);
+  }
+
+  // ---- the REST API ----
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const rawBody = await readBody(request);
+    const url = new URL(request.url ?? '/', 'http://fake');
+    const contentType = String(request.headers['content-type'] ?? '');
+    let json: unknown = undefined;
+    if (contentType.startsWith('application/json')) {
+      try {
+        json = JSON.parse(rawBody.toString('utf8'));
+      } catch {
+        json = undefined;
+      }
+    }
+    const recorded: RecordedPlivoRequest = {
+      method: request.method ?? 'GET',
+      path: url.pathname,
+      query: url.searchParams,
+      headers: request.headers,
+      rawBody,
+      json,
+      at: new Date(),
+    };
+    this.requests.push(recorded);
+
+    const failure = this.failures.shift();
+    if (failure === 'timeout') return; // never answered; stop() closes the socket
+    if (failure === 'reset') {
+      // Plivo acted on the request, but the answer is lost on the way back.
+      if (this.isDial(recorded) && this.authenticated(request) && this.validateDial(recorded) === null) this.createCall(recorded);
+      request.socket.destroy();
+      return;
+    }
+    if (failure) return this.fail(response, failure);
+
+    if (!this.authenticated(request)) return plivoError(response, 401, 'Authentication failed');
+    const match = /^\/v1\/Account\/([^/]+)\/(?:(Call)\/(?:([^/]+)\/)?|(Request)\/([^/]+)\/|Recording\/([^/]+)\.(wav|mp3))?$/.exec(url.pathname);
+    if (!match || match[1] !== this.authId) return plivoError(response, 404, 'Resource not found');
+    const [, , callPath, callUuid, requestPath, requestUuid, recordingId] = match;
+
+    if (!callPath && !requestPath && !recordingId) {
+      return recorded.method === 'GET' ? json200(response, this.accountResource()) : plivoError(response, 405, 'Method not allowed');
+    }
+    if (callPath && !callUuid) {
+      if (recorded.method === 'POST') return this.dial(recorded, response);
+      if (recorded.method === 'GET') return json200(response, { api_id: randomUUID(), meta: { limit: 20, offset: 0, next: null, previous: null, total_count: 0 }, objects: [] });
+      return plivoError(response, 405, 'Method not allowed');
+    }
+    if (callUuid) return this.callResource(callUuid, recorded, response);
+    if (requestUuid) {
+      if (recorded.method !== 'DELETE') return plivoError(response, 405, 'Method not allowed');
+      const call = this.calls.get(requestUuid);
+      // A call request can be hung up until it is answered.
+      if (!call || !['queued', 'fired', 'ringing'].includes(call.status)) return plivoError(response, 404, 'Request not found');
+      this.cancel(call);
+      response.writeHead(204).end();
+      return;
+    }
+    const recording = this.recordings.get(recordingId!);
+    if (!recording) return plivoError(response, 404, 'Recording not found');
+    response.writeHead(200, { 'content-type': match[7] === 'wav' ? 'audio/wav' : 'audio/mpeg' });
+    response.end(PlivoFake.recordingBytes(recording.durationSeconds));
+  }
+
+  private dial(request: RecordedPlivoRequest, response: ServerResponse): void {
+    const problem = this.validateDial(request);
+    if (problem) return plivoError(response, 400, problem);
+    const call = this.createCall(request);
+    response.writeHead(201, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ api_id: randomUUID(), message: call.status === 'queued' ? 'call queued' : 'call fired', request_uuid: call.requestUuid }));
+  }
+
+  /** The checks Plivo documents for "Make an outbound call". */
+  private validateDial(request: RecordedPlivoRequest): string | null {
+    if (!String(request.headers['content-type'] ?? '').startsWith('application/json') || typeof request.json !== 'object' || request.json === null) {
+      return 'the request body must be JSON';
+    }
+    const body = request.json as Record<string, unknown>;
+    for (const name of ['from', 'to', 'answer_url']) {
+      if (typeof body[name] !== 'string' || body[name] === '') return `'${name}' parameter is missing`;
+    }
+    if (!PLIVO_NUMBER.test(body.to as string) && !String(body.to).startsWith('sip:')) return `invalid 'to' number: ${String(body.to)}`;
+    if (!PLIVO_NUMBER.test(body.from as string)) return `invalid 'from' number: ${String(body.from)}`;
+    for (const name of ['answer_url', 'ring_url', 'hangup_url', 'fallback_url', 'machine_detection_url']) {
+      if (body[name] !== undefined && !(typeof body[name] === 'string' && HTTP_URL.test(body[name] as string))) return `invalid '${name}': ${String(body[name])}`;
+    }
+    for (const name of ['answer_method', 'ring_method', 'hangup_method', 'machine_detection_method']) {
+      if (body[name] !== undefined && body[name] !== 'GET' && body[name] !== 'POST') return `'${name}' must be GET or POST`;
+    }
+    if (body.machine_detection !== undefined && body.machine_detection !== 'true' && body.machine_detection !== 'hangup') {
+      return "'machine_detection' must be true or hangup";
+    }
+    const limit = body.time_limit;
+    if (limit !== undefined && !(Number.isInteger(Number(limit)) && Number(limit) > 0)) return "'time_limit' must be a positive integer";
+    return null;
+  }
+
+  private createCall(request: RecordedPlivoRequest): FakePlivoCall {
+    const body = request.json as Record<string, string | number | undefined>;
+    const requestUuid = randomUUID();
+    const call: FakePlivoCall = {
+      requestUuid,
+      from: String(body.from),
+      to: String(body.to),
+      status: this.queueCalls ? 'queued' : 'fired',
+      answerUrl: String(body.answer_url),
+      ringUrl: body.ring_url === undefined ? null : String(body.ring_url),
+      hangupUrl: body.hangup_url === undefined ? null : String(body.hangup_url),
+      machineDetection: body.machine_detection === undefined ? null : (String(body.machine_detection) as 'true' | 'hangup'),
+      machineDetectionUrl: body.machine_detection_url === undefined ? null : String(body.machine_detection_url),
+      timeLimit: body.time_limit === undefined ? null : Number(body.time_limit),
+      dateCreated: new Date(),
+      answerTime: null,
+      endTime: null,
+      duration: null,
+      totalCost: null,
+      hangupCauseName: null,
+      recordCallbackUrl: null,
+    };
+    this.calls.set(requestUuid, call);
+    return call;
+  }
+
+  /** GET ?status=queued | ?status=live | the detail record; DELETE hangs up a live or queued call. */
+  private callResource(uuid: string, request: RecordedPlivoRequest, response: ServerResponse): void {
+    const call = this.calls.get(uuid);
+    const status = request.query.get('status');
+    if (request.method === 'DELETE') {
+      if (!call || !['queued', 'fired', 'ringing', 'in-progress'].includes(call.status)) return plivoError(response, 404, 'Call not found');
+      if (call.status === 'in-progress') {
+        Object.assign(call, { status: 'completed', endTime: new Date() });
+        void this.hangupCallback(call, 'completed', { HangupCauseName: 'Normal Hangup', HangupSource: 'API Request' }).catch(() => undefined);
+      } else {
+        this.cancel(call);
+      }
+      response.writeHead(204).end();
+      return;
+    }
+    if (request.method !== 'GET') return plivoError(response, 405, 'Method not allowed');
+    if (status === 'queued') {
+      if (!call || call.status !== 'queued') return plivoError(response, 404, 'Call not found');
+      return json200(response, { api_id: randomUUID(), call_status: 'queued', call_uuid: uuid, request_uuid: uuid, direction: 'outbound', from: call.from, to: call.to, caller_name: '' });
+    }
+    if (status === 'live') {
+      if (!call || (call.status !== 'ringing' && call.status !== 'in-progress')) return plivoError(response, 404, 'Call not found');
+      return json200(response, {
+        api_id: randomUUID(),
+        call_status: call.status,
+        call_uuid: uuid,
+        request_uuid: uuid,
+        direction: 'outbound',
+        from: call.from,
+        to: call.to,
+        caller_name: '',
+        session_start: plivoTime(call.dateCreated),
+      });
+    }
+    if (!call || !ENDED.includes(call.status)) return plivoError(response, 404, 'Call not found');
+    return json200(response, {
+      api_id: randomUUID(),
+      call_uuid: uuid,
+      call_direction: 'outbound',
+      from_number: call.from,
+      to_number: call.to,
+      initiation_time: plivoTime(call.dateCreated),
+      answer_time: call.answerTime ? plivoTime(call.answerTime) : null,
+      end_time: call.endTime ? plivoTime(call.endTime) : null,
+      call_duration: call.duration ?? 0,
+      bill_duration: call.duration ?? 0,
+      billed_duration: call.duration ? Math.ceil(call.duration / 60) * 60 : 0,
+      total_amount: call.totalCost ?? '0.00000',
+      total_rate: '0.00850',
+      hangup_cause_name: call.hangupCauseName,
+      hangup_source: 'Callee',
+      parent_call_uuid: null,
+      resource_uri: `/v1/Account/${this.authId}/Call/${uuid}/`,
+    });
+  }
+
+  private cancel(call: FakePlivoCall): void {
+    Object.assign(call, { status: 'cancel', endTime: new Date(), duration: 0, hangupCauseName: 'Cancelled' });
+    void this.hangupCallback(call, 'cancel', { Duration: '0', BillDuration: '0', TotalCost: '0.00000', HangupCauseName: 'Cancelled', HangupSource: 'API Request' }).catch(
+      () => undefined,
+    );
+  }
+
+  private async hangupCallback(call: FakePlivoCall, status: string, extra: Record<string, string>): Promise<PlivoWebhookResponse | null> {
+    if (!call.hangupUrl) return null;
+    return this.sendStatus(
+      call.hangupUrl,
+      this.callbackFields(call.requestUuid, status, { Event: 'Hangup', StartTime: plivoTime(call.dateCreated), EndTime: plivoTime(call.endTime ?? new Date()), ...extra }),
+    );
+  }
+
+  private async deliver(request: FakePlivoWebhookRequest, fields: PlivoWebhookFields): Promise<PlivoWebhookResponse> {
+    const response = await fetch(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body: request.rawBody,
+      signal: AbortSignal.timeout(15_000),
+    });
+    const result: PlivoWebhookResponse = { status: response.status, body: await response.text(), headers: response.headers };
+    this.webhooks.push({ url: request.url, fields: Object.fromEntries(pairs(fields)), status: result.status, body: result.body });
+    return result;
+  }
+
+  private authenticated(request: IncomingMessage): boolean {
+    const header = request.headers.authorization ?? '';
+    if (!header.startsWith('Basic ')) return false;
+    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
+    const separator = decoded.indexOf(':');
+    return decoded.slice(0, separator) === this.authId && decoded.slice(separator + 1) === this.authToken;
+  }
+
+  private isDial(request: RecordedPlivoRequest): boolean {
+    return request.method === 'POST' && /^\/v1\/Account\/[^/]+\/Call\/$/.test(request.path);
+  }
+
+  private fail(response: ServerResponse, failure: Exclude<PlivoFailure, 'reset' | 'timeout'>): void {
+    if (failure === 'throttle') {
+      response.setHeader('retry-after', '2');
+      return plivoError(response, 429, 'Too many requests');
+    }
+    if (failure === 'server_error') return plivoError(response, 500, 'Internal server error');
+    if (failure === 'unavailable') return plivoError(response, 503, 'Service unavailable');
+    return plivoError(response, failure.status, failure.error);
+  }
+
+  private accountResource(): Record<string, unknown> {
+    return {
+      api_id: randomUUID(),
+      account_type: 'standard',
+      auth_id: this.authId,
+      billing_mode: 'prepaid',
+      cash_credits: '10.00000',
+      name: 'Fake account',
+      resource_uri: `/v1/Account/${this.authId}/`,
+    };
+  }
+}
+
+/** A call as the fake keeps it: what the dial request asked for, and where the call is now. */
+export interface FakePlivoCall {
+  /** Also the call's CallUUID. */
+  requestUuid: string;
+  from: string;
+  to: string;
+  /** `fired`: dialing, not ringing yet. */
+  status: 'queued' | 'fired' | 'ringing' | 'in-progress' | 'completed' | 'busy' | 'no-answer' | 'failed' | 'timeout' | 'cancel';
+  answerUrl: string;
+  ringUrl: string | null;
+  hangupUrl: string | null;
+  machineDetection: 'true' | 'hangup' | null;
+  machineDetectionUrl: string | null;
+  timeLimit: number | null;
+  dateCreated: Date;
+  answerTime: Date | null;
+  endTime: Date | null;
+  duration: number | null;
+  totalCost: string | null;
+  hangupCauseName: string | null;
+  /** From the `<Record callbackUrl>` of our answer XML. */
+  recordCallbackUrl: string | null;
+}
+
+export type PlivoFailure =
+  /** 429: rate limited, nothing placed. */
+  | 'throttle'
+  /** 500 server error. */
+  | 'server_error'
+  /** 503. */
+  | 'unavailable'
+  /** The request is acted on (a dial places the call), then the connection drops unanswered. */
+  | 'reset'
+  /** No answer at all, until the client gives up. */
+  | 'timeout'
+  /** Any answer in Plivo's error shape, e.g. `{ status: 400, error: "invalid 'to' number" }`. */
+  | { status: number; error: string };
+
+export interface RecordedPlivoRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage['headers'];
+  rawBody: Buffer;
+  /** The parsed JSON body, when it was JSON. */
+  json: unknown;
+  at: Date;
+}
+
+/** Shaped like the service's `WebhookRequest`. */
+export interface FakePlivoWebhookRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  rawBody: Buffer;
+}
+
+export interface PlivoWebhookResponse {
+  status: number;
+  body: string;
+  headers: Headers;
+}
+
+export interface SentPlivoWebhook {
+  url: string;
+  fields: Record<string, string>;
+  status: number;
+  body: string;
+}
+
+export type PlivoWebhookFields = Record<string, string> | ReadonlyArray<readonly [string, string]>;
+
+/** Country code and number, no "+", as Plivo's reference writes them. */
+const PLIVO_NUMBER = /^[1-9]\d{7,14}$/;
+const HTTP_URL = /^https?:\/\/[^\s/]+/;
+const ENDED = ['completed', 'busy', 'no-answer', 'failed', 'timeout', 'cancel'];
+
+function pairs(fields: PlivoWebhookFields): Array<[string, string]> {
+  return Array.isArray(fields) ? fields.map(([name, value]) => [name, value]) : Object.entries(fields as Record<string, string>);
+}
+
+function group(entries: Array<[string, string]>): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  for (const [name, value] of entries) byName.set(name, [...(byName.get(name) ?? []), value]);
+  return byName;
+}
+
+/** Plivo writes times as `yyyy-MM-dd HH:mm:ss` (UTC for a default account). */
+function plivoTime(date: Date): string {
+  return date.toISOString().slice(0, 19).replace('T', ' ');
+}
+
+function unescapeXml(value: string): string {
+  return value.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+function readBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks)));
+    request.on('error', reject);
+  });
+}
+
+function json200(response: ServerResponse, body: unknown): void {
+  response.writeHead(200, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(body));
+}
+
+function plivoError(response: ServerResponse, status: number, error: string): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify({ api_id: randomUUID(), error }));
+}
