@@ -47,6 +47,9 @@ export type CallLookup =
   | { kind: 'unknown' }
   | { kind: 'found'; providerCallId: string; events: CallEventJob[] };
 
+/** The carrier's word on whether credentials work (`POST /telephony-configurations/{id}/verify`). */
+export type CredentialsCheck = { ok: true } | { ok: false; reason: string; message: string };
+
 /** The conversation as the agent saw it, for providers that simulate the call themselves. */
 export interface CallArtifactsRequest {
   runId: number;
@@ -95,4 +98,6 @@ export interface TelephonyProvider {
    * inside this service (the sandbox fetches our answer URL and runs its agent).
    */
   afterAnswer?(call: CallReference): Promise<void>;
+  /** Asks the carrier whether the credentials work. Throws when the carrier cannot be reached. */
+  checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck>;
 }

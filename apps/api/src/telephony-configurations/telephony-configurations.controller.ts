@@ -9,6 +9,7 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { ParseIdPipe } from '@app/common';
+import type { CredentialsCheck } from '@app/telephony';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
@@ -68,6 +69,17 @@ export class TelephonyConfigurationsController {
     @CurrentApiKey() key: AuthenticatedKey,
   ): Promise<TelephonyConfigurationView> {
     return this.configurations.update(key.organizationId, id, body);
+  }
+
+  @Post(':id/verify')
+  @HttpCode(200)
+  @ApiOperation({
+    operationId: 'verifyTelephonyConfiguration',
+    summary: 'Ask the carrier whether the stored credentials work',
+    description: 'Answers `{ok: true}` or `{ok: false, reason, message}`; 502 `carrier_unreachable` when the carrier cannot be asked.',
+  })
+  verify(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<CredentialsCheck> {
+    return this.configurations.verify(key.organizationId, id);
   }
 
   @Delete(':id')

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import { Errors } from '@app/common';
+import { DomainError, Errors } from '@app/common';
 import { TelephonyConfiguration } from '@app/persistence';
-import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CredentialsCheck, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
 import { telephonyConfigurationNotFound } from './telephony-configuration-not-found.error';
 import { TelephonyConfigurationView } from './telephony-configuration-view';
@@ -95,6 +95,17 @@ export class TelephonyConfigurationsService {
   }
 
   /** Deleting the default leaves the organization without one until another is marked. */
+  /** Asks the carrier whether the stored credentials work; 502 when the carrier cannot be reached. */
+  async verify(organizationId: number, id: number): Promise<CredentialsCheck> {
+    const row = await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id, organizationId });
+    if (!row) throw telephonyConfigurationNotFound();
+    try {
+      return await this.providers.get(row.provider).checkCredentials(this.storedCredentials(row));
+    } catch (error) {
+      throw new DomainError(502, 'carrier_unreachable', `The carrier could not be asked: ${(error as Error).message}`);
+    }
+  }
+
   async remove(organizationId: number, id: number): Promise<void> {
     const result = await this.dataSource.getRepository(TelephonyConfiguration).delete({ id, organizationId });
     if (!result.affected) throw telephonyConfigurationNotFound();

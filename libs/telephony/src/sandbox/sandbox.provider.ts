@@ -70,6 +70,10 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     return sandboxSettingsProblems(settings);
   }
 
+  async checkCredentials(): Promise<{ ok: true }> {
+    return { ok: true };
+  }
+
   async placeCall(request: PlaceCallRequest): Promise<PlaceCallResult> {
     const settings = readSandboxSettings(request.settings);
     const roll = Math.random();

@@ -7,6 +7,7 @@ import {
   CallArtifacts,
   CallLookup,
   CallReference,
+  CredentialsCheck,
   PlaceCallRequest,
   PlaceCallResult,
   TelephonyProvider,
@@ -184,6 +185,19 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       notProcessed: response.status < 500,
       carrierCode: first?.code ?? `HTTP-${response.status}`,
     });
+  }
+
+  /** Asks Telnyx whether the credentials work: an authenticated read of the account's own resources. */
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
+    const problems = telnyxCredentialProblems(credentials);
+    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    const read = this.credentialsOrThrow(credentials);
+    const response = await this.api(read).request('GET', `/v2/call_control_applications/${encodeURIComponent(read.connectionId)}`);
+    if (response.status >= 200 && response.status < 300) return { ok: true };
+    if (response.status === 401 || response.status === 403 || response.status === 404) {
+      return { ok: false, reason: 'unauthorized', message: `Telnyx refused these credentials (HTTP ${response.status})` };
+    }
+    throw new Error(`Telnyx answered HTTP ${response.status} while checking credentials`);
   }
 
   private credentialsOrThrow(credentials: Record<string, unknown> | null): TelnyxCredentials {

@@ -3,7 +3,15 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
 import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
-import { CallArtifacts, CallLookup, CallReference, PlaceCallRequest, PlaceCallResult, TelephonyProvider } from '../telephony-provider';
+import {
+  CallArtifacts,
+  CallLookup,
+  CallReference,
+  CredentialsCheck,
+  PlaceCallRequest,
+  PlaceCallResult,
+  TelephonyProvider,
+} from '../telephony-provider';
 import { VonageApi, VonageResponse } from './vonage-api';
 import { readVonageCredentials, vonageCredentialProblems, VonageCredentials } from './vonage-credentials';
 import { vonageDialBody, vonageNumber } from './vonage-dial';
@@ -132,6 +140,19 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
       notProcessed: response.status < 500,
       carrierCode: problem.code ?? `HTTP-${response.status}`,
     });
+  }
+
+  /** Asks Vonage whether the credentials work: an authenticated read of the account's own resources. */
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
+    const problems = vonageCredentialProblems(credentials);
+    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    const read = this.credentialsOrThrow(credentials);
+    const response = await this.api(read).request('GET', `/v1/calls?page_size=1`);
+    if (response.status >= 200 && response.status < 300) return { ok: true };
+    if (response.status === 401 || response.status === 403 || response.status === 404) {
+      return { ok: false, reason: 'unauthorized', message: `Vonage refused these credentials (HTTP ${response.status})` };
+    }
+    throw new Error(`Vonage answered HTTP ${response.status} while checking credentials`);
   }
 
   private credentialsOrThrow(credentials: Record<string, unknown> | null): VonageCredentials {
