@@ -28,6 +28,8 @@ export interface ChaosResult {
   duplicated: number;
   stuck: number;
   dialerKills: number;
+  /** Dialers stopped with SIGTERM that did not exit 0. */
+  uncleanShutdowns: number;
   redisRestarts: number;
   triggerRetries: number;
   statuses: Record<string, number>;
@@ -107,6 +109,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 
     let firing = true;
     let dialerKills = 0;
+    let uncleanShutdowns = 0;
     let redisRestarts = 0;
     const chaos = (async () => {
       let round = 0;
@@ -115,7 +118,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         if (!firing) break;
         round++;
         const victim = dialers[Math.floor(Math.random() * dialers.length)];
-        await victim.stop(round % 4 === 0 ? 'SIGTERM' : 'SIGKILL');
+        const graceful = round % 4 === 0;
+        const code = await victim.stop(graceful ? 'SIGTERM' : 'SIGKILL');
+        if (graceful && code !== 0) uncleanShutdowns++;
         dialerKills++;
         options.log(`chaos: stopped ${victim.name}`);
         await sleep(150);
@@ -161,6 +166,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       duplicated: perRun.filter((run) => run.dials > 1).length,
       stuck: perRun.filter((run) => !run.is_completed).length,
       dialerKills,
+      uncleanShutdowns,
       redisRestarts,
       triggerRetries: fired.retries,
       statuses,

@@ -27,6 +27,8 @@ describe('chaos: dialers killed, Redis restarted, carrier throttling and failing
           `lost=${result.lost} duplicated=${result.duplicated} stuck=${result.stuck}\n`,
       );
       expect(result.accepted).toBe(triggers);
+      // A dialer asked to stop with SIGTERM drains and exits 0.
+      expect(result.uncleanShutdowns).toBe(0);
       expect({ lost: result.lost, duplicated: result.duplicated, stuck: result.stuck }).toEqual({ lost: 0, duplicated: 0, stuck: 0 });
     },
     15 * 60 * 1000,

@@ -48,4 +48,41 @@ describe('calls_per_second across dialer replicas', () => {
       expect(times.filter((time) => time >= start && time < start + 1000).length).toBeLessThanOrEqual(cps + 1);
     }
   });
+
+  it("never lets one configuration's backlog hold up another configuration's calls", async () => {
+    const org = await createOrganization(apps.dataSource);
+    const slow = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+      settings: { ring_ms: 10, talk_ms: 10 },
+      callsPerSecond: 0.2,
+    });
+    const fast = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+      settings: { ring_ms: 10, talk_ms: 10 },
+      callsPerSecond: 50,
+      isDefaultOutbound: false,
+    });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const fire = async (configId: number) =>
+      (
+        await apps.client.post(
+          `/api/v1/public/agent/${workflow.triggerUuid}`,
+          { phone_number: '+14155550100', telephony_configuration_id: configId },
+          { key: org.adminKey },
+        )
+      ).body.workflow_run_id as number;
+    // A campaign of 20 calls at 0.2 per second would take 100 s to drain.
+    const backlog: number[] = [];
+    for (let i = 0; i < 20; i++) backlog.push(await fire(slow.id));
+    const started = Date.now();
+    const urgent = [await fire(fast.id), await fire(fast.id), await fire(fast.id)];
+    await runsWhenComplete(apps.dataSource, urgent, 10000);
+    expect(Date.now() - started).toBeLessThan(10000);
+    const [waiting] = await apps.dataSource.query(
+      `SELECT count(*)::int AS n FROM workflow_runs WHERE id = ANY($1) AND status = 'queued'`,
+      [backlog],
+    );
+    // The slow configuration is still working through its backlog: delayed, not failed.
+    expect(waiting.n).toBeGreaterThan(10);
+    const [failed] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE id = ANY($1) AND status = 'failed'`, [backlog]);
+    expect(failed.n).toBe(0);
+  });
 });
