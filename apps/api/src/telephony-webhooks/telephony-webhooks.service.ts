@@ -3,11 +3,12 @@ import { DataSource } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { callEventJobId, CallEventsQueue } from '@app/queue';
+import { callEventJobId, CallEventsQueue, RedisClient } from '@app/queue';
 import {
   AgentSessionTokens,
   agentStreamFor,
   AnswerInstructions,
+  CarrierWebhooks,
   CredentialsCipher,
   hasWebhooks,
   TelephonyProviders,
@@ -15,6 +16,9 @@ import {
   WebhookRejected,
   WebhookRequest,
 } from '@app/telephony';
+
+/** How long a delivered webhook is remembered, so an exact replay of it is refused. */
+const REPLAY_MEMORY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Receives a carrier's callbacks for one run. The signature is verified
@@ -32,6 +36,7 @@ export class TelephonyWebhooksService {
     private readonly events: CallEventsQueue,
     private readonly sessions: AgentSessionTokens,
     private readonly runs: WorkflowRunStore,
+    private readonly redis: RedisClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -52,7 +57,38 @@ export class TelephonyWebhooksService {
       }
       throw error;
     }
+    const replayKey = await this.rememberDelivery(provider, request);
+    try {
+      return await this.accept(provider, providerName, kind, run, config, request);
+    } catch (error) {
+      // Not handled: the carrier's retry of this very request must get through.
+      if (replayKey) await this.redis.redis.del(replayKey);
+      throw error;
+    }
+  }
 
+  /**
+   * Schemes that sign no time of their own (Twilio, Plivo) name each delivery
+   * by its signature: the second arrival of one is a replay, refused before
+   * anything changes. Answers the key, to forget it when handling fails.
+   */
+  private async rememberDelivery(provider: object, request: WebhookRequest): Promise<string | null> {
+    const replayKey = (provider as { replayKey?: (request: WebhookRequest) => string | null }).replayKey?.(request);
+    if (!replayKey) return null;
+    const key = this.redis.keyFor('webhook-seen', replayKey);
+    const fresh = await this.redis.redis.set(key, '1', 'PX', REPLAY_MEMORY_MS, 'NX');
+    if (fresh !== 'OK') throw new DomainError(403, 'webhook_signature_invalid', 'This request was already delivered: a replay');
+    return key;
+  }
+
+  private async accept(
+    provider: CarrierWebhooks,
+    providerName: string,
+    kind: WebhookKind,
+    run: WorkflowRun,
+    config: TelephonyConfiguration | null,
+    request: WebhookRequest,
+  ): Promise<AnswerInstructions | null> {
     let parsed;
     try {
       parsed = provider.parseWebhook(kind, request);
@@ -73,8 +109,10 @@ export class TelephonyWebhooksService {
       settings: config?.settings ?? {},
       ttlSeconds: this.config.agentSessionTtlSeconds,
     });
-    await this.runs.markAgentSessionStarted(run.id);
     const answered = parsed.events.find((event) => event.type === 'answered');
+    // A machine the configuration hangs up on gets no agent: do not wait for one to report.
+    const hangsUpOnMachine = answered?.answeredBy === 'machine' && config?.settings.machine_action === 'hangup';
+    if (!hangsUpOnMachine) await this.runs.markAgentSessionStarted(run.id);
     return provider.answerInstructions({
       runId: run.id,
       streamUrl: stream.url,

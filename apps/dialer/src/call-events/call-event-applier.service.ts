@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { isFinalRunStatus, RunStatus, RunTransitionFields, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
-import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
@@ -71,6 +71,7 @@ export class CallEventApplier {
     if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
     // Carriers that send no talk time on hang-up, or send it on a later event.
     if (event.type === 'completed') await this.runs.fillDuration(event.runId, event.durationSeconds);
+    if (event.type === 'completed' && moved && !event.cost) await this.fetchPrice(event, moved.telephonyConfigurationId);
     if (event.type === 'answered' && moved) {
       await this.afterAnswer(event, moved.telephonyConfigurationId, true);
     } else if (event.type === 'answered' && event.answeredBy) {
@@ -81,6 +82,33 @@ export class CallEventApplier {
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
     return moved !== null;
+  }
+
+  /**
+   * Carriers that report no price on the hang-up (Twilio shows it on the Call
+   * resource only) are asked once. A price is worth a look-up, not a failed
+   * event: without one the run keeps what it has.
+   */
+  private async fetchPrice(event: CallEventJob, configurationId: number | null): Promise<void> {
+    const config = configurationId
+      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: configurationId })
+      : null;
+    if (!config || !this.providers.has(config.provider)) return;
+    const provider = this.providers.get(config.provider);
+    if (!hasWebhooks(provider)) return;
+    try {
+      const lookup = await provider.lookupCall({
+        runId: event.runId,
+        organizationId: event.organizationId,
+        providerCallId: event.providerCallId,
+        credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
+        settings: config.settings,
+      });
+      const cost = lookup.kind === 'found' ? lookup.events.find((found) => found.type === 'completed')?.cost : undefined;
+      if (cost) await this.runs.mergeCostInfo(event.runId, { total_cost: cost.amount, currency: cost.currency });
+    } catch (error) {
+      this.logger.warn({ run_id: event.runId, err: error }, 'could not look up the call price');
+    }
   }
 
   private async afterAnswer(event: CallEventJob, configurationId: number | null, firstAnswer: boolean): Promise<void> {

@@ -31,12 +31,16 @@ export class RunArtifactsCollector {
     const run = await this.runs.findById(runId);
     if (!run || run.status !== 'completed' || run.isCompleted) return;
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
-    const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt;
-    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return;
-
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
+    // A machine the configuration hangs up on had nothing to say to the agent: no report is coming.
+    const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && config?.settings.machine_action === 'hangup';
+    const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt && !hungUpOnMachine;
+    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return;
+    // Carriers announce their recording after the hang-up: wait for it (its event collects again; the reaper forces).
+    const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl && run.answeredAt !== null;
+    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return;
     const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
     const credentials = config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
 

@@ -1,0 +1,232 @@
+import { silentWav, TelnyxFake, TelnyxFakeCall } from '../fakes/telnyx-fake';
+import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+
+const CALLEE = '+14155550100';
+const FROM = '+15005550006';
+
+describe('placing calls through Telnyx', () => {
+  let fake: TelnyxFake;
+  let apps: TestApps;
+  let org: TestOrganization;
+  let workflow: SeededWorkflow;
+  let recordedConfigId: number;
+  let machineConfigId: number;
+
+  beforeAll(async () => {
+    fake = new TelnyxFake();
+    await fake.start();
+    apps = await startTestApps({ env: { TELNYX_API_URL: fake.url } });
+    org = await createOrganization(apps.dataSource, 'Telnyx customer');
+    recordedConfigId = await createConfiguration({ record: true });
+    machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
+    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
+      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
+    });
+  });
+  afterAll(async () => {
+    await apps?.close();
+    await fake?.stop();
+  });
+
+  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
+    const response = await apps.client.post(
+      '/api/v1/telephony-configurations',
+      { name: `Telnyx ${JSON.stringify(settings)}`, provider: 'telnyx', credentials: fake.credentials(), from_numbers: [FROM], settings },
+      { key: org.adminKey },
+    );
+    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
+    return response.body.id;
+  }
+
+  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
+  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
+  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
+    waitFor(async () => {
+      const run = await readRun(runId);
+      return done(run) ? run : undefined;
+    }, { what, timeoutMs: 12000 });
+
+  async function trigger(configId: number, to = CALLEE): Promise<number> {
+    const response = await apps.client.post(
+      `/api/v1/public/agent/${workflow.triggerUuid}`,
+      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
+      { key: org.adminKey },
+    );
+    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
+    return response.body.workflow_run_id;
+  }
+
+  const callFor = (runId: number): Promise<TelnyxFakeCall> =>
+    waitFor(async () => fake.callForRun(runId), { what: `Telnyx to be asked to dial run ${runId}` });
+  const dialsFor = (runId: number) =>
+    fake.dialRequests().filter((request) => (request.body as { webhook_url?: string } | null)?.webhook_url?.endsWith(`/status/${runId}`));
+
+  it('places the call with the agent stream in the dial, and completes the run with duration, cost and recording', async () => {
+    const runId = await trigger(recordedConfigId);
+    const call = await callFor(runId);
+
+    const [dial] = dialsFor(runId);
+    expect(dial.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+    expect(dial.headers['content-type']).toMatch(/^application\/json/);
+    const body = dial.body as Record<string, any>;
+    expect(body).toMatchObject({
+      connection_id: fake.connectionId,
+      to: CALLEE,
+      from: FROM,
+      webhook_url: `${apps.baseUrl}/api/v1/telephony/telnyx/status/${runId}`,
+      client_state: Buffer.from(String(runId)).toString('base64'),
+      record: 'record-from-answer',
+    });
+    const streamUrl = new URL(body.stream_url);
+    expect(`${streamUrl.origin}${streamUrl.pathname}`).toBe('ws://127.0.0.1:8090/media');
+    const token = streamUrl.searchParams.get('session_token');
+    expect(token).toBeTruthy();
+    expect(body.stream_auth_token).toBe(token);
+
+    expect((await fake.sendCallEvent(call.callControlId, 'call.initiated')).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    // Answered 37 s before the hang-up, by Telnyx's clock.
+    const answeredAt = new Date(Date.now() - 37_000);
+    call.answeredAt = answeredAt;
+    expect((await fake.sendEvent(call.webhookUrl!, fake.callEvent(call.callControlId, 'call.answered', {}, answeredAt))).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+
+    const session = `/api/v1/agent-sessions/${encodeURIComponent(token!)}`;
+    const agent = await apps.client.get(session);
+    expect(agent.status).toBe(200);
+    expect(agent.body).toMatchObject({
+      run_id: runId,
+      agent: { opening: 'Hello Ada!' },
+      call: { to: CALLEE, from: FROM, provider: 'telnyx', provider_call_id: call.callControlId },
+      initial_context: { name: 'Ada' },
+    });
+    const turns = [
+      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
+      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
+    ];
+    const reported = await apps.client.post(`${session}/events`, {
+      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
+    });
+    expect(reported.status).toBe(200);
+
+    expect((await fake.sendCallEvent(call.callControlId, 'call.hangup')).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
+    expect(
+      (await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0125', billed_duration_secs: 37 })).status,
+    ).toBe(200);
+    const audio = silentWav(2);
+    const recordingUrl = fake.addRecording(audio);
+    expect((await fake.sendCallEvent(call.callControlId, 'call.recording.saved', { recording_urls: { wav: recordingUrl } })).status).toBe(200);
+
+    const run = await runReaches(runId, (current) => current.is_completed === true && current.cost_info?.total_cost !== undefined, 'the run to complete');
+    expect(run.status).toBe('completed');
+    expect(run.duration_seconds).toBeGreaterThanOrEqual(36);
+    expect(run.duration_seconds).toBeLessThanOrEqual(39);
+    expect(run.cost_info).toMatchObject({ total_cost: 0.0125, currency: 'USD' });
+    const transcript = await apps.client.get(run.transcript_url);
+    expect(transcript.body.turns).toEqual(turns);
+    expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
+    const recording = await fetch(run.recording_url);
+    expect(recording.status).toBe(200);
+    expect(Buffer.from(await recording.arrayBuffer())).toEqual(audio);
+  });
+
+  describe('webhooks that Telnyx did not send', () => {
+    let runId: number;
+    let call: TelnyxFakeCall;
+
+    beforeAll(async () => {
+      runId = await trigger(recordedConfigId);
+      call = await callFor(runId);
+      await fake.sendCallEvent(call.callControlId, 'call.initiated');
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    });
+    afterAll(async () => {
+      await fake.sendCallEvent(call.callControlId, 'call.hangup', { hangup_cause: 'timeout' });
+    });
+
+    const hangup = () => fake.callEvent(call.callControlId, 'call.hangup');
+
+    it('answers 403 when the signed body was changed on the way', async () => {
+      const signed = fake.signedRequest(call.webhookUrl!, fake.callEvent(call.callControlId, 'call.hangup', { hangup_cause: 'user_busy' }));
+      const forged = { ...signed, rawBody: Buffer.from(JSON.stringify(hangup())) };
+      const response = await fake.deliver(forged);
+      expect(response.status).toBe(403);
+      expect(JSON.parse(response.body).code).toBe('webhook_signature_invalid');
+    });
+
+    it('answers 403 to a request signed with another key', async () => {
+      const other = new TelnyxFake();
+      const response = await other.deliver(other.signedRequest(call.webhookUrl!, hangup()));
+      expect(response.status).toBe(403);
+    });
+
+    it('answers 401 to an unsigned request', async () => {
+      const signed = fake.signedRequest(call.webhookUrl!, hangup());
+      const { 'telnyx-signature-ed25519': _signature, 'telnyx-timestamp': _timestamp, ...headers } = signed.headers;
+      const response = await fake.deliver({ ...signed, headers });
+      expect(response.status).toBe(401);
+      expect(JSON.parse(response.body).code).toBe('webhook_unsigned');
+    });
+
+    it('answers 403 to a validly signed request whose timestamp is too old (a replay)', async () => {
+      const stale = fake.signedRequest(call.webhookUrl!, hangup(), { timestampSeconds: Math.floor(Date.now() / 1000) - 600 });
+      const response = await fake.deliver(stale);
+      expect(response.status).toBe(403);
+    });
+
+    it('leaves the run as it was after all of them', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await readRun(runId)).toMatchObject({ status: 'ringing', is_completed: false });
+    });
+  });
+
+  it('ends the run failed with invalid_number when Telnyx refuses the number', async () => {
+    fake.failNext('invalid_number');
+    const runId = await trigger(recordedConfigId, '+14155550177');
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to fail');
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'invalid_number' });
+    expect(dialsFor(runId)).toHaveLength(1);
+    expect(fake.callForRun(runId)).toBeUndefined();
+  });
+
+  it('dials again after backoff when Telnyx throttles, and places exactly one call', async () => {
+    fake.throttleNext(1);
+    const runId = await trigger(recordedConfigId, '+14155550178');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)).toHaveLength(2);
+    expect([...fake.calls.values()].filter((placed) => placed.clientState === call.clientState)).toHaveLength(1);
+    await fake.sendCallEvent(call.callControlId, 'call.hangup', { hangup_cause: 'user_busy' });
+    expect(await runReaches(runId, (run) => run.is_completed === true, 'the run to end')).toMatchObject({ status: 'busy' });
+  });
+
+  it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {
+    const runId = await trigger(machineConfigId, '+14155550179');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)[0].body).toMatchObject({ answering_machine_detection: 'premium' });
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await fake.sendCallEvent(call.callControlId, 'call.answered');
+    await fake.sendCallEvent(call.callControlId, 'call.machine.premium.detection.ended', { result: 'machine' });
+    // We ask Telnyx to hang up; Telnyx then reports the hang-up itself.
+    await waitFor(async () => (fake.calls.get(call.callControlId)?.hungUpByApi ? true : undefined), { what: 'the hang-up command' });
+    const hangup = fake.requests.find((request) => request.path === `/v2/calls/${call.callControlId}/actions/hangup`);
+    expect(hangup?.headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' } });
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
+  });
+
+  it('hangs up a ringing call through Telnyx and ends the run canceled', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550180');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect(response.status).toBe(202);
+    await waitFor(async () => (fake.calls.get(call.callControlId)?.hungUpByApi ? true : undefined), { what: 'the hang-up command' });
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'canceled', answered_at: null });
+  });
+});

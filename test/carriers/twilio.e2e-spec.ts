@@ -1,0 +1,252 @@
+import { TwilioFake } from '../fakes/twilio-fake';
+import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+
+const CALLEE = '+14155550100';
+const FROM = '+15005550006';
+
+describe('placing calls through Twilio', () => {
+  let fake: TwilioFake;
+  let apps: TestApps;
+  let org: TestOrganization;
+  let workflow: SeededWorkflow;
+  let recordedConfigId: number;
+  let machineConfigId: number;
+
+  beforeAll(async () => {
+    fake = new TwilioFake();
+    await fake.start();
+    apps = await startTestApps({ env: { TWILIO_API_URL: fake.baseUrl } });
+    org = await createOrganization(apps.dataSource, 'Twilio customer');
+    recordedConfigId = await createConfiguration({ record: true });
+    machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
+    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
+      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
+    });
+  });
+  afterAll(async () => {
+    await apps?.close();
+    await fake?.stop();
+  });
+
+  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
+    const response = await apps.client.post(
+      '/api/v1/telephony-configurations',
+      { name: `Twilio ${JSON.stringify(settings)}`, provider: 'twilio', credentials: fake.credentials, from_numbers: [FROM], settings },
+      { key: org.adminKey },
+    );
+    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
+    return response.body.id;
+  }
+
+  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
+  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
+  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
+    waitFor(async () => {
+      const run = await readRun(runId);
+      return done(run) ? run : undefined;
+    }, { what, timeoutMs: 12000 });
+
+  async function trigger(configId: number, to = CALLEE): Promise<number> {
+    const response = await apps.client.post(
+      `/api/v1/public/agent/${workflow.triggerUuid}`,
+      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
+      { key: org.adminKey },
+    );
+    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
+    return response.body.workflow_run_id;
+  }
+
+  /** The call the fake placed for a run, found by the run's callback URL. */
+  const callFor = (runId: number) =>
+    waitFor(async () => [...fake.calls.values()].find((call) => call.statusCallback?.endsWith(`/status/${runId}`)), {
+      what: `Twilio to be asked to dial run ${runId}`,
+    });
+  const dialsFor = (runId: number) => fake.dialRequests().filter((request) => request.fields.StatusCallback?.endsWith(`/status/${runId}`));
+
+  it('places the call, hands it to the agent runtime, and completes the run with Twilio duration, price and recording', async () => {
+    const runId = await trigger(recordedConfigId);
+    const call = await callFor(runId);
+
+    const [dial] = dialsFor(runId);
+    const basic = Buffer.from(`${fake.accountSid}:${fake.authToken}`).toString('base64');
+    expect(dial.headers.authorization).toBe(`Basic ${basic}`);
+    expect(dial.headers['content-type']).toMatch(/^application\/x-www-form-urlencoded/);
+    expect(dial.path).toBe(`/2010-04-01/Accounts/${fake.accountSid}/Calls.json`);
+    const callbacks = `${apps.baseUrl}/api/v1/telephony/twilio`;
+    expect(dial.fields).toMatchObject({
+      To: CALLEE,
+      From: FROM,
+      Url: `${callbacks}/answer/${runId}`,
+      StatusCallback: `${callbacks}/status/${runId}`,
+      Record: 'true',
+      RecordingStatusCallback: `${callbacks}/recording/${runId}`,
+    });
+    expect(dial.form.filter(([name]) => name === 'StatusCallbackEvent').map(([, value]) => value)).toEqual([
+      'initiated',
+      'ringing',
+      'answered',
+      'completed',
+    ]);
+
+    expect((await fake.ring(call.sid))?.status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    const answer = await fake.answer(call.sid);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toMatch(/^text\/xml/);
+    expect(answer.body).toContain('<Connect><Stream url="ws://127.0.0.1:8090/media">');
+    const token = /<Parameter name="session_token" value="([^"]+)"\/>/.exec(answer.body)?.[1];
+    expect(token).toBeDefined();
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+
+    // Play the agent runtime.
+    const session = `/api/v1/agent-sessions/${encodeURIComponent(token!)}`;
+    const agent = await apps.client.get(session);
+    expect(agent.status).toBe(200);
+    expect(agent.body).toMatchObject({
+      run_id: runId,
+      agent: { opening: 'Hello Ada!' },
+      call: { to: CALLEE, from: FROM, provider: 'twilio', provider_call_id: call.sid },
+      initial_context: { name: 'Ada' },
+    });
+    const turns = [
+      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
+      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
+    ];
+    const reported = await apps.client.post(`${session}/events`, {
+      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
+    });
+    expect(reported.status).toBe(200);
+
+    expect((await fake.complete(call.sid, { durationSeconds: 37, price: '-0.02150', priceUnit: 'USD' }))?.status).toBe(200);
+    // Twilio announces the recording after the call has ended.
+    await runReaches(runId, (current) => current.status === 'completed', 'the call to end');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await fake.recordingReady(call.sid, { durationSeconds: 2 })).status).toBe(200);
+
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to complete');
+    expect(run).toMatchObject({ status: 'completed', duration_seconds: 37, provider_call_id: call.sid });
+    expect(run.cost_info).toMatchObject({ total_cost: 0.0215, currency: 'USD' });
+    const transcript = await apps.client.get(run.transcript_url);
+    expect(transcript.status).toBe(200);
+    expect(transcript.body.turns).toEqual(turns);
+    expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
+    expect(run.recording_url).not.toContain(fake.baseUrl);
+    const recording = await fetch(run.recording_url);
+    expect(recording.status).toBe(200);
+    expect(Buffer.from(await recording.arrayBuffer())).toEqual(TwilioFake.recordingBytes(2));
+    // Our service fetched the recording from Twilio with the account's credentials.
+    const download = fake.requests.find((request) => request.method === 'GET' && request.path.includes('/Recordings/'));
+    expect(download?.headers.authorization).toBe(`Basic ${basic}`);
+  });
+
+  describe('webhooks that Twilio did not send', () => {
+    let runId: number;
+    let sid: string;
+    let statusUrl: string;
+
+    beforeAll(async () => {
+      runId = await trigger(recordedConfigId);
+      sid = (await callFor(runId)).sid;
+      statusUrl = `${apps.baseUrl}/api/v1/telephony/twilio/status/${runId}`;
+      await fake.ring(sid);
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    });
+    afterAll(async () => {
+      await fake.end(sid, 'no-answer');
+    });
+
+    it('answers 403 to a callback signed with another auth token, and the run does not move', async () => {
+      const response = await fake.sendStatus(statusUrl, fake.callbackFields(sid, 'completed', { CallDuration: '9' }), {
+        authToken: 'ffffffffffffffffffffffffffffffff',
+      });
+      expect(response.status).toBe(403);
+      expect(JSON.parse(response.body).code).toBe('webhook_signature_invalid');
+    });
+
+    it('answers 403 when a signed field was changed on the way', async () => {
+      const fields = fake.callbackFields(sid, 'in-progress');
+      const signature = fake.sign(statusUrl, fields);
+      const response = await fake.sendStatus(statusUrl, { ...fields, CallStatus: 'completed' }, { signature });
+      expect(response.status).toBe(403);
+    });
+
+    it('answers 401 to an unsigned callback', async () => {
+      const response = await fake.sendStatus(statusUrl, fake.callbackFields(sid, 'completed'), { signature: null });
+      expect(response.status).toBe(401);
+      expect(JSON.parse(response.body).code).toBe('webhook_unsigned');
+    });
+
+    it('answers 403 to a validly signed status callback replayed hours later', async () => {
+      const stale = new Date(Date.now() - 3 * 3600 * 1000).toUTCString().replace('GMT', '+0000');
+      const response = await fake.sendStatus(statusUrl, fake.callbackFields(sid, 'completed', { CallDuration: '9', Timestamp: stale }));
+      expect(response.status).toBe(403);
+    });
+
+    it('answers 403 to an exact replay of a callback already delivered', async () => {
+      const fields = fake.callbackFields(sid, 'ringing');
+      expect((await fake.sendStatus(statusUrl, fields)).status).toBe(200);
+      expect((await fake.sendStatus(statusUrl, fields)).status).toBe(403);
+    });
+
+    it('leaves the run as it was after all of them', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await readRun(runId)).toMatchObject({ status: 'ringing', is_completed: false, duration_seconds: null });
+    });
+  });
+
+  it('ends the run failed with invalid_number when Twilio refuses the number', async () => {
+    fake.failNext({ status: 400, code: 21211, message: "The 'To' number is not a valid phone number." });
+    const runId = await trigger(recordedConfigId, '+14155550177');
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to fail');
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'invalid_number' });
+    expect(dialsFor(runId)).toHaveLength(1);
+    expect([...fake.calls.values()].filter((call) => call.statusCallback?.endsWith(`/status/${runId}`))).toHaveLength(0);
+  });
+
+  it('dials again after backoff when Twilio throttles, and places exactly one call', async () => {
+    fake.throttleNext();
+    const runId = await trigger(recordedConfigId, '+14155550178');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)).toHaveLength(2);
+    expect([...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`))).toHaveLength(1);
+    await runReaches(runId, (run) => run.status === 'dialing' && run.provider_call_id === call.sid, 'the run to hold the call SID');
+    await fake.end(call.sid, 'busy');
+    expect(await runReaches(runId, (run) => run.is_completed === true, 'the run to end')).toMatchObject({ status: 'busy' });
+  });
+
+  it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {
+    const runId = await trigger(machineConfigId, '+14155550179');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)[0].fields.MachineDetection).toBe('Enable');
+    await fake.ring(call.sid);
+    const answer = await fake.answer(call.sid, { answeredBy: 'machine_start' });
+    expect(answer.status).toBe(200);
+    // The TwiML itself hangs up: no audio goes to the agent.
+    expect(answer.body).toContain('<Hangup/>');
+    expect(answer.body).not.toContain('<Stream');
+    await runReaches(runId, (run) => run.gathered_context?.answered_by === 'machine', 'the machine verdict');
+    await fake.complete(call.sid, { durationSeconds: 3 });
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
+  });
+
+  it('cancels a ringing call through Twilio and ends the run canceled', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550180');
+    const call = await callFor(runId);
+    await fake.ring(call.sid);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect(response.status).toBe(202);
+    const hangup = await waitFor(
+      async () => fake.requests.find((request) => request.method === 'POST' && request.path.endsWith(`/Calls/${call.sid}.json`)),
+      { what: 'the cancel request' },
+    );
+    expect(hangup.fields.Status).toBe('canceled');
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'canceled', answered_at: null });
+    expect(fake.call(call.sid).status).toBe('canceled');
+  });
+});

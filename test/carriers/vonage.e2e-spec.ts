@@ -1,0 +1,230 @@
+import { VonageFake, VonageFakeCall } from '../fakes/vonage-fake';
+import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+
+const CALLEE = '+14155550100';
+const FROM = '+15005550006';
+
+describe('placing calls through Vonage', () => {
+  let fake: VonageFake;
+  let apps: TestApps;
+  let org: TestOrganization;
+  let workflow: SeededWorkflow;
+  let recordedConfigId: number;
+  let machineConfigId: number;
+
+  beforeAll(async () => {
+    fake = new VonageFake();
+    await fake.start();
+    apps = await startTestApps({ env: { VONAGE_API_URL: fake.url } });
+    org = await createOrganization(apps.dataSource, 'Vonage customer');
+    recordedConfigId = await createConfiguration({ record: true });
+    machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
+    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
+      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
+    });
+  });
+  afterAll(async () => {
+    await apps?.close();
+    await fake?.stop();
+  });
+
+  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
+    const response = await apps.client.post(
+      '/api/v1/telephony-configurations',
+      { name: `Vonage ${JSON.stringify(settings)}`, provider: 'vonage', credentials: fake.credentials(), from_numbers: [FROM], settings },
+      { key: org.adminKey },
+    );
+    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
+    return response.body.id;
+  }
+
+  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
+  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
+  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
+    waitFor(async () => {
+      const run = await readRun(runId);
+      return done(run) ? run : undefined;
+    }, { what, timeoutMs: 12000 });
+
+  async function trigger(configId: number, to = CALLEE): Promise<number> {
+    const response = await apps.client.post(
+      `/api/v1/public/agent/${workflow.triggerUuid}`,
+      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
+      { key: org.adminKey },
+    );
+    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
+    return response.body.workflow_run_id;
+  }
+
+  const callFor = (runId: number): Promise<VonageFakeCall> =>
+    waitFor(async () => fake.callForRun(runId), { what: `Vonage to be asked to dial run ${runId}` });
+  const dialsFor = (runId: number) =>
+    fake.dialRequests().filter((request) => JSON.stringify((request.body as { answer_url?: unknown } | null)?.answer_url ?? '').includes(`/answer/${runId}"`));
+
+  it('places the call, connects the agent through the NCCO, and completes the run with duration, price and recording', async () => {
+    const runId = await trigger(recordedConfigId);
+    const call = await callFor(runId);
+
+    const [dial] = dialsFor(runId);
+    expect(dial.headers.authorization).toMatch(/^Bearer /);
+    expect(dial.jwtClaims).toMatchObject({ application_id: fake.applicationId });
+    const callbacks = `${apps.baseUrl}/api/v1/telephony/vonage`;
+    expect(dial.body).toMatchObject({
+      to: [{ type: 'phone', number: CALLEE.slice(1) }],
+      from: { type: 'phone', number: FROM.slice(1) },
+      answer_url: [`${callbacks}/answer/${runId}`],
+      answer_method: 'POST',
+      event_url: [`${callbacks}/status/${runId}`],
+      event_method: 'POST',
+    });
+
+    expect((await fake.sendCallEvent(call.uuid, 'ringing')).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    const answer = await fake.answerCall(call.uuid);
+    expect(answer.status).toBe(200);
+    const ncco = answer.ncco as Array<Record<string, any>>;
+    expect(ncco.map((action) => action.action)).toEqual(['record', 'connect']);
+    expect(ncco[0].eventUrl).toEqual([`${callbacks}/recording/${runId}`]);
+    const endpoint = ncco[1].endpoint[0];
+    expect(endpoint.type).toBe('websocket');
+    expect(endpoint.uri.startsWith('ws://127.0.0.1:8090/media?')).toBe(true);
+    const token: string = endpoint.headers.session_token;
+    expect(new URL(endpoint.uri).searchParams.get('session_token')).toBe(token);
+    expect((await fake.sendCallEvent(call.uuid, 'answered')).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+
+    const session = `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
+    const agent = await apps.client.get(session);
+    expect(agent.status).toBe(200);
+    expect(agent.body).toMatchObject({
+      run_id: runId,
+      agent: { opening: 'Hello Ada!' },
+      call: { to: CALLEE, from: FROM, provider: 'vonage', provider_call_id: call.uuid },
+      initial_context: { name: 'Ada' },
+    });
+    const turns = [
+      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
+      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
+    ];
+    const reported = await apps.client.post(`${session}/events`, {
+      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
+    });
+    expect(reported.status).toBe(200);
+
+    expect((await fake.sendCallEvent(call.uuid, 'completed', { duration: '37', price: '0.00832500' })).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
+    const audio = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(64, 7)]);
+    expect((await fake.sendRecording(call.uuid, audio)).status).toBe(200);
+
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to complete');
+    expect(run).toMatchObject({ status: 'completed', duration_seconds: 37 });
+    expect(run.cost_info).toMatchObject({ total_cost: 0.008325, currency: 'EUR' });
+    const transcript = await apps.client.get(run.transcript_url);
+    expect(transcript.body.turns).toEqual(turns);
+    expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
+    const recording = await fetch(run.recording_url);
+    expect(recording.status).toBe(200);
+    expect(Buffer.from(await recording.arrayBuffer())).toEqual(audio);
+    // Fetched from Vonage with the application's JWT.
+    const download = fake.requests.find((request) => request.method === 'GET' && request.path.startsWith('/v1/files/'));
+    expect(download?.jwtClaims).toMatchObject({ application_id: fake.applicationId });
+  });
+
+  describe('webhooks that Vonage did not send', () => {
+    let runId: number;
+    let call: VonageFakeCall;
+
+    beforeAll(async () => {
+      runId = await trigger(recordedConfigId);
+      call = await callFor(runId);
+      await fake.sendCallEvent(call.uuid, 'ringing');
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    });
+    afterAll(async () => {
+      await fake.sendCallEvent(call.uuid, 'timeout');
+    });
+
+    const completed = () => fake.callEvent(call.uuid, 'completed');
+
+    it('answers 403 to a token signed with another secret', async () => {
+      const response = await fake.deliver(fake.signedRequest(call.eventUrl!, completed(), { secret: 'not-the-signature-secret-at-all' }));
+      expect(response.status).toBe(403);
+      expect(JSON.parse(response.body).code).toBe('webhook_signature_invalid');
+    });
+
+    it('answers 403 when the body does not match the signed payload_hash', async () => {
+      const signed = fake.signedRequest(call.eventUrl!, fake.callEvent(call.uuid, 'busy'));
+      const response = await fake.deliver({ ...signed, rawBody: Buffer.from(JSON.stringify(completed())) });
+      expect(response.status).toBe(403);
+    });
+
+    it('answers 401 to an unsigned request', async () => {
+      const signed = fake.signedRequest(call.eventUrl!, completed());
+      const { authorization: _authorization, ...headers } = signed.headers;
+      const response = await fake.deliver({ ...signed, headers });
+      expect(response.status).toBe(401);
+      expect(JSON.parse(response.body).code).toBe('webhook_unsigned');
+    });
+
+    it('answers 403 to a validly signed token issued too long ago (a replay)', async () => {
+      const response = await fake.deliver(fake.signedRequest(call.eventUrl!, completed(), { iatSeconds: Math.floor(Date.now() / 1000) - 600 }));
+      expect(response.status).toBe(403);
+    });
+
+    it('leaves the run as it was after all of them', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await readRun(runId)).toMatchObject({ status: 'ringing', is_completed: false });
+    });
+  });
+
+  it('ends the run failed with invalid_number when Vonage refuses the number', async () => {
+    fake.failNext('invalid_number');
+    const runId = await trigger(recordedConfigId, '+14155550177');
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to fail');
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'invalid_number' });
+    expect(dialsFor(runId)).toHaveLength(1);
+    expect(fake.callForRun(runId)).toBeUndefined();
+  });
+
+  it('dials again after backoff when Vonage throttles, and places exactly one call', async () => {
+    fake.throttleNext();
+    const runId = await trigger(recordedConfigId, '+14155550178');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)).toHaveLength(2);
+    expect([...fake.calls.values()].filter((placed) => placed.answerUrl === call.answerUrl)).toHaveLength(1);
+    await fake.sendCallEvent(call.uuid, 'busy');
+    expect(await runReaches(runId, (run) => run.is_completed === true, 'the run to end')).toMatchObject({ status: 'busy' });
+  });
+
+  it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {
+    const runId = await trigger(machineConfigId, '+14155550179');
+    const call = await callFor(runId);
+    // Vonage's own detection hangs up on a machine.
+    expect(dialsFor(runId)[0].body).toMatchObject({ machine_detection: 'hangup' });
+    await fake.sendCallEvent(call.uuid, 'ringing');
+    await fake.sendCallEvent(call.uuid, 'answered');
+    await fake.sendCallEvent(call.uuid, 'machine');
+    await runReaches(runId, (run) => run.gathered_context?.answered_by === 'machine', 'the machine verdict');
+    // Whether we asked Vonage to hang up first or Vonage did it itself, it reports the end.
+    if (!call.hungUpByApi) await fake.sendCallEvent(call.uuid, 'completed', { duration: '3' });
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' } });
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
+  });
+
+  it('hangs up a ringing call through Vonage and ends the run canceled', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550180');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.uuid, 'ringing');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect(response.status).toBe(202);
+    await waitFor(async () => (call.hungUpByApi ? true : undefined), { what: 'the hang-up request' });
+    const hangup = fake.requests.find((request) => request.method === 'PUT' && request.path === `/v1/calls/${call.uuid}`);
+    expect(hangup?.body).toEqual({ action: 'hangup' });
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'canceled', answered_at: null });
+  });
+});
