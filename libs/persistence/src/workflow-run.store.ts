@@ -33,6 +33,51 @@ export interface RunTransitionFields {
   costInfo?: Record<string, unknown>;
 }
 
+type RunRow = Record<string, unknown>;
+
+/** Maps a `workflow_runs` row (snake_case columns) to the entity shape. */
+function runFromRow(row: RunRow): WorkflowRun {
+  const run = new WorkflowRun();
+  const date = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string));
+  Object.assign(run, {
+    id: row.id,
+    organizationId: row.organization_id,
+    workflowId: row.workflow_id,
+    name: row.name,
+    status: row.status,
+    environment: row.environment,
+    callType: row.call_type,
+    triggerUuid: row.trigger_uuid,
+    apiKeyId: row.api_key_id,
+    telephonyConfigurationId: row.telephony_configuration_id,
+    provider: row.provider,
+    definitionId: row.definition_id,
+    phoneNumber: row.phone_number,
+    fromNumber: row.from_number,
+    providerCallId: row.provider_call_id,
+    initialContext: row.initial_context,
+    gatheredContext: row.gathered_context,
+    logs: row.logs,
+    annotations: row.annotations,
+    costInfo: row.cost_info,
+    durationSeconds: row.duration_seconds,
+    answeredAt: date(row.answered_at),
+    endedAt: date(row.ended_at),
+    endReason: row.end_reason,
+    isCompleted: row.is_completed,
+    agentTranscript: row.agent_transcript,
+    agentSessionStartedAt: date(row.agent_session_started_at),
+    agentSessionEndedAt: date(row.agent_session_ended_at),
+    carrierRecordingUrl: row.carrier_recording_url,
+    transcriptKey: row.transcript_key,
+    recordingKey: row.recording_key,
+    statusChangedAt: date(row.status_changed_at),
+    createdAt: date(row.created_at),
+    updatedAt: date(row.updated_at),
+  });
+  return run;
+}
+
 const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: string }> = {
   definitionId: { column: 'definition_id', cast: 'integer' },
   fromNumber: { column: 'from_number', cast: 'text' },
@@ -94,8 +139,19 @@ export class WorkflowRunStore {
     return [...result].sort((a, b) => a.ord - b.ord).map((row) => row.id);
   }
 
+  /** One run by id (raw SQL: this is on every hot path, and the ORM's query building costs more than the query). */
   async findById(runId: number): Promise<WorkflowRun | null> {
-    return this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
+    const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM workflow_runs WHERE id = $1`, [runId]);
+    return rows.length ? runFromRow(rows[0]) : null;
+  }
+
+  /** One run, only if it belongs to this workflow and organization. */
+  async findScoped(runId: number, workflowId: number, organizationId: number): Promise<WorkflowRun | null> {
+    const rows: RunRow[] = await this.dataSource.query(
+      `SELECT * FROM workflow_runs WHERE id = $1 AND workflow_id = $2 AND organization_id = $3`,
+      [runId, workflowId, organizationId],
+    );
+    return rows.length ? runFromRow(rows[0]) : null;
   }
 
   /**

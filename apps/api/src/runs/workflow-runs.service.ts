@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, FindOptionsWhere, LessThan } from 'typeorm';
 import { ArtifactKind } from '@app/artifacts';
 import { Errors } from '@app/common';
-import { WorkflowRun } from '@app/persistence';
+import { WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { ListRunsQuery } from './list-runs.query';
 import { CancelOutcome, RunCancellation } from './run-cancellation.service';
@@ -19,6 +19,7 @@ export class WorkflowRunsService {
     private readonly dataSource: DataSource,
     private readonly presenter: RunPresenter,
     private readonly cancellation: RunCancellation,
+    private readonly runs: WorkflowRunStore,
   ) {}
 
   async cancel(key: AuthenticatedKey, workflowId: number, runId: number): Promise<{ outcome: CancelOutcome; run: RunView }> {
@@ -60,9 +61,7 @@ export class WorkflowRunsService {
   }
 
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
-    const run = await this.dataSource
-      .getRepository(WorkflowRun)
-      .findOneBy({ id: runId, workflowId, organizationId: key.organizationId });
+    const run = await this.runs.findScoped(runId, workflowId, key.organizationId);
     if (!run) throw runNotFound();
     this.assertWorkflowAccess(key, workflowId);
     return run;

@@ -74,24 +74,22 @@ export class TriggerCallService {
     await this.assertDefinitionRunsTrigger(trigger, environment);
     const config = await this.resolveConfiguration(key.organizationId, body.telephony_configuration_id ?? null);
 
+    const run = {
+      organizationId: key.organizationId,
+      workflowId: trigger.workflowId,
+      environment,
+      triggerUuid: trigger.uuid,
+      apiKeyId: key.id,
+      telephonyConfigurationId: config.id,
+      provider: config.provider,
+      phoneNumber: body.phone_number,
+      initialContext: body.initial_context ?? {},
+    };
+    // Without a key the single INSERT is atomic by itself; a key is recorded in the same transaction as the run.
+    if (!idempotencyKey) return (await this.runs.insertQueued([run]))[0];
     return this.dataSource.transaction(async (manager) => {
-      const [runId] = await this.runs.insertQueued(
-        [
-          {
-            organizationId: key.organizationId,
-            workflowId: trigger.workflowId,
-            environment,
-            triggerUuid: trigger.uuid,
-            apiKeyId: key.id,
-            telephonyConfigurationId: config.id,
-            provider: config.provider,
-            phoneNumber: body.phone_number,
-            initialContext: body.initial_context ?? {},
-          },
-        ],
-        manager,
-      );
-      if (idempotencyKey) await this.idempotency.complete(manager, key.organizationId, idempotencyKey, runId);
+      const [runId] = await this.runs.insertQueued([run], manager);
+      await this.idempotency.complete(manager, key.organizationId, idempotencyKey, runId);
       return runId;
     });
   }
@@ -109,16 +107,22 @@ export class TriggerCallService {
     }
   }
 
-  private async findActiveTrigger(uuid: string): Promise<ApiTrigger> {
-    const trigger = UUID.test(uuid)
-      ? await this.dataSource.getRepository(ApiTrigger).findOneBy({ uuid: uuid.toLowerCase() })
-      : null;
-    if (!trigger || !trigger.isActive) throw triggerNotFound();
-    return trigger;
+  private async findActiveTrigger(uuid: string): Promise<Pick<ApiTrigger, 'uuid' | 'organizationId' | 'workflowId'>> {
+    if (!UUID.test(uuid)) throw triggerNotFound();
+    const [trigger]: Array<{ uuid: string; organization_id: number; workflow_id: number; is_active: boolean }> =
+      await this.dataSource.query(
+        `SELECT uuid, organization_id, workflow_id, is_active FROM api_triggers WHERE uuid = $1`,
+        [uuid.toLowerCase()],
+      );
+    if (!trigger || !trigger.is_active) throw triggerNotFound();
+    return { uuid: trigger.uuid, organizationId: trigger.organization_id, workflowId: trigger.workflow_id };
   }
 
   /** Production runs the published definition; test runs the draft, else the published one. */
-  private async assertDefinitionRunsTrigger(trigger: ApiTrigger, environment: RunEnvironment): Promise<void> {
+  private async assertDefinitionRunsTrigger(
+    trigger: Pick<ApiTrigger, 'uuid' | 'workflowId'>,
+    environment: RunEnvironment,
+  ): Promise<void> {
     const rows: Array<{ status: string; has_trigger: boolean }> = await this.dataSource.query(
       `SELECT status,
               definition->'nodes' @> jsonb_build_array(jsonb_build_object(
@@ -138,10 +142,12 @@ export class TriggerCallService {
     }
   }
 
-  private async resolveConfiguration(organizationId: number, requestedId: number | null): Promise<TelephonyConfiguration> {
-    const repository = this.dataSource.getRepository(TelephonyConfiguration);
+  private async resolveConfiguration(organizationId: number, requestedId: number | null): Promise<UsableConfiguration> {
     if (requestedId !== null) {
-      const config = await repository.findOneBy({ id: requestedId, organizationId });
+      const [config]: UsableConfiguration[] = await this.dataSource.query(
+        `SELECT id, provider, from_numbers AS "fromNumbers" FROM telephony_configurations WHERE id = $1 AND organization_id = $2`,
+        [requestedId, organizationId],
+      );
       if (!config) {
         throw Errors.notFound(
           'telephony_configuration_not_found',
@@ -150,9 +156,13 @@ export class TriggerCallService {
       }
       return assertUsable(config);
     }
-    const config = await repository.findOneBy({ organizationId, isDefaultOutbound: true });
+    const [config]: UsableConfiguration[] = await this.dataSource.query(
+      `SELECT id, provider, from_numbers AS "fromNumbers" FROM telephony_configurations
+        WHERE organization_id = $1 AND is_default_outbound`,
+      [organizationId],
+    );
     if (!config) {
-      const any = await repository.existsBy({ organizationId });
+      const any = await this.dataSource.getRepository(TelephonyConfiguration).existsBy({ organizationId });
       throw Errors.telephonyNotConfigured(
         any
           ? 'No telephony configuration is the default for outbound calls; mark one with is_default_outbound or pass telephony_configuration_id'
@@ -163,7 +173,9 @@ export class TriggerCallService {
   }
 }
 
-function assertUsable(config: TelephonyConfiguration): TelephonyConfiguration {
+type UsableConfiguration = Pick<TelephonyConfiguration, 'id' | 'provider' | 'fromNumbers'>;
+
+function assertUsable(config: UsableConfiguration): UsableConfiguration {
   if (config.fromNumbers.length === 0) {
     throw Errors.telephonyNotConfigured(`Telephony configuration ${config.id} has no from number; add one to from_numbers`);
   }
