@@ -28,7 +28,8 @@ export interface ChaosResult {
   duplicated: number;
   stuck: number;
   dialerKills: number;
-  /** Dialers stopped with SIGTERM that did not exit 0. */
+  /** Dialers stopped with SIGTERM, and how many of those did not exit 0. */
+  gracefulStops: number;
   uncleanShutdowns: number;
   redisRestarts: number;
   triggerRetries: number;
@@ -110,6 +111,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     let firing = true;
     let dialerKills = 0;
     let uncleanShutdowns = 0;
+    let gracefulStops = 0;
     let redisRestarts = 0;
     const chaos = (async () => {
       let round = 0;
@@ -118,8 +120,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         if (!firing) break;
         round++;
         const victim = dialers[Math.floor(Math.random() * dialers.length)];
-        const graceful = round % 4 === 0;
+        // Deploys stop dialers that are up and working; one still loading its modules just dies.
+        const graceful = round % 4 === 0 && Date.now() - victim.startedAt > 3000;
         const code = await victim.stop(graceful ? 'SIGTERM' : 'SIGKILL');
+        if (graceful) gracefulStops++;
         if (graceful && code !== 0) uncleanShutdowns++;
         dialerKills++;
         options.log(`chaos: stopped ${victim.name}`);
@@ -166,6 +170,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       duplicated: perRun.filter((run) => run.dials > 1).length,
       stuck: perRun.filter((run) => !run.is_completed).length,
       dialerKills,
+      gracefulStops,
       uncleanShutdowns,
       redisRestarts,
       triggerRetries: fired.retries,

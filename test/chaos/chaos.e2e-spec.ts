@@ -22,7 +22,7 @@ describe('chaos: dialers killed, Redis restarted, carrier throttling and failing
         log: (line) => process.stdout.write(`${line}\n`),
       });
       process.stdout.write(
-        `chaos: accepted=${result.accepted} dialer_stops=${result.dialerKills} redis_restarts=${result.redisRestarts} ` +
+        `chaos: accepted=${result.accepted} dialer_stops=${result.dialerKills} (sigterm=${result.gracefulStops}, not_exit_0=${result.uncleanShutdowns}) redis_restarts=${result.redisRestarts} ` +
           `client_retries=${result.triggerRetries} statuses=${JSON.stringify(result.statuses)} seconds=${result.seconds}\n` +
           `lost=${result.lost} duplicated=${result.duplicated} stuck=${result.stuck}\n`,
       );

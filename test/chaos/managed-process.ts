@@ -3,6 +3,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 /** A child process the chaos run starts, kills and restarts; its output is kept for the report. */
 export class ManagedProcess {
   private child: ChildProcess | null = null;
+  /** When the current process was started (epoch ms). */
+  startedAt = 0;
   private output: string[] = [];
 
   constructor(
@@ -25,6 +27,7 @@ export class ManagedProcess {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     this.child = child;
+    this.startedAt = Date.now();
   }
 
   /** Sends `signal` and waits for the process to exit (SIGKILL after `timeoutMs`). */

@@ -4,10 +4,11 @@ import { closeOnSignal, createRootLogger } from '@app/common';
 import { createApiApp } from './create-api-app';
 
 async function main(): Promise<void> {
+  const shutdown = closeOnSignal();
   const config = loadAppConfig();
   const logger = createRootLogger('api', config.logLevel);
   const app = await createApiApp(config, logger);
-  closeOnSignal(app, logger);
+  shutdown.attach(app, logger);
   await app.listen(config.apiPort, config.apiHost);
   logger.info({ port: config.apiPort, docs: `${config.publicBaseUrl}/docs` }, 'api listening');
 }

@@ -4,10 +4,11 @@ import { ConfigError, loadAppConfig } from '@app/config';
 import { createDialerApp } from './create-dialer-app';
 
 async function main(): Promise<void> {
+  const shutdown = closeOnSignal();
   const config = loadAppConfig();
   const logger = createRootLogger('dialer', config.logLevel);
   const app = await createDialerApp(config, logger);
-  closeOnSignal(app, logger);
+  shutdown.attach(app, logger);
   await app.listen(config.dialerHealthPort, config.apiHost);
   logger.info({ health_port: config.dialerHealthPort, concurrency: config.dialerConcurrency }, 'dialer started');
 }

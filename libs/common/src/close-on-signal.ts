@@ -5,13 +5,19 @@ import type { Logger as PinoLogger } from 'pino';
  * Closes the app on SIGTERM or SIGINT and exits 0 once it has shut down
  * cleanly (1 if closing failed). Nest's own shutdown hooks re-raise the
  * signal, which would make a clean stop look like a crash to supervisors.
+ * Call it first thing in `main`: a signal that arrives while the app is
+ * still booting is held until `attach` hands over the app, then honoured.
  */
-export function closeOnSignal(app: INestApplication, logger: PinoLogger): void {
+export function closeOnSignal(): { attach(app: INestApplication, logger: PinoLogger): void } {
+  let requested: NodeJS.Signals | null = null;
+  let attached: { app: INestApplication; logger: PinoLogger } | null = null;
   let closing = false;
-  const close = (signal: NodeJS.Signals) => {
-    if (closing) return;
+
+  const close = () => {
+    if (closing || !attached || !requested) return;
     closing = true;
-    logger.info({ signal }, 'shutting down');
+    const { app, logger } = attached;
+    logger.info({ signal: requested }, 'shutting down');
     app.close().then(
       () => {
         logger.info('stopped');
@@ -23,6 +29,17 @@ export function closeOnSignal(app: INestApplication, logger: PinoLogger): void {
       },
     );
   };
-  process.once('SIGTERM', close);
-  process.once('SIGINT', close);
+  const onSignal = (signal: NodeJS.Signals) => {
+    requested ??= signal;
+    close();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  return {
+    attach(app, logger) {
+      attached = { app, logger };
+      close();
+    },
+  };
 }
