@@ -1,3 +1,5 @@
+import { WorkflowRun } from '@app/persistence';
+import { callbackUrlsFor } from '@app/telephony';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
 import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -30,10 +32,10 @@ describe('placing calls through Plivo', () => {
     await fake?.stop();
   });
 
-  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
+  async function createConfiguration(settings: Record<string, unknown>, credentials: Record<string, unknown> = fake.credentials): Promise<number> {
     const response = await apps.client.post(
       '/api/v1/telephony-configurations',
-      { name: `Plivo ${JSON.stringify(settings)}`, provider: 'plivo', credentials: fake.credentials, from_numbers: [FROM], settings },
+      { name: `Plivo ${JSON.stringify(settings)}`, provider: 'plivo', credentials, from_numbers: [FROM], settings },
       { key: org.adminKey },
     );
     if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
@@ -64,6 +66,39 @@ describe('placing calls through Plivo', () => {
   const dialsFor = (runId: number) => fake.dialRequests().filter((request) => ofRun(runId)((request.json as { answer_url?: string } | null)?.answer_url));
   const basic = () => `Basic ${Buffer.from(`${PlivoFake.AUTH_ID}:${PlivoFake.AUTH_TOKEN}`).toString('base64')}`;
 
+  describe('POST /api/v1/telephony-configurations/{id}/verify', () => {
+    const verify = (configId: number) => apps.client.post(`/api/v1/telephony-configurations/${configId}/verify`, undefined, { key: org.adminKey });
+    const listings = () => fake.requests.filter((request) => request.method === 'GET' && request.path === `/v1/Account/${PlivoFake.AUTH_ID}/Call/`);
+
+    it('answers ok when Plivo accepts the Auth ID and Auth Token', async () => {
+      const before = listings().length;
+      const response = await verify(recordedConfigId);
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ ok: true });
+      const seen = listings().slice(before);
+      expect(seen).toHaveLength(1);
+      expect(seen[0].headers.authorization).toBe(basic());
+    });
+
+    it('answers ok false with the reason when Plivo refuses the Auth Token', async () => {
+      const configId = await createConfiguration({}, { ...fake.credentials, auth_token: 'f'.repeat(40) });
+      const response = await verify(configId);
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.any(String) });
+    });
+
+    it('answers 502 carrier_unreachable when Plivo fails to answer, or drops the connection', async () => {
+      fake.failNext('server_error');
+      const failed = await verify(recordedConfigId);
+      expect(failed.status).toBe(502);
+      expect(failed.body).toMatchObject({ code: 'carrier_unreachable' });
+      fake.failNext('reset');
+      const dropped = await verify(recordedConfigId);
+      expect(dropped.status).toBe(502);
+      expect(dropped.body).toMatchObject({ code: 'carrier_unreachable' });
+    });
+  });
+
   it('places the call, streams it to the agent through Plivo XML, and completes the run with duration, cost and recording', async () => {
     const runId = await trigger(recordedConfigId);
     const call = await callFor(runId);
@@ -88,6 +123,8 @@ describe('placing calls through Plivo', () => {
     expect(call.recordCallbackUrl).toBe(`${callbacks}/recording/${runId}`);
     const stream = /<Stream [^>]*>([^<]+)<\/Stream>/.exec(answer.body)?.[1].replace(/&amp;/g, '&');
     expect(stream?.startsWith('ws://127.0.0.1:8090/media?')).toBe(true);
+    // A bidirectional mu-law 8 kHz stream, as Twilio's and Telnyx's.
+    expect(answer.body).toMatch(/<Stream [^>]*bidirectional="true"[^>]*contentType="audio\/x-mulaw;rate=8000"/);
     const token = new URL(stream!).searchParams.get('session_token');
     expect(token).toBeTruthy();
     await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
@@ -215,5 +252,100 @@ describe('placing calls through Plivo', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
     expect(fake.call(call.requestUuid).status).toBe('cancel');
+  });
+
+  describe('a dial whose answer was lost, so the request UUID was never learned', () => {
+    const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => ofRun(runId)(placed.answerUrl));
+    const eventsOf = (run: any): string[] => run.logs.events.map((event: { event: string }) => event.event);
+
+    afterEach(() => {
+      fake.queueCalls = false;
+    });
+
+    /** A run as a dialer leaves it when it dies between sending the dial and hearing back: `dialing`, no request UUID. */
+    async function strandedDialingRun(to: string, dialedSecondsAgo: number): Promise<number> {
+      const run = await apps.dataSource.getRepository(WorkflowRun).save({
+        organizationId: org.organizationId,
+        workflowId: workflow.workflowId,
+        name: 'pending',
+        status: 'dialing',
+        environment: 'production',
+        triggerUuid: workflow.triggerUuid,
+        telephonyConfigurationId: recordedConfigId,
+        provider: 'plivo',
+        definitionId: workflow.publishedId,
+        phoneNumber: to,
+        fromNumber: FROM,
+        providerCallId: null,
+        logs: { events: [] },
+      });
+      await apps.dataSource.query(
+        `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - make_interval(secs => $2) WHERE id = $1`,
+        [run.id, dialedSecondsAgo],
+      );
+      return run.id;
+    }
+
+    /** The dial request that dialer sent, as Plivo received it. */
+    async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {
+      const callbacks = callbackUrlsFor(apps.baseUrl, 'plivo', runId);
+      const response = await fetch(`${fake.baseUrl}/v1/Account/${PlivoFake.AUTH_ID}/Call/`, {
+        method: 'POST',
+        headers: { authorization: basic(), 'content-type': 'application/json' },
+        body: JSON.stringify({
+          from: FROM.slice(1),
+          to: to.slice(1),
+          answer_url: callbacks.answerUrl,
+          answer_method: 'POST',
+          ring_url: callbacks.statusUrl,
+          ring_method: 'POST',
+          hangup_url: callbacks.statusUrl,
+          hangup_method: 'POST',
+        }),
+      });
+      if (response.status !== 201) throw new Error(`the dial answered ${response.status}: ${await response.text()}`);
+      return ((await response.json()) as { request_uuid: string }).request_uuid;
+    }
+
+    it('finds the call Plivo queued by its numbers, follows it to the end, and never dials again', async () => {
+      // An account at its calls-per-second limit: Plivo answers "call queued", and that answer is lost.
+      fake.queueCalls = true;
+      fake.failNext('reset');
+      const runId = await trigger(recordedConfigId, '+14155550181');
+      const call = await callFor(runId);
+      const reconciled = await runReaches(runId, (run) => eventsOf(run).includes('dialer.reconciled'), 'the dialer to learn the request UUID from Plivo');
+      expect(reconciled).toMatchObject({ status: 'dialing', provider_call_id: call.requestUuid });
+
+      await fake.ring(call.requestUuid);
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+      await fake.end(call.requestUuid, 'no-answer');
+      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      expect(run).toMatchObject({ status: 'no_answer', end_reason: 'no_answer', provider_call_id: call.requestUuid });
+      expect(eventsOf(run)).not.toContain('dialer.outcome_unknown');
+      expect(dialsFor(runId)).toHaveLength(1);
+      expect(callsOf(runId)).toHaveLength(1);
+    });
+
+    it('lets the reaper find the ringing call of a dialer that died before the answer came, without dialing again', async () => {
+      const to = '+14155550182';
+      const runId = await strandedDialingRun(to, 90);
+      const uuid = await dialAsTheDialerDid(runId, to);
+      fake.setCallStatus(uuid, { status: 'ringing', dateCreated: new Date(Date.now() - 89_000) });
+
+      // The live call list shows it ringing: the reaper applies that, and the run holds the call's UUID.
+      const ringing = await waitFor(
+        async () => {
+          const run = await readRun(runId);
+          return run.status === 'ringing' ? run : undefined;
+        },
+        { what: 'the reaper to find the call at Plivo', timeoutMs: 20_000 },
+      );
+      expect(ringing.provider_call_id).toBe(uuid);
+      await fake.end(uuid, 'busy');
+      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      expect(run).toMatchObject({ status: 'busy', provider_call_id: uuid });
+      expect(dialsFor(runId)).toHaveLength(1);
+      expect(callsOf(runId)).toHaveLength(1);
+    });
   });
 });

@@ -30,10 +30,10 @@ describe('placing calls through Telnyx', () => {
     await fake?.stop();
   });
 
-  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
+  async function createConfiguration(settings: Record<string, unknown>, credentials: Record<string, unknown> = fake.credentials()): Promise<number> {
     const response = await apps.client.post(
       '/api/v1/telephony-configurations',
-      { name: `Telnyx ${JSON.stringify(settings)}`, provider: 'telnyx', credentials: fake.credentials(), from_numbers: [FROM], settings },
+      { name: `Telnyx ${JSON.stringify(settings)}`, provider: 'telnyx', credentials, from_numbers: [FROM], settings },
       { key: org.adminKey },
     );
     if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
@@ -63,6 +63,44 @@ describe('placing calls through Telnyx', () => {
   const dialsFor = (runId: number) =>
     fake.dialRequests().filter((request) => (request.body as { webhook_url?: string } | null)?.webhook_url?.endsWith(`/status/${runId}`));
 
+  describe('POST /api/v1/telephony-configurations/{id}/verify', () => {
+    const verify = (configId: number) => apps.client.post(`/api/v1/telephony-configurations/${configId}/verify`, undefined, { key: org.adminKey });
+    const applicationReads = () => fake.requests.filter((request) => request.path.startsWith('/v2/call_control_applications/'));
+
+    it('answers ok when Telnyx accepts the API key and knows the Call Control application', async () => {
+      const before = applicationReads().length;
+      const response = await verify(recordedConfigId);
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ ok: true });
+      const reads = applicationReads().slice(before);
+      expect(reads).toHaveLength(1);
+      expect(reads[0]).toMatchObject({ method: 'GET', path: `/v2/call_control_applications/${fake.connectionId}` });
+      expect(reads[0].headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+    });
+
+    it('answers ok false with the reason when Telnyx refuses the API key', async () => {
+      const configId = await createConfiguration({}, { ...fake.credentials(), api_key: 'KEY0000000000000000_wrong' });
+      const response = await verify(configId);
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.any(String) });
+      expect(applicationReads().at(-1)?.headers.authorization).toBe('Bearer KEY0000000000000000_wrong');
+    });
+
+    it('answers ok false with connection_not_found when the key works but the connection_id is not its application', async () => {
+      const configId = await createConfiguration({}, { ...fake.credentials(), connection_id: '1999999999999999999' });
+      const response = await verify(configId);
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ ok: false, reason: 'connection_not_found', message: expect.any(String) });
+    });
+
+    it('answers 502 carrier_unreachable when Telnyx fails to answer', async () => {
+      fake.failNextApplicationRead('unavailable');
+      const response = await verify(recordedConfigId);
+      expect(response.status).toBe(502);
+      expect(response.body).toMatchObject({ code: 'carrier_unreachable' });
+    });
+  });
+
   it('places the call with the agent stream in the dial, and completes the run with duration, cost and recording', async () => {
     const runId = await trigger(recordedConfigId);
     const call = await callFor(runId);
@@ -78,6 +116,10 @@ describe('placing calls through Telnyx', () => {
       webhook_url: `${apps.baseUrl}/api/v1/telephony/telnyx/status/${runId}`,
       client_state: Buffer.from(String(runId)).toString('base64'),
       record: 'record-from-answer',
+      // The agent runtime gets mu-law 8 kHz whatever codec the call negotiated, and sends the same back.
+      stream_codec: 'PCMU',
+      stream_bidirectional_mode: 'rtp',
+      stream_bidirectional_codec: 'PCMU',
     });
     const streamUrl = new URL(body.stream_url);
     expect(`${streamUrl.origin}${streamUrl.pathname}`).toBe('ws://127.0.0.1:8090/media');
@@ -112,9 +154,13 @@ describe('placing calls through Telnyx', () => {
     expect(reported.status).toBe(200);
 
     expect((await fake.sendCallEvent(call.callControlId, 'call.hangup')).status).toBe(200);
-    await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
+    // Until Telnyx bills the call, its duration is the time from answer to hang-up.
+    const ended = await runReaches(runId, (run) => run.status === 'completed' && run.duration_seconds !== null, 'the call to end');
+    expect(ended.duration_seconds).toBeGreaterThanOrEqual(36);
+    expect(ended.duration_seconds).toBeLessThanOrEqual(39);
+    // Telnyx bills whole minutes on this account: its billed duration replaces the computed one.
     expect(
-      (await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0125', billed_duration_secs: 37 })).status,
+      (await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0125', billed_duration_secs: 60 })).status,
     ).toBe(200);
     const audio = silentWav(2);
     const recordingUrl = fake.addRecording(audio);
@@ -122,9 +168,8 @@ describe('placing calls through Telnyx', () => {
 
     const run = await runReaches(runId, (current) => current.is_completed === true && current.cost_info?.total_cost !== undefined, 'the run to complete');
     expect(run.status).toBe('completed');
-    expect(run.duration_seconds).toBeGreaterThanOrEqual(36);
-    expect(run.duration_seconds).toBeLessThanOrEqual(39);
-    expect(run.cost_info).toMatchObject({ total_cost: 0.0125, currency: 'USD' });
+    expect(run.duration_seconds).toBe(60);
+    expect(run.cost_info).toMatchObject({ total_cost: 0.0125, currency: 'USD', call_duration_seconds: 60 });
     const transcript = await apps.client.get(run.transcript_url);
     expect(transcript.body.turns).toEqual(turns);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
@@ -175,6 +220,20 @@ describe('placing calls through Telnyx', () => {
       const stale = fake.signedRequest(call.webhookUrl!, hangup(), { timestampSeconds: Math.floor(Date.now() / 1000) - 600 });
       const response = await fake.deliver(stale);
       expect(response.status).toBe(403);
+    });
+
+    it('answers 403 to an exact replay of a webhook already delivered, inside the signature window', async () => {
+      const delivered = fake.signedRequest(call.webhookUrl!, fake.callEvent(call.callControlId, 'call.initiated'));
+      expect((await fake.deliver(delivered)).status).toBe(200);
+      const replay = await fake.deliver(delivered);
+      expect(replay.status).toBe(403);
+      expect(JSON.parse(replay.body).code).toBe('webhook_signature_invalid');
+    });
+
+    it("accepts Telnyx's own redelivery of an event, which is signed anew", async () => {
+      const event = fake.callEvent(call.callControlId, 'call.initiated');
+      expect((await fake.sendEvent(call.webhookUrl!, event)).status).toBe(200);
+      expect((await fake.sendEvent(call.webhookUrl!, { ...event, meta: { ...event.meta, attempt: 2 } })).status).toBe(200);
     });
 
     it('leaves the run as it was after all of them', async () => {

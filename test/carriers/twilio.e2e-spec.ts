@@ -1,3 +1,5 @@
+import { WorkflowRun } from '@app/persistence';
+import { callbackUrlsFor } from '@app/telephony';
 import { TwilioFake } from '../fakes/twilio-fake';
 import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -248,5 +250,88 @@ describe('placing calls through Twilio', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
     expect(fake.call(call.sid).status).toBe('canceled');
+  });
+
+  describe('a dial whose answer was lost, so the call SID was never learned', () => {
+    const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`));
+    const eventsOf = (run: any): string[] => run.logs.events.map((event: { event: string }) => event.event);
+
+    /** A run as a dialer leaves it when it dies between sending the dial and hearing back: `dialing`, no call SID. */
+    async function strandedDialingRun(to: string, dialedSecondsAgo: number): Promise<number> {
+      const run = await apps.dataSource.getRepository(WorkflowRun).save({
+        organizationId: org.organizationId,
+        workflowId: workflow.workflowId,
+        name: 'pending',
+        status: 'dialing',
+        environment: 'production',
+        triggerUuid: workflow.triggerUuid,
+        telephonyConfigurationId: recordedConfigId,
+        provider: 'twilio',
+        definitionId: workflow.publishedId,
+        phoneNumber: to,
+        fromNumber: FROM,
+        providerCallId: null,
+        logs: { events: [] },
+      });
+      await apps.dataSource.query(
+        `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - make_interval(secs => $2) WHERE id = $1`,
+        [run.id, dialedSecondsAgo],
+      );
+      return run.id;
+    }
+
+    /** The dial request that dialer sent, as Twilio received it. */
+    async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {
+      const callbacks = callbackUrlsFor(apps.baseUrl, 'twilio', runId);
+      const form = new URLSearchParams({ To: to, From: FROM, Url: callbacks.answerUrl, Method: 'POST', StatusCallback: callbacks.statusUrl });
+      for (const event of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', event);
+      const response = await fetch(`${fake.baseUrl}/2010-04-01/Accounts/${fake.accountSid}/Calls.json`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`${fake.accountSid}:${fake.authToken}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form.toString(),
+      });
+      if (response.status !== 201) throw new Error(`the dial answered ${response.status}: ${await response.text()}`);
+      return ((await response.json()) as { sid: string }).sid;
+    }
+
+    it('finds the call Twilio placed by its numbers and time, follows it to the end, and never dials again', async () => {
+      fake.failNext('reset');
+      const runId = await trigger(recordedConfigId, '+14155550181');
+      const call = await callFor(runId);
+      const reconciled = await runReaches(runId, (run) => eventsOf(run).includes('dialer.reconciled'), 'the dialer to learn the call SID from Twilio');
+      expect(reconciled).toMatchObject({ status: 'dialing', provider_call_id: call.sid });
+      // The dialer asked Twilio's call list for its own numbers.
+      const lists = fake.requests.filter((request) => request.method === 'GET' && request.path.endsWith('/Calls.json') && request.query.get('To') === '+14155550181');
+      expect(lists.length).toBeGreaterThan(0);
+      expect(lists.every((request) => request.query.get('From') === FROM)).toBe(true);
+
+      await fake.ring(call.sid);
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+      await fake.end(call.sid, 'no-answer');
+      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      expect(run).toMatchObject({ status: 'no_answer', end_reason: 'no_answer', provider_call_id: call.sid });
+      expect(eventsOf(run)).not.toContain('dialer.outcome_unknown');
+      expect(dialsFor(runId)).toHaveLength(1);
+      expect(callsOf(runId)).toHaveLength(1);
+    });
+
+    it('lets the reaper find the call of a dialer that died before the answer came, without dialing again', async () => {
+      const to = '+14155550182';
+      const runId = await strandedDialingRun(to, 90);
+      const sid = await dialAsTheDialerDid(runId, to);
+      fake.setCallStatus(sid, { dateCreated: new Date(Date.now() - 89_000) });
+
+      await waitFor(
+        async () => ((await readRun(runId)).provider_call_id === sid ? true : undefined),
+        { what: 'the reaper to find the call at Twilio', timeoutMs: 20_000 },
+      );
+      await fake.ring(sid);
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+      await fake.end(sid, 'busy');
+      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      expect(run).toMatchObject({ status: 'busy', provider_call_id: sid });
+      expect(dialsFor(runId)).toHaveLength(1);
+      expect(callsOf(runId)).toHaveLength(1);
+    });
   });
 });

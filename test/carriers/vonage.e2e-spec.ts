@@ -30,10 +30,10 @@ describe('placing calls through Vonage', () => {
     await fake?.stop();
   });
 
-  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
+  async function createConfiguration(settings: Record<string, unknown>, credentials: Record<string, unknown> = fake.credentials()): Promise<number> {
     const response = await apps.client.post(
       '/api/v1/telephony-configurations',
-      { name: `Vonage ${JSON.stringify(settings)}`, provider: 'vonage', credentials: fake.credentials(), from_numbers: [FROM], settings },
+      { name: `Vonage ${JSON.stringify(settings)}`, provider: 'vonage', credentials, from_numbers: [FROM], settings },
       { key: org.adminKey },
     );
     if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
@@ -63,6 +63,37 @@ describe('placing calls through Vonage', () => {
   const dialsFor = (runId: number) =>
     fake.dialRequests().filter((request) => JSON.stringify((request.body as { answer_url?: unknown } | null)?.answer_url ?? '').includes(`/answer/${runId}"`));
 
+  describe('POST /api/v1/telephony-configurations/{id}/verify', () => {
+    const verify = (configId: number) => apps.client.post(`/api/v1/telephony-configurations/${configId}/verify`, undefined, { key: org.adminKey });
+    const listings = () => fake.requests.filter((request) => request.method === 'GET' && request.path === '/v1/calls');
+
+    it("answers ok when Vonage accepts the application's JWT", async () => {
+      const before = listings().length;
+      const response = await verify(recordedConfigId);
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ ok: true });
+      const seen = listings().slice(before);
+      expect(seen).toHaveLength(1);
+      expect(seen[0].headers.authorization).toMatch(/^Bearer /);
+      expect(seen[0].jwtClaims).toMatchObject({ application_id: fake.applicationId });
+    });
+
+    it("answers ok false with the reason when Vonage refuses the application's key", async () => {
+      const configId = await createConfiguration({}, { ...fake.credentials(), private_key: new VonageFake().privateKeyPem });
+      const response = await verify(configId);
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.any(String) });
+      expect(listings().at(-1)?.jwtClaims).toBeNull();
+    });
+
+    it('answers 502 carrier_unreachable when Vonage fails to answer', async () => {
+      fake.failNextCallListing('server_error');
+      const response = await verify(recordedConfigId);
+      expect(response.status).toBe(502);
+      expect(response.body).toMatchObject({ code: 'carrier_unreachable' });
+    });
+  });
+
   it('places the call, connects the agent through the NCCO, and completes the run with duration, price and recording', async () => {
     const runId = await trigger(recordedConfigId);
     const call = await callFor(runId);
@@ -89,6 +120,8 @@ describe('placing calls through Vonage', () => {
     expect(ncco[0].eventUrl).toEqual([`${callbacks}/recording/${runId}`]);
     const endpoint = ncco[1].endpoint[0];
     expect(endpoint.type).toBe('websocket');
+    // The agent runtime gets (and sends) 16 kHz linear PCM, not the mu-law of the other carriers.
+    expect(endpoint['content-type']).toBe('audio/l16;rate=16000');
     expect(endpoint.uri.startsWith('ws://127.0.0.1:8090/media?')).toBe(true);
     const token: string = endpoint.headers.session_token;
     expect(new URL(endpoint.uri).searchParams.get('session_token')).toBe(token);
@@ -171,6 +204,20 @@ describe('placing calls through Vonage', () => {
     it('answers 403 to a validly signed token issued too long ago (a replay)', async () => {
       const response = await fake.deliver(fake.signedRequest(call.eventUrl!, completed(), { iatSeconds: Math.floor(Date.now() / 1000) - 600 }));
       expect(response.status).toBe(403);
+    });
+
+    it('answers 403 to an exact replay of a webhook already delivered, inside the JWT window', async () => {
+      const delivered = fake.signedRequest(call.eventUrl!, fake.callEvent(call.uuid, 'ringing'));
+      expect((await fake.deliver(delivered)).status).toBe(200);
+      const replay = await fake.deliver(delivered);
+      expect(replay.status).toBe(403);
+      expect(JSON.parse(replay.body).code).toBe('webhook_signature_invalid');
+    });
+
+    it('accepts the same event signed again by Vonage, with a new jti', async () => {
+      const event = fake.callEvent(call.uuid, 'ringing');
+      expect((await fake.sendEvent(call.eventUrl!, event)).status).toBe(200);
+      expect((await fake.sendEvent(call.eventUrl!, event)).status).toBe(200);
     });
 
     it('leaves the run as it was after all of them', async () => {

@@ -331,7 +331,7 @@ export class PlivoFake {
     }
     if (callPath && !callUuid) {
       if (recorded.method === 'POST') return this.dial(recorded, response);
-      if (recorded.method === 'GET') return json200(response, { api_id: randomUUID(), meta: { limit: 20, offset: 0, next: null, previous: null, total_count: 0 }, objects: [] });
+      if (recorded.method === 'GET') return this.listCalls(recorded, response);
       return plivoError(response, 405, 'Method not allowed');
     }
     if (callUuid) return this.callResource(callUuid, recorded, response);
@@ -444,8 +444,83 @@ export class PlivoFake {
       });
     }
     if (!call || !ENDED.includes(call.status)) return plivoError(response, 404, 'Call not found');
+    return json200(response, { api_id: randomUUID(), ...this.callDetailRecord(call) });
+  }
+
+  /**
+   * GET /Call/ lists calls. `status=live` and `status=queued` answer the
+   * UUIDs of live (ringing, in progress) or queued calls, `{ api_id, calls }`;
+   * live calls filter by call_direction, from_number and to_number. Without a
+   * status, the detail records of ended calls, newest first, `{ api_id, meta,
+   * objects }`, filtered by call_direction, from_number and to_number (the
+   * exact number or a prefix) and end_time with __gt/__gte/__lt/__lte
+   * (`YYYY-MM-DD HH:MM[:ss[.uuuuuu]]`, UTC): the last 7 days without it, 30
+   * days from a single bound, and a wider range is refused. `limit` (at most
+   * 20, the default) and `offset` page all three; `meta.next` is the next
+   * page's path, or null.
+   */
+  private listCalls(request: RecordedPlivoRequest, response: ServerResponse): void {
+    const query = request.query;
+    const limit = query.has('limit') ? Number(query.get('limit')) : 20;
+    const offset = query.has('offset') ? Number(query.get('offset')) : 0;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 20) return plivoError(response, 400, 'limit must be an integer between 1 and 20');
+    if (!Number.isInteger(offset) || offset < 0) return plivoError(response, 400, 'offset must be a non-negative integer');
+    const byNumbers = (call: FakePlivoCall) =>
+      ['outbound', null].includes(query.get('call_direction')) &&
+      call.from.startsWith(query.get('from_number') ?? '') &&
+      call.to.startsWith(query.get('to_number') ?? '');
+    const status = query.get('status');
+    if (status === 'live' || status === 'queued') {
+      const states = status === 'live' ? ['ringing', 'in-progress'] : ['queued'];
+      const calls = [...this.calls.values()].filter((call) => states.includes(call.status) && (status === 'queued' || byNumbers(call)));
+      return json200(response, { api_id: randomUUID(), calls: calls.slice(offset, offset + limit).map((call) => call.requestUuid) });
+    }
+    if (status !== null) return plivoError(response, 400, `invalid status: ${status}`);
+
+    const bounds: Partial<Record<'gt' | 'gte' | 'lt' | 'lte' | 'eq', number>> = {};
+    for (const [name, bound] of [['end_time', 'eq'], ['end_time__gt', 'gt'], ['end_time__gte', 'gte'], ['end_time__lt', 'lt'], ['end_time__lte', 'lte']] as const) {
+      const value = query.get(name);
+      if (value === null) continue;
+      const at = parsePlivoFilterTime(value);
+      if (at === null) return plivoError(response, 400, `${name} must be a time as YYYY-MM-DD HH:MM[:ss[.uuuuuu]]: ${value}`);
+      bounds[bound] = at;
+    }
+    const lower = bounds.gt ?? bounds.gte;
+    const upper = bounds.lt ?? bounds.lte;
+    if (lower !== undefined && upper !== undefined && upper - lower > 30 * DAY_MS) return plivoError(response, 400, 'end_time range cannot exceed 30 days');
+    const from = lower ?? (upper !== undefined ? upper - 30 * DAY_MS : Date.now() - 7 * DAY_MS);
+    const to = upper ?? (lower !== undefined ? lower + 30 * DAY_MS : Infinity);
+    const ended = [...this.calls.values()]
+      .filter((call) => ENDED.includes(call.status) && call.endTime !== null && byNumbers(call))
+      .filter((call) => {
+        const end = call.endTime!.getTime();
+        if (bounds.eq !== undefined && end !== bounds.eq) return false;
+        return (bounds.gt === undefined ? end >= from : end > from) && (bounds.lt === undefined ? end <= to : end < to);
+      })
+      .sort((a, b) => b.endTime!.getTime() - a.endTime!.getTime());
+    const page = (at: number) => {
+      const paging = new URLSearchParams(query);
+      paging.set('limit', String(limit));
+      paging.set('offset', String(at));
+      return `${request.path}?${paging}`;
+    };
     return json200(response, {
       api_id: randomUUID(),
+      meta: {
+        limit,
+        offset,
+        total_count: ended.length,
+        next: offset + limit < ended.length ? page(offset + limit) : null,
+        previous: offset > 0 ? page(Math.max(0, offset - limit)) : null,
+      },
+      objects: ended.slice(offset, offset + limit).map((call) => this.callDetailRecord(call)),
+    });
+  }
+
+  /** An ended call's detail record, as `GET /Call/{uuid}/` and the call list show it. */
+  private callDetailRecord(call: FakePlivoCall): Record<string, unknown> {
+    const uuid = call.requestUuid;
+    return {
       call_uuid: uuid,
       call_direction: 'outbound',
       from_number: call.from,
@@ -462,7 +537,7 @@ export class PlivoFake {
       hangup_source: 'Callee',
       parent_call_uuid: null,
       resource_uri: `/v1/Account/${this.authId}/Call/${uuid}/`,
-    });
+    };
   }
 
   private cancel(call: FakePlivoCall): void {
@@ -603,6 +678,7 @@ export type PlivoWebhookFields = Record<string, string> | ReadonlyArray<readonly
 const PLIVO_NUMBER = /^[1-9]\d{7,14}$/;
 const HTTP_URL = /^https?:\/\/[^\s/]+/;
 const ENDED = ['completed', 'busy', 'no-answer', 'failed', 'timeout', 'cancel'];
+const DAY_MS = 24 * 3600 * 1000;
 
 function pairs(fields: PlivoWebhookFields): Array<[string, string]> {
   return Array.isArray(fields) ? fields.map(([name, value]) => [name, value]) : Object.entries(fields as Record<string, string>);
@@ -617,6 +693,14 @@ function group(entries: Array<[string, string]>): Map<string, string[]> {
 /** Plivo writes times as `yyyy-MM-dd HH:mm:ss` (UTC for a default account). */
 function plivoTime(date: Date): string {
   return date.toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/** A time filter as Plivo takes it, `YYYY-MM-DD HH:MM[:ss[.uuuuuu]]` in UTC; null when malformed. */
+function parsePlivoFilterTime(value: string): number | null {
+  const match = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})(:\d{2}(\.\d{1,6})?)?$/.exec(value);
+  if (!match) return null;
+  const at = Date.parse(`${match[1]}T${match[2]}${match[3] ? match[3].slice(0, 7) : ':00'}Z`);
+  return Number.isNaN(at) ? null : at;
 }
 
 function unescapeXml(value: string): string {

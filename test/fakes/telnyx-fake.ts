@@ -8,7 +8,8 @@ import { AddressInfo, Socket } from 'node:net';
  * required and enumerated dial parameters, +E.164 numbers), answers in
  * Telnyx's shapes (`{ data }` / `{ errors: [{ code, title, detail, source }] }`),
  * keeps the calls it placed so look-ups, active-call listings and hang-ups
- * behave, serves recordings behind pre-signed links like Telnyx's storage,
+ * behave, answers reads of its one Call Control application (what a
+ * credentials check asks), serves recordings behind pre-signed links like Telnyx's storage,
  * and sends webhooks signed with its own Ed25519 key — only ever to loopback
  * addresses.
  *
@@ -32,6 +33,7 @@ export class TelnyxFake {
   private readonly storageKey = randomBytes(32);
   private readonly recordings = new Map<string, { body: Buffer; contentType: string; expiresAt: number }>();
   private readonly failures: { kind: TelnyxFailure; retryAfterSeconds?: number }[] = [];
+  private readonly applicationFailures: TelnyxReadFailure[] = [];
   private readonly dialTimes: number[] = [];
   private readonly sockets = new Set<Socket>();
   private server: Server | null = null;
@@ -84,6 +86,7 @@ export class TelnyxFake {
     this.calls.clear();
     this.deliveries.length = 0;
     this.failures.length = 0;
+    this.applicationFailures.length = 0;
     this.dialTimes.length = 0;
     this.recordings.clear();
   }
@@ -96,6 +99,11 @@ export class TelnyxFake {
   /** The next dial fails this way (`reset` places the call, then drops the connection without answering). */
   failNext(kind: TelnyxFailure): void {
     this.failures.push({ kind });
+  }
+
+  /** The next read of the Call Control application (what a credentials check asks) fails this way. */
+  failNextApplicationRead(kind: TelnyxReadFailure): void {
+    this.applicationFailures.push(kind);
   }
 
   /** The `POST /v2/calls` requests received. */
@@ -234,11 +242,13 @@ export class TelnyxFake {
     }
 
     const callMatch = /^\/v2\/calls\/([^/]+)(\/actions\/hangup)?$/.exec(url.pathname);
+    const applicationMatch = /^\/v2\/call_control_applications\/([^/]+)$/.exec(url.pathname);
     const activeMatch = /^\/v2\/connections\/([^/]+)\/active_calls$/.exec(url.pathname);
     if (recorded.method === 'POST' && url.pathname === '/v2/calls') return this.dial(request, recorded, response);
     if (callMatch && recorded.method === 'GET' && !callMatch[2]) return this.status(decodeURIComponent(callMatch[1]), response);
     if (callMatch && recorded.method === 'POST' && callMatch[2]) return this.hangup(decodeURIComponent(callMatch[1]), recorded, response);
     if (activeMatch && recorded.method === 'GET') return this.activeCalls(decodeURIComponent(activeMatch[1]), url, response);
+    if (applicationMatch && recorded.method === 'GET') return this.application(decodeURIComponent(applicationMatch[1]), response);
     return sendErrors(response, 404, [{ code: '10005', title: 'Resource not found', detail: `${recorded.method} ${url.pathname}` }]);
   }
 
@@ -401,6 +411,34 @@ export class TelnyxFake {
     });
   }
 
+  /** `GET /v2/call_control_applications/{id}`: the account's one Call Control application, 404 for any other id. */
+  private application(id: string, response: ServerResponse): void {
+    const failure = this.applicationFailures.shift();
+    if (failure === 'server_error') return sendErrors(response, 500, [{ code: '10007', title: 'Unexpected error', detail: 'An unexpected error occured.' }]);
+    if (failure === 'unavailable') return sendErrors(response, 503, [{ code: '10007', title: 'Service unavailable' }]);
+    if (id !== this.connectionId) {
+      return sendErrors(response, 404, [{ code: '10005', title: 'Resource not found', detail: 'The requested resource or URL could not be found.' }]);
+    }
+    sendJson(response, 200, {
+      data: {
+        record_type: 'call_control_application',
+        id: this.connectionId,
+        application_name: 'Voice agent calls',
+        active: true,
+        anchorsite_override: 'Latency',
+        dtmf_type: 'RFC 2833',
+        first_command_timeout: false,
+        first_command_timeout_secs: 30,
+        webhook_api_version: '2',
+        webhook_event_url: 'https://calls.example.com/telnyx',
+        webhook_event_failover_url: '',
+        webhook_timeout_secs: null,
+        created_at: '2025-01-01T00:00:00.000Z',
+        updated_at: '2025-01-01T00:00:00.000Z',
+      },
+    });
+  }
+
   private serveRecording(request: IncomingMessage, url: URL, response: ServerResponse): void {
     const key = decodeURIComponent(url.pathname.slice('/telephony-recorder-prod/'.length));
     const recording = this.recordings.get(key);
@@ -443,6 +481,9 @@ export interface TelnyxFakeOptions {
 }
 
 export type TelnyxFailure = 'throttle' | 'unauthorized' | 'forbidden' | 'invalid_number' | 'server_error' | 'unavailable' | 'reset';
+
+/** How a read of an account resource can fail: 500 (code 10007) or 503. */
+export type TelnyxReadFailure = 'server_error' | 'unavailable';
 
 export interface TelnyxFakeCall {
   callControlId: string;
@@ -508,6 +549,7 @@ const ENUMS: Record<string, string[]> = {
   record_format: ['wav', 'mp3'],
   record_channels: ['single', 'dual'],
   stream_track: ['inbound_track', 'outbound_track', 'both_tracks'],
+  stream_codec: ['PCMU', 'PCMA', 'G722', 'OPUS', 'AMR-WB', 'L16', 'default'],
   stream_bidirectional_mode: ['mp3', 'rtp'],
   stream_bidirectional_codec: ['PCMU', 'PCMA', 'G722', 'OPUS', 'AMR-WB', 'L16'],
 };

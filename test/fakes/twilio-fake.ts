@@ -7,7 +7,8 @@ import { AddressInfo } from 'node:net';
  * side of the webhooks. It checks requests the way Twilio does (HTTP Basic
  * auth with the Account SID + Auth Token or an API key, form encoding, the
  * dial parameters), answers in Twilio's shapes (`{ code, message, more_info,
- * status }` errors, Call resources), keeps the calls it placed, and can call
+ * status }` errors, Call resources, paged call lists filtered by To, From,
+ * Status and StartTime), keeps the calls it placed, and can call
  * the URLs a call was created with, signed with X-Twilio-Signature exactly as
  * Twilio signs them.
  */
@@ -271,6 +272,7 @@ export class TwilioFake {
 
     if (match[2] === '.json' && recorded.method === 'GET') return json(response, 200, this.accountResource());
     if (match[2] === '/Calls.json' && recorded.method === 'POST') return this.dial(recorded, response);
+    if (match[2] === '/Calls.json' && recorded.method === 'GET') return this.listCalls(recorded, response);
     if (match[3] && recorded.method === 'GET') {
       const call = this.calls.get(match[3]);
       return call ? json(response, 200, this.callResource(call)) : twilioError(response, 404, 20404, `The requested resource ${url.pathname} was not found`);
@@ -292,6 +294,68 @@ export class TwilioFake {
     if (problem) return twilioError(response, 400, problem.code, problem.message);
     const call = this.createCall(request);
     json(response, 201, this.callResource(call));
+  }
+
+  /**
+   * Read multiple Call resources, newest first. Filters as Twilio documents
+   * them: `To`, `From`, `Status`, and `StartTime` (a `YYYY-MM-DD` day in UTC;
+   * `StartTime>` for calls started on or after that midnight, `StartTime<`
+   * for on or before it), which leaves out calls not dialed yet (no start
+   * time). `PageSize` (default 50, at most 1000) per page; `next_page_uri`
+   * repeats the filters with the next `Page` and a `PageToken`.
+   */
+  private listCalls(request: RecordedRequest, response: ServerResponse): void {
+    const query = request.query;
+    const pageSize = query.has('PageSize') ? Number(query.get('PageSize')) : 50;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) return twilioError(response, 400, 20001, 'PageSize must be between 1 and 1000');
+    const page = query.has('Page') ? Number(query.get('Page')) : 0;
+    if (!Number.isInteger(page) || page < 0) return twilioError(response, 400, 20001, 'Page must be a non-negative integer');
+    const startTimeFilters: Array<[string, (start: number, midnight: number) => boolean]> = [
+      ['StartTime', (start, midnight) => start >= midnight && start < midnight + DAY_MS],
+      ['StartTime>', (start, midnight) => start >= midnight],
+      ['StartTime<', (start, midnight) => start <= midnight],
+    ];
+    let calls = [...this.calls.values()];
+    for (const [name, keep] of startTimeFilters) {
+      const day = query.get(name);
+      if (day === null) continue;
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`))) {
+        return twilioError(response, 400, 20001, `${name} must be a date as YYYY-MM-DD: ${day}`);
+      }
+      const midnight = Date.parse(`${day}T00:00:00Z`);
+      calls = calls.filter((call) => call.startTime !== null && keep(call.startTime.getTime(), midnight));
+    }
+    for (const [name, field] of [['To', 'to'], ['From', 'from'], ['Status', 'status']] as const) {
+      const wanted = query.get(name);
+      if (wanted !== null) calls = calls.filter((call) => call[field] === wanted);
+    }
+    calls.sort((a, b) => b.dateCreated.getTime() - a.dateCreated.getTime());
+
+    // A PageToken names the last call of the page before; without one, the page number counts.
+    const token = query.get('PageToken');
+    const afterToken = token ? calls.findIndex((call) => `PA${call.sid}` === token) + 1 : 0;
+    const start = token && afterToken > 0 ? afterToken : page * pageSize;
+    const slice = calls.slice(start, start + pageSize);
+    const filters = new URLSearchParams([...query].filter(([name]) => !['Page', 'PageSize', 'PageToken'].includes(name)));
+    const pageUri = (number: number, pageToken?: string) => {
+      const paging = new URLSearchParams(filters);
+      paging.set('PageSize', String(pageSize));
+      paging.set('Page', String(number));
+      if (pageToken) paging.set('PageToken', pageToken);
+      return `${request.path}?${paging}`;
+    };
+    const more = start + slice.length < calls.length;
+    json(response, 200, {
+      calls: slice.map((call) => this.callResource(call)),
+      start,
+      end: start + Math.max(0, slice.length - 1),
+      page,
+      page_size: pageSize,
+      uri: pageUri(page, token ?? undefined),
+      first_page_uri: pageUri(0),
+      previous_page_uri: page > 0 ? pageUri(page - 1) : null,
+      next_page_uri: more ? pageUri(page + 1, `PA${slice[slice.length - 1].sid}`) : null,
+    });
   }
 
   /** The checks Twilio makes on a dial request, with its error codes. */
@@ -554,6 +618,7 @@ export interface SentWebhook {
 export type WebhookFields = Record<string, string> | ReadonlyArray<readonly [string, string]>;
 
 const E164 = /^\+[1-9]\d{6,14}$/;
+const DAY_MS = 24 * 3600 * 1000;
 const HTTP_URL = /^https?:\/\/[^\s/]+/;
 
 function entries(fields: WebhookFields): Array<[string, string]> {

@@ -8,8 +8,8 @@ import { AddressInfo, Socket } from 'node:net';
  * key and verified with its public key; JSON bodies; `to`/`from` as phone
  * endpoints of 7–15 digits; the documented enums and bounds), rejects call
  * creations beyond 3 per rolling second with 429 as Vonage does, answers in
- * its RFC 7807 problem shape, keeps the calls it created for look-ups and
- * hang-ups, serves recordings behind the application JWT, and sends webhooks
+ * its RFC 7807 problem shape, keeps the calls it created for look-ups,
+ * listings and hang-ups, serves recordings behind the application JWT, and sends webhooks
  * signed as Vonage's: a HS256 JWT with the signature secret whose
  * `payload_hash` is the SHA-256 of the body — only ever to loopback addresses.
  */
@@ -28,6 +28,7 @@ export class VonageFake {
   private readonly publicKey: KeyObject;
   private readonly files = new Map<string, { body: Buffer; contentType: string }>();
   private readonly failures: VonageFailure[] = [];
+  private readonly listFailures: VonageReadFailure[] = [];
   private readonly creations: number[] = [];
   private readonly sockets = new Set<Socket>();
   private server: Server | null = null;
@@ -80,6 +81,7 @@ export class VonageFake {
     this.calls.clear();
     this.deliveries.length = 0;
     this.failures.length = 0;
+    this.listFailures.length = 0;
     this.creations.length = 0;
     this.files.clear();
   }
@@ -92,6 +94,11 @@ export class VonageFake {
   /** The next call creation fails this way (`reset` creates the call, then drops the connection unanswered). */
   failNext(kind: VonageFailure): void {
     this.failures.push(kind);
+  }
+
+  /** The next listing of calls (`GET /v1/calls`, what a credentials check asks) fails this way. */
+  failNextCallListing(kind: VonageReadFailure): void {
+    this.listFailures.push(kind);
   }
 
   /** The `POST /v1/calls` requests received. */
@@ -263,6 +270,7 @@ export class VonageFake {
     const callMatch = /^\/v1\/calls\/([^/]+)$/.exec(url.pathname);
     const fileMatch = /^\/v1\/files\/([^/]+)$/.exec(url.pathname);
     if (recorded.method === 'POST' && url.pathname === '/v1/calls') return this.create(request, recorded, response);
+    if (recorded.method === 'GET' && url.pathname === '/v1/calls') return this.list(url, response);
     if (callMatch && recorded.method === 'GET') return this.details(decodeURIComponent(callMatch[1]), response);
     if (callMatch && recorded.method === 'PUT') return this.modify(decodeURIComponent(callMatch[1]), recorded, response);
     if (fileMatch && recorded.method === 'GET') return this.file(decodeURIComponent(fileMatch[1]), response);
@@ -339,6 +347,39 @@ export class VonageFake {
 
   private throttled(response: ServerResponse): void {
     sendProblem(response, 429, 'throttled', 'Too Many Requests', 'You have exceeded the 3 call creations per second of this account');
+  }
+
+  /** `GET /v1/calls`: the application's calls, newest first, a page of `page_size` (1–100, default 10) from `record_index`. */
+  private list(url: URL, response: ServerResponse): void {
+    const failure = this.listFailures.shift();
+    if (failure === 'server_error') return sendProblem(response, 500, 'internal-error', 'Internal Server Error', 'An error has occurred in the platform');
+    if (failure === 'unavailable') return sendProblem(response, 503, 'unavailable', 'Service Unavailable', 'Please retry later');
+    const pageSize = Number(url.searchParams.get('page_size') ?? 10);
+    const recordIndex = Number(url.searchParams.get('record_index') ?? 0);
+    const invalid: { name: string; reason: string }[] = [];
+    if (!isIntegerIn(pageSize, 1, 100)) invalid.push({ name: 'page_size', reason: 'Must be an integer from 1 to 100' });
+    if (!isIntegerIn(recordIndex, 0, Number.MAX_SAFE_INTEGER)) invalid.push({ name: 'record_index', reason: 'Must be a non-negative integer' });
+    if (invalid.length) {
+      return sendProblem(response, 400, 'invalid-params', 'Bad Request', 'The value of one or more parameters is invalid', { invalid_parameters: invalid });
+    }
+    const calls = [...this.calls.values()].reverse();
+    sendJson(response, 200, {
+      count: calls.length,
+      page_size: pageSize,
+      record_index: recordIndex,
+      _links: { self: { href: `/calls?page_size=${pageSize}&record_index=${recordIndex}` } },
+      _embedded: {
+        calls: calls.slice(recordIndex, recordIndex + pageSize).map((call) => ({
+          _links: { self: { href: `/calls/${call.uuid}` } },
+          uuid: call.uuid,
+          conversation_uuid: call.conversationUuid,
+          to: { type: 'phone', number: call.to },
+          from: { type: 'phone', number: call.from },
+          status: call.status,
+          direction: 'outbound',
+        })),
+      },
+    });
   }
 
   private details(uuid: string, response: ServerResponse): void {
@@ -427,6 +468,9 @@ export type VonageFailure =
   | 'server_error'
   | 'unavailable'
   | 'reset';
+
+/** How a read can fail: 500 or 503, in Vonage's problem shape. */
+export type VonageReadFailure = 'server_error' | 'unavailable';
 
 export interface VonageFakeCall {
   uuid: string;

@@ -10,6 +10,7 @@ import { TelephonyModule } from '@app/telephony';
 import { TemplatingModule } from '@app/templating';
 import { AuthModule } from './auth/auth.module';
 import { FEATURE_MODULES } from './feature-modules';
+import { TriggerLookupsModule } from './triggers/trigger-lookups.module';
 
 /** The HTTP gateway: management API, public trigger API, run records and downloads. */
 @Module({})
@@ -25,6 +26,7 @@ export class AppModule {
         TemplatingModule,
         ArtifactsModule,
         AuthModule,
+        TriggerLookupsModule,
         HealthModule,
         ...FEATURE_MODULES,
       ],

@@ -10,3 +10,5 @@ export * from './phone-number';
 export * from './close-on-signal';
 export * from './database-unavailable';
 export * from './with-timeout';
+export * from './batcher';
+export * from './expiring-cache';

@@ -1,4 +1,5 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { DomainError } from './domain-error';
 import { Errors } from './errors';
 
 const KEEP_AS_SENT = Symbol('keep-as-sent');
@@ -63,18 +64,40 @@ class StrictValidationPipe extends ValidationPipe {
     }
 
     const keep: Array<string | symbol> = Reflect.getMetadata(KEEP_AS_SENT, metatype.prototype) ?? [];
-    const originals = keep
-      .filter((property) => Object.hasOwn(value, property))
-      .map((property) => [property, structuredClone(value[property as string])] as const);
-    const entity = (await super.transform(value, metadata)) as Record<string | symbol, unknown>;
-    if (originals.length === 0) return entity;
+    if (keep.length === 0) return super.transform(value, metadata);
 
-    for (const [property, original] of originals) entity[property] = original;
-    // The rules ran on the altered copies; they must hold for what is kept.
-    const errors = await this.validate(entity, this.validatorOptions);
-    if (errors.length > 0) throw await this.exceptionFactory(errors);
-    return entity;
+    // Kept properties bypass stripping and class-transformer (which would also walk every nested value):
+    // the rest is transformed and validated, the kept ones are validated as sent and put back.
+    const rest: Record<string | symbol, unknown> = { ...value };
+    const originals: Array<readonly [string | symbol, unknown]> = [];
+    for (const property of keep) {
+      if (!Object.hasOwn(value, property)) continue;
+      originals.push([property, value[property as string]]);
+      delete rest[property];
+    }
+    if (originals.length === 0) return super.transform(rest, metadata);
+    const kept = Object.create(metatype.prototype as object) as Record<string | symbol, unknown>;
+    for (const [property, original] of originals) kept[property] = original;
+    // Only the kept properties are present, so only their rules run (the others run on the rest).
+    const outcome = await super.transform(rest, metadata).then(
+      (entity: Record<string | symbol, unknown>) => ({ entity }),
+      (error: unknown) => ({ error }),
+    );
+    // After the rest: the base pipe loads class-validator on its first use.
+    const keptErrors = await this.validate(kept, { ...this.validatorOptions, skipMissingProperties: true });
+    const keptProblem = keptErrors.length > 0 ? ((await this.exceptionFactory(keptErrors)) as DomainError) : null;
+    if ('error' in outcome) throw keptProblem ? mergeProblems(outcome.error, keptProblem) : outcome.error;
+    if (keptProblem) throw keptProblem;
+    for (const [property, original] of originals) outcome.entity[property] = original;
+    return outcome.entity;
   }
+}
+
+/** One validation error listing the problems of both halves of a body, when both have some. */
+function mergeProblems(first: unknown, second: DomainError): unknown {
+  if (!(first instanceof DomainError) || !Array.isArray(first.details) || !Array.isArray(second.details)) return first;
+  const details = [...(first.details as FieldProblem[]), ...(second.details as FieldProblem[])];
+  return Errors.validation(details.map((detail) => detail.message).join('; '), details);
 }
 
 /** Iterative, so that measuring a hostile value cannot overflow the stack either. */

@@ -18,6 +18,12 @@ export interface AppConfig {
   readonly downloadUrlTtlSeconds: number;
   /** How long an API key lookup may be served from memory; bounds how late a revocation takes effect. */
   readonly apiKeyCacheTtlMs: number;
+  /**
+   * How long a trigger's target (workflow, definition check) and a telephony configuration may be
+   * served from memory; bounds how late a deactivation, publish or configuration change is seen by
+   * another replica (the replica that made the change forgets at once).
+   */
+  readonly lookupCacheTtlMs: number;
   readonly dialerConcurrency: number;
   /** How long a dialer waits for in-flight dials on SIGTERM before it exits anyway. */
   readonly shutdownGraceMs: number;

@@ -14,6 +14,8 @@ export interface NewRun {
   provider: string;
   phoneNumber: string;
   initialContext: Record<string, unknown>;
+  /** The caller's Idempotency-Key, already claimed: it is given the run id in the same statement that stores the run. */
+  idempotencyKey?: string | null;
 }
 
 /** A status move that happened; `null` from `transition` means the run was not in a status it may move from. */
@@ -98,11 +100,16 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
 export class WorkflowRunStore {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Stores new runs as `queued` in one statement; pass `manager` to take part in a transaction. */
+  /**
+   * Stores queued runs in one statement (the gateway groups concurrent
+   * triggers into it) and answers their ids in input order. A run's claimed
+   * Idempotency-Key is given its run id in that same statement, so the key
+   * and the run are committed together or not at all.
+   */
   async insertQueued(runs: NewRun[], manager: EntityManager = this.dataSource.manager): Promise<number[]> {
     if (runs.length === 0) return [];
     const params: unknown[] = [];
-    const rows = runs.map((run) => {
+    const rows = runs.map((run, index) => {
       const values = [
         run.organizationId,
         run.workflowId,
@@ -113,19 +120,26 @@ export class WorkflowRunStore {
         run.provider,
         run.phoneNumber,
         JSON.stringify(run.initialContext),
+        run.idempotencyKey ?? null,
       ];
       const first = params.length + 1;
       params.push(...values);
       const p = (i: number) => `$${first + i}`;
-      return `(${p(0)}::integer, ${p(1)}::integer, ${p(2)}::text, ${p(3)}::uuid, ${p(4)}::integer, ${p(5)}::integer, ${p(6)}::text, ${p(7)}::text, ${p(8)}::jsonb, ${first})`;
+      return `(${p(0)}::integer, ${p(1)}::integer, ${p(2)}::text, ${p(3)}::uuid, ${p(4)}::integer, ${p(5)}::integer, ${p(6)}::text, ${p(7)}::text, ${p(8)}::jsonb, ${p(9)}::text, ${index})`;
     });
     // The run's name carries its own id, so the id is drawn before the insert.
     const result: Array<{ id: number; ord: number }> = await manager.query(
       `WITH input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                   telephony_configuration_id, provider, phone_number, initial_context, ord) AS (
+                   telephony_configuration_id, provider, phone_number, initial_context, idempotency_key, ord) AS (
          VALUES ${rows.join(', ')}
-       ), numbered AS (
+       ), numbered AS MATERIALIZED (
          SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.* FROM input
+       ), keyed AS (
+         UPDATE idempotency_keys SET run_id = numbered.id
+           FROM numbered
+          WHERE numbered.idempotency_key IS NOT NULL
+            AND idempotency_keys.organization_id = numbered.organization_id
+            AND idempotency_keys.key = numbered.idempotency_key
        )
        INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid,
                                   api_key_id, telephony_configuration_id, provider, phone_number, initial_context, logs)
@@ -136,13 +150,22 @@ export class WorkflowRunStore {
        RETURNING id, (SELECT ord FROM numbered WHERE numbered.id = workflow_runs.id) AS ord`,
       params,
     );
-    return [...result].sort((a, b) => a.ord - b.ord).map((row) => row.id);
+    const ids: number[] = new Array<number>(runs.length);
+    for (const row of result) ids[row.ord] = row.id;
+    return ids;
   }
 
   /** One run by id (raw SQL: this is on every hot path, and the ORM's query building costs more than the query). */
   async findById(runId: number): Promise<WorkflowRun | null> {
     const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM workflow_runs WHERE id = $1`, [runId]);
     return rows.length ? runFromRow(rows[0]) : null;
+  }
+
+  /** The runs among `ids` that exist, in no particular order (one round trip for many concurrent readers). */
+  async findManyById(ids: number[]): Promise<WorkflowRun[]> {
+    if (ids.length === 0) return [];
+    const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM workflow_runs WHERE id = ANY($1::integer[])`, [ids]);
+    return rows.map(runFromRow);
   }
 
   /** One run, only if it belongs to this workflow and organization. */
@@ -279,19 +302,34 @@ export class WorkflowRunStore {
   }
 
   /**
-   * Sets a completed run's duration when it has none yet: the carrier's figure
-   * when given, else the time from answer to end.
+   * Sets a completed run's duration. The carrier's figure (its billed or
+   * reported duration) always wins: it replaces whatever the run holds,
+   * including a duration computed earlier. Without one, the time from answer
+   * to end fills a run that has no duration yet, and never replaces one. Each
+   * case is one conditional statement, so a computed duration cannot
+   * overwrite the carrier's whichever arrives first, even concurrently.
    */
-  async fillDuration(runId: number, durationSeconds?: number): Promise<void> {
+  async fillDuration(runId: number, carrierSeconds?: number): Promise<void> {
+    if (carrierSeconds !== undefined) {
+      await this.dataSource.query(
+        `UPDATE workflow_runs
+            SET duration_seconds = $2::double precision,
+                cost_info = cost_info || jsonb_build_object('call_duration_seconds', $2::double precision),
+                updated_at = now()
+          WHERE id = $1 AND status = 'completed'`,
+        [runId, Math.max(0, carrierSeconds)],
+      );
+      return;
+    }
     await this.dataSource.query(
       `UPDATE workflow_runs
-          SET duration_seconds = COALESCE($2::double precision, GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at))),
+          SET duration_seconds = GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at))::double precision,
               cost_info = cost_info || jsonb_build_object('call_duration_seconds',
-                COALESCE($2::double precision, GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at)))),
+                GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at))::double precision),
               updated_at = now()
-        WHERE id = $1 AND status = 'completed' AND (duration_seconds IS NULL OR duration_seconds = 0)
-          AND ($2::double precision IS NOT NULL OR (answered_at IS NOT NULL AND ended_at IS NOT NULL))`,
-      [runId, durationSeconds ?? null],
+        WHERE id = $1 AND status = 'completed' AND duration_seconds IS NULL
+          AND answered_at IS NOT NULL AND ended_at IS NOT NULL`,
+      [runId],
     );
   }
 

@@ -36,6 +36,21 @@ export interface CallReference {
   providerCallId: string | null;
   credentials: Record<string, unknown> | null;
   settings: Record<string, unknown>;
+  /**
+   * The dial that placed the call, when the dialer knows it: carriers that
+   * carry nothing of ours on a call can only find it by its numbers and time
+   * when `providerCallId` is null.
+   */
+  dial?: DialAttempt;
+}
+
+/** One dial request as it was sent, for finding its call without the carrier's id. */
+export interface DialAttempt {
+  to: string;
+  /** The from number this dial used (a configuration may rotate several). */
+  from: string;
+  /** When the request was about to be sent: the carrier cannot have created the call before. */
+  attemptedAt: Date;
 }
 
 /**

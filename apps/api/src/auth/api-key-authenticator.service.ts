@@ -1,16 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { ExpiringCache } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ApiKey } from '@app/persistence';
+import { ApiKeyRole } from '@app/persistence';
 import { hashApiKey } from './api-key-secret';
 import { AuthenticatedKey } from './authenticated-key';
-
-interface CacheEntry {
-  key: AuthenticatedKey | null;
-  expiresAt: number;
-}
-
-const CACHE_LIMIT = 10_000;
 
 /**
  * Resolves a presented key to its organization and role. Lookups (hits and
@@ -19,33 +13,31 @@ const CACHE_LIMIT = 10_000;
  */
 @Injectable()
 export class ApiKeyAuthenticator {
-  private readonly cache = new Map<string, CacheEntry>();
+  private readonly cache: ExpiringCache<string, AuthenticatedKey | null>;
 
   constructor(
     private readonly dataSource: DataSource,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.cache = new ExpiringCache(config.apiKeyCacheTtlMs);
+  }
 
-  async authenticate(presented: string): Promise<AuthenticatedKey | null> {
+  authenticate(presented: string): Promise<AuthenticatedKey | null> {
     const hash = hashApiKey(presented);
-    const now = Date.now();
-    const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > now) return cached.key;
-
-    const row = await this.dataSource.getRepository(ApiKey).findOneBy({ keyHash: hash });
-    const key: AuthenticatedKey | null =
-      row && row.revokedAt === null
-        ? { id: row.id, organizationId: row.organizationId, role: row.role, workflowIds: row.workflowIds }
-        : null;
-    if (this.config.apiKeyCacheTtlMs > 0) {
-      if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
-      this.cache.set(hash, { key, expiresAt: now + this.config.apiKeyCacheTtlMs });
-    }
-    return key;
+    return this.cache.get(hash, () => this.load(hash));
   }
 
   /** Drops this replica's cached lookups at once (other replicas expire theirs within the TTL). */
   forget(keyHash: string): void {
-    this.cache.delete(keyHash);
+    this.cache.forget((hash) => hash === keyHash);
+  }
+
+  private async load(hash: string): Promise<AuthenticatedKey | null> {
+    const [row]: Array<{ id: number; organization_id: number; role: ApiKeyRole; workflow_ids: number[] | null }> =
+      await this.dataSource.query(
+        `SELECT id, organization_id, role, workflow_ids FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+        [hash],
+      );
+    return row ? { id: row.id, organizationId: row.organization_id, role: row.role, workflowIds: row.workflow_ids } : null;
   }
 }

@@ -3,6 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
 import { TelephonyConfiguration } from '@app/persistence';
 import { CredentialsCheck, CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { TriggerLookups } from '../triggers/trigger-lookups.service';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
 import { telephonyConfigurationNotFound } from './telephony-configuration-not-found.error';
 import { TelephonyConfigurationView } from './telephony-configuration-view';
@@ -21,6 +22,7 @@ export class TelephonyConfigurationsService {
     private readonly dataSource: DataSource,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
+    private readonly lookups: TriggerLookups,
   ) {}
 
   async create(organizationId: number, input: CreateTelephonyConfigurationDto): Promise<TelephonyConfigurationView> {
@@ -29,7 +31,7 @@ export class TelephonyConfigurationsService {
     this.assertProviderAccepts(input.provider, credentials, settings);
     const credentialsEncrypted = credentials ? this.cipher.encrypt(credentials) : null;
 
-    return this.dataSource.transaction(async (manager) => {
+    const view = await this.dataSource.transaction(async (manager) => {
       await lockOrganization(manager, organizationId);
       const repository = manager.getRepository(TelephonyConfiguration);
       const isFirst = !(await repository.existsBy({ organizationId }));
@@ -49,6 +51,8 @@ export class TelephonyConfigurationsService {
       });
       return TelephonyConfigurationView.from(row);
     });
+    this.lookups.forgetOrganization(organizationId);
+    return view;
   }
 
   async list(organizationId: number): Promise<TelephonyConfigurationView[]> {
@@ -65,7 +69,7 @@ export class TelephonyConfigurationsService {
   }
 
   async update(organizationId: number, id: number, input: UpdateTelephonyConfigurationDto): Promise<TelephonyConfigurationView> {
-    return this.dataSource.transaction(async (manager) => {
+    const view = await this.dataSource.transaction(async (manager) => {
       await lockOrganization(manager, organizationId);
       const repository = manager.getRepository(TelephonyConfiguration);
       const row = await repository.findOneBy({ id, organizationId });
@@ -92,9 +96,10 @@ export class TelephonyConfigurationsService {
       row.settings = input.settings ?? row.settings;
       return TelephonyConfigurationView.from(await repository.save(row));
     });
+    this.lookups.forgetOrganization(organizationId);
+    return view;
   }
 
-  /** Deleting the default leaves the organization without one until another is marked. */
   /** Asks the carrier whether the stored credentials work; 502 when the carrier cannot be reached. */
   async verify(organizationId: number, id: number): Promise<CredentialsCheck> {
     const row = await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id, organizationId });
@@ -106,9 +111,11 @@ export class TelephonyConfigurationsService {
     }
   }
 
+  /** Deleting the default leaves the organization without one until another is marked. */
   async remove(organizationId: number, id: number): Promise<void> {
     const result = await this.dataSource.getRepository(TelephonyConfiguration).delete({ id, organizationId });
     if (!result.affected) throw telephonyConfigurationNotFound();
+    this.lookups.forgetOrganization(organizationId);
   }
 
   private storedCredentials(row: TelephonyConfiguration): Record<string, unknown> | null {

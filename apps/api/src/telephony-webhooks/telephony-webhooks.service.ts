@@ -68,9 +68,11 @@ export class TelephonyWebhooksService {
   }
 
   /**
-   * Schemes that sign no time of their own (Twilio, Plivo) name each delivery
-   * by its signature: the second arrival of one is a replay, refused before
-   * anything changes. Answers the key, to forget it when handling fails.
+   * Every carrier names each delivery (`replayKey`): Twilio and Plivo by their
+   * signature, which signs no time; Telnyx by its signature and Vonage by its
+   * JWT's `jti`, whose signed time still lets an exact copy through for 5
+   * minutes. The second arrival of one is a replay, refused before anything
+   * changes. Answers the key, to forget it when handling fails.
    */
   private async rememberDelivery(provider: object, request: WebhookRequest): Promise<string | null> {
     const replayKey = (provider as { replayKey?: (request: WebhookRequest) => string | null }).replayKey?.(request);

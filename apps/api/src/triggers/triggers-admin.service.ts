@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
+import { TriggerLookups } from './trigger-lookups.service';
 import { TriggerView } from './update-trigger.dto';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -8,7 +9,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Turns an organization's API triggers on and off. */
 @Injectable()
 export class TriggersAdminService {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly lookups: TriggerLookups,
+  ) {}
 
   async setActive(organizationId: number, uuid: string, isActive: boolean): Promise<TriggerView> {
     // Not a UUID: cannot exist, and must not reach Postgres's uuid cast.
@@ -19,6 +23,7 @@ export class TriggersAdminService {
       [uuid.toLowerCase(), organizationId, isActive],
     );
     if (rows.length === 0) throw triggerNotFound();
+    this.lookups.forgetOrganization(organizationId);
     return rows[0];
   }
 }

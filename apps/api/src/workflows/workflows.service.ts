@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { Errors } from '@app/common';
 import { DefinitionGraph, Workflow, WorkflowDefinition } from '@app/persistence';
+import { TriggerLookups } from '../triggers/trigger-lookups.service';
 import { CreateWorkflowDto } from './create-workflow.dto';
 import { DefinitionValidator } from './definition-validator.service';
 import { registerTriggers } from './register-triggers';
@@ -21,11 +22,12 @@ export class WorkflowsService {
     private readonly dataSource: DataSource,
     private readonly validator: DefinitionValidator,
     private readonly presenter: WorkflowPresenter,
+    private readonly lookups: TriggerLookups,
   ) {}
 
   async create(organizationId: number, input: CreateWorkflowDto): Promise<WorkflowView> {
     const graph = this.validator.normalize(input.definition);
-    return this.dataSource.transaction(async (manager) => {
+    const view = await this.dataSource.transaction(async (manager) => {
       const workflow = await manager.getRepository(Workflow).save({ organizationId, name: input.name });
       await manager
         .getRepository(WorkflowDefinition)
@@ -33,6 +35,8 @@ export class WorkflowsService {
       await registerTriggers(manager, organizationId, workflow.id, graph);
       return this.presentOne(manager, workflow);
     });
+    this.lookups.forgetOrganization(organizationId);
+    return view;
   }
 
   async list(organizationId: number): Promise<WorkflowView[]> {
@@ -48,7 +52,7 @@ export class WorkflowsService {
 
   async saveDraft(organizationId: number, id: number, definition: Record<string, unknown>): Promise<WorkflowView> {
     const graph: DefinitionGraph = this.validator.normalize(definition);
-    return this.dataSource.transaction(async (manager) => {
+    const view = await this.dataSource.transaction(async (manager) => {
       await this.lockWorkflow(manager, organizationId, id);
       await manager.query(`UPDATE workflow_definitions SET status = 'archived' WHERE workflow_id = $1 AND status = 'draft'`, [id]);
       await manager.query(
@@ -59,10 +63,12 @@ export class WorkflowsService {
       await registerTriggers(manager, organizationId, id, graph);
       return this.presentOne(manager, await this.touch(manager, id));
     });
+    this.lookups.forgetOrganization(organizationId);
+    return view;
   }
 
   async publish(organizationId: number, id: number): Promise<WorkflowView> {
-    return this.dataSource.transaction(async (manager) => {
+    const view = await this.dataSource.transaction(async (manager) => {
       await this.lockWorkflow(manager, organizationId, id);
       const draft = await manager.getRepository(WorkflowDefinition).findOneBy({ workflowId: id, status: 'draft' });
       if (!draft) throw Errors.conflict('no_draft', 'The workflow has no draft to publish; save one with PUT .../draft');
@@ -74,6 +80,8 @@ export class WorkflowsService {
       );
       return this.presentOne(manager, await this.touch(manager, id));
     });
+    this.lookups.forgetOrganization(organizationId);
+    return view;
   }
 
   /** Serialises every definition change of one workflow; also the organization check. */

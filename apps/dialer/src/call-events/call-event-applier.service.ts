@@ -69,7 +69,8 @@ export class CallEventApplier {
       await this.slots.release(moved.telephonyConfigurationId, event.runId);
     }
     if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
-    // Carriers that send no talk time on hang-up, or send it on a later event.
+    // The carrier's duration, even one that comes after the hang-up (Telnyx bills it on call.cost), replaces
+    // a duration computed from answer to hang-up; without one, the computed one fills a run that has none.
     if (event.type === 'completed') await this.runs.fillDuration(event.runId, event.durationSeconds);
     if (event.type === 'completed' && moved && !event.cost) await this.fetchPrice(event, moved.telephonyConfigurationId);
     if (event.type === 'answered' && moved) {

@@ -8,6 +8,7 @@ import {
   callbackUrlsFor,
   CarrierError,
   CredentialsCipher,
+  DialAttempt,
   TelephonyProvider,
   TelephonyProviders,
 } from '@app/telephony';
@@ -97,12 +98,13 @@ export class CallPlacer {
 
     const provider = this.providers.get(config.provider);
     const credentials = config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
+    const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     try {
       const result = await provider.placeCall({
         runId: run.id,
         organizationId: run.organizationId,
-        to: run.phoneNumber,
-        from: fromNumber,
+        to: dial.to,
+        from: dial.from,
         credentials,
         settings: config.settings,
         maxCallDurationSeconds: config.maxCallDurationSeconds,
@@ -116,7 +118,7 @@ export class CallPlacer {
       await this.runs.recordProviderCallId(run.id, result.providerCallId);
       return done('placed');
     } catch (error) {
-      return this.afterDialError(run, config, provider, credentials, progress, error);
+      return this.afterDialError(run, config, provider, credentials, dial, progress, error);
     }
   }
 
@@ -130,6 +132,7 @@ export class CallPlacer {
     config: TelephonyConfiguration,
     provider: TelephonyProvider,
     credentials: Record<string, unknown> | null,
+    dial: DialAttempt,
     progress: PlaceCallProgress,
     error: unknown,
   ): Promise<PlaceDecision> {
@@ -148,11 +151,14 @@ export class CallPlacer {
       return this.retryLater(run, config, progress, error.reason, error.message, error.retryAfterMs);
     }
 
-    // The carrier may or may not have placed the call. Ask it; never dial blindly again.
+    // The carrier may or may not have placed the call. Ask it (by our run, or by this dial's numbers and time); never dial blindly again.
     this.logger.warn({ run_id: run.id, err: error }, 'dial outcome unknown, asking the carrier');
     const lookup = await provider
-      .lookupCall({ runId: run.id, organizationId: run.organizationId, providerCallId: null, credentials, settings: config.settings })
-      .catch(() => ({ kind: 'unknown' as const }));
+      .lookupCall({ runId: run.id, organizationId: run.organizationId, providerCallId: null, credentials, settings: config.settings, dial })
+      .catch((lookupError: unknown) => {
+        this.logger.warn({ run_id: run.id, err: lookupError }, 'the carrier could not be asked about the dial');
+        return { kind: 'unknown' as const };
+      });
     if (lookup.kind === 'found') {
       await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
       await this.runs.appendEvent(run.id, 'dialer.reconciled', { provider_call_id: lookup.providerCallId });

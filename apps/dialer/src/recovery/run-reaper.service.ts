@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, placeCallJobId, QueueName, RedisClient } from '@app/queue';
-import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -122,6 +122,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       providerCallId: run.providerCallId,
       credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
       settings: config.settings,
+      dial: dialOf(run),
     });
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
       // A live dialer still holds the job's lock while its dial request is under way: leave it be.
@@ -150,4 +151,15 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (run.status === 'ringing') return this.config.ringTimeoutSeconds;
     return (run.max_call_duration_seconds ?? 3600) + IN_PROGRESS_GRACE_SECONDS;
   }
+}
+
+/**
+ * The dial a `dialing` run without a call id made, for carriers that can only
+ * find its call by numbers and time. The claim (`queued → dialing`) stamped
+ * `status_changed_at` just before the request went out, and nothing else
+ * moves a `dialing` run's status, so that is when the dial was attempted.
+ */
+function dialOf(run: WorkflowRun): DialAttempt | undefined {
+  if (run.status !== 'dialing' || run.providerCallId || !run.fromNumber) return undefined;
+  return { to: run.phoneNumber, from: run.fromNumber, attemptedAt: run.statusChangedAt };
 }

@@ -16,6 +16,12 @@ export class PlivoApiError extends Error {
   }
 }
 
+/** One page of call detail records, as Plivo answers it (the fields we read). */
+export interface PlivoCallRecordPage {
+  meta?: { limit?: number; offset?: number; next?: string | null; total_count?: number };
+  objects?: PlivoCallRecord[];
+}
+
 /**
  * The Plivo Voice API endpoints we use (`/v1/Account/{auth_id}/...`), with
  * HTTP Basic auth (Auth ID, Auth Token) and JSON bodies, as Plivo's SDKs send.
@@ -44,6 +50,42 @@ export class PlivoApi {
   /** GET /Call/{uuid}/: the detail record of an ended call; null when there is none (yet). */
   async callRecord(credentials: PlivoCredentials, uuid: string): Promise<PlivoCallRecord | null> {
     return this.orNull(() => this.send('GET', credentials, `/Call/${encodeURIComponent(uuid)}/`) as Promise<PlivoCallRecord>);
+  }
+
+  /** GET /Call/?status=queued&limit=&offset=: UUIDs of calls waiting for their turn (`{ api_id, calls: [...] }`). */
+  async queuedCallIds(credentials: PlivoCredentials, page: { limit: number; offset: number }): Promise<string[]> {
+    const query = new URLSearchParams({ status: 'queued', limit: String(page.limit), offset: String(page.offset) });
+    return callIds(await this.send('GET', credentials, `/Call/?${query}`));
+  }
+
+  /**
+   * GET /Call/?status=live with `call_direction`, `from_number` and
+   * `to_number` filters, `limit` and `offset`: UUIDs of live calls
+   * (`{ api_id, calls: [...] }`).
+   */
+  async liveCallIds(
+    credentials: PlivoCredentials,
+    filters: { fromNumber: string; toNumber: string },
+    page: { limit: number; offset: number },
+  ): Promise<string[]> {
+    const query = new URLSearchParams({
+      status: 'live',
+      call_direction: 'outbound',
+      from_number: filters.fromNumber,
+      to_number: filters.toNumber,
+      limit: String(page.limit),
+      offset: String(page.offset),
+    });
+    return callIds(await this.send('GET', credentials, `/Call/?${query}`));
+  }
+
+  /**
+   * GET /Call/ with filters (`from_number`, `to_number`, `call_direction`,
+   * `end_time__gte`, ..., `limit` at most 20, `offset`): one page of detail
+   * records of ended calls (`{ api_id, meta, objects }`).
+   */
+  async listCallRecords(credentials: PlivoCredentials, filters: URLSearchParams): Promise<PlivoCallRecordPage> {
+    return (await this.send('GET', credentials, `/Call/?${filters}`)) as PlivoCallRecordPage;
   }
 
   /** DELETE /Request/{request_uuid}/: hangs up a call request that is not answered yet. False when there is none. */
@@ -104,6 +146,11 @@ export class PlivoApi {
     if (target.origin === new URL(this.baseUrl).origin) return true;
     return target.protocol === 'https:' && (target.hostname === 'plivo.com' || target.hostname.endsWith('.plivo.com'));
   }
+}
+
+function callIds(body: unknown): string[] {
+  const calls = (body as { calls?: unknown } | null)?.calls;
+  return Array.isArray(calls) ? calls.filter((id): id is string => typeof id === 'string' && id !== '') : [];
 }
 
 function errorBody(response: PlivoHttpResponse): PlivoErrorBody | null {

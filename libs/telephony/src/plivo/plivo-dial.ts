@@ -50,6 +50,7 @@ export function plivoDialBody(request: PlaceCallRequest): PlivoDialBody {
   };
 }
 
-function plivoNumber(number: string): string {
+/** A number as Plivo's reference writes it: country code and number, no "+". */
+export function plivoNumber(number: string): string {
   return number.startsWith('+') ? number.slice(1) : number;
 }

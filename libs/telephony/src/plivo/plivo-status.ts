@@ -10,11 +10,17 @@ export interface PlivoLiveCall {
   call_uuid?: string;
   request_uuid?: string;
   session_start?: string;
+  direction?: string;
+  from?: string;
+  to?: string;
 }
 
 /** A call detail record (`GET .../Call/{uuid}/`), the fields we read. */
 export interface PlivoCallRecord {
   call_uuid?: string;
+  call_direction?: string;
+  from_number?: string;
+  to_number?: string;
   answer_time?: string | null;
   end_time?: string | null;
   initiation_time?: string | null;
@@ -128,11 +134,17 @@ export function plivoCost(amount: string | number | null | undefined): WebhookEv
  * changed in the console); read as UTC, never later than now.
  */
 function plivoDate(value: string | null | undefined, now: Date): string {
-  if (!value) return now.toISOString();
-  const iso = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$/.test(value) ? `${value.replace(' ', 'T')}Z` : value;
-  const parsed = Date.parse(iso);
-  if (Number.isNaN(parsed)) return now.toISOString();
+  const parsed = plivoTimeMs(value);
+  if (parsed === null) return now.toISOString();
   return new Date(Math.min(parsed, now.getTime())).toISOString();
+}
+
+/** A Plivo time (`yyyy-MM-dd HH:mm:ss`, read as UTC, or with its own offset) in epoch ms; null when unreadable. */
+export function plivoTimeMs(value: string | null | undefined): number | null {
+  if (!value) return null;
+  const plivo = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:([+-]\d{2}):?(\d{2}))?$/.exec(value);
+  const parsed = Date.parse(plivo ? `${plivo[1]}T${plivo[2]}${plivo[3] ? `${plivo[3]}:${plivo[4]}` : 'Z'}` : value);
+  return Number.isNaN(parsed) ? null : parsed;
 }
 
 function wholeSeconds(value: string | number | null | undefined): number | undefined {

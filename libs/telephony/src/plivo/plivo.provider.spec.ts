@@ -6,6 +6,7 @@ import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
 import { WebhookRejected, WebhookRequest } from '../carrier-webhooks';
 import { PlaceCallRequest } from '../telephony-provider';
+import { PlivoApiError } from './plivo-api';
 import { PlivoProvider } from './plivo.provider';
 
 function providerFor(baseUrl: string, publicBaseUrl = 'https://voice.example.test'): PlivoProvider {
@@ -224,7 +225,7 @@ describe('PlivoProvider', () => {
   });
 
   describe('looking a call up', () => {
-    it('cannot tell without the request UUID', async () => {
+    it('cannot tell without the request UUID or the dial that placed the call', async () => {
       await expect(provider.lookupCall(reference(null))).resolves.toEqual({ kind: 'unknown' });
     });
 
@@ -293,6 +294,124 @@ describe('PlivoProvider', () => {
     it('cannot tell while Plivo has the call nowhere yet (dialing, before its detail record exists)', async () => {
       const { providerCallId } = await provider.placeCall(dial());
       await expect(provider.lookupCall(reference(providerCallId))).resolves.toEqual({ kind: 'unknown' });
+    });
+  });
+
+  describe('finding a call whose request UUID was lost, by the dial\'s numbers and time', () => {
+    const FROM = '+14155550100';
+    // Every test calls its own number, so calls placed by the others never match.
+    let callee = 14155550400;
+    const nextCallee = () => `+${callee++}`;
+    const lostDial = (to: string, attemptedAt: Date) => ({ ...reference(null), dial: { to, from: FROM, attemptedAt } });
+    /** Dials as the dialer does, but the answer never arrives: Plivo has the call, we do not know its UUID. */
+    const dialLosingTheAnswer = async (to: string) => {
+      const attemptedAt = new Date();
+      fake.failNext('reset');
+      await expect(provider.placeCall(dial({ to, from: FROM }))).rejects.not.toBeInstanceOf(CarrierError);
+      return { attemptedAt, uuid: fake.lastCall().requestUuid };
+    };
+    const calls = `/v1/Account/${PlivoFake.AUTH_ID}/Call/`;
+
+    it('finds the call waiting in Plivo\'s queue, asking for queued, live and ended calls with Basic auth', async () => {
+      fake.queueCalls = true;
+      const to = nextCallee();
+      const { attemptedAt, uuid } = await dialLosingTheAnswer(to);
+      const before = fake.requests.length;
+      await expect(provider.lookupCall(lostDial(to, attemptedAt))).resolves.toEqual({ kind: 'found', providerCallId: uuid, events: [] });
+      // The queued list has no number filter: other tests' queued calls are read too, and left aside.
+      const asked = fake.requests.slice(before).filter((request) => [calls, `${calls}${uuid}/`].includes(request.path));
+      expect(asked.map((request) => [request.method, request.path, Object.fromEntries(request.query)])).toEqual([
+        ['GET', calls, { status: 'queued', limit: '20', offset: '0' }],
+        ['GET', `${calls}${uuid}/`, { status: 'queued' }],
+        ['GET', calls, { status: 'live', call_direction: 'outbound', from_number: FROM.slice(1), to_number: to.slice(1), limit: '20', offset: '0' }],
+        [
+          'GET',
+          calls,
+          {
+            call_direction: 'outbound',
+            from_number: FROM.slice(1),
+            to_number: to.slice(1),
+            end_time__gte: new Date(attemptedAt.getTime() - 15_000).toISOString().slice(0, 19).replace('T', ' '),
+            limit: '20',
+            offset: '0',
+          },
+        ],
+      ]);
+      for (const request of asked) expect(request.headers.authorization).toBe(`Basic ${Buffer.from(`${fake.authId}:${fake.authToken}`).toString('base64')}`);
+    });
+
+    it('finds a live call, and reports it ringing', async () => {
+      const to = nextCallee();
+      const { attemptedAt, uuid } = await dialLosingTheAnswer(to);
+      fake.setCallStatus(uuid, { status: 'ringing' });
+      const lookup = await provider.lookupCall(lostDial(to, attemptedAt));
+      expect(lookup.kind === 'found' && lookup.providerCallId).toBe(uuid);
+      expect(lookup.kind === 'found' && lookup.events.map((event) => [event.type, event.runId, event.providerCallId])).toEqual([['ringing', 7, uuid]]);
+    });
+
+    it('finds an ended call by its detail record, with its duration and cost', async () => {
+      const to = nextCallee();
+      const { attemptedAt, uuid } = await dialLosingTheAnswer(to);
+      fake.setCallStatus(uuid, {
+        status: 'completed',
+        answerTime: new Date(attemptedAt.getTime() + 5_000),
+        endTime: new Date(),
+        duration: 12,
+        totalCost: '0.00850',
+        hangupCauseName: 'Normal Hangup',
+      });
+      const lookup = await provider.lookupCall(lostDial(to, attemptedAt));
+      expect(lookup.kind === 'found' && lookup.providerCallId).toBe(uuid);
+      expect(lookup.kind === 'found' && lookup.events.map((event) => event.type)).toEqual(['ringing', 'answered', 'completed']);
+      expect(lookup.kind === 'found' && lookup.events[2]).toMatchObject({ durationSeconds: 12, cost: { amount: 0.0085, currency: 'USD' } });
+    });
+
+    it('reads every page of detail records, twenty at a time', async () => {
+      const to = nextCallee();
+      const { attemptedAt, uuid } = await dialLosingTheAnswer(to);
+      fake.setCallStatus(uuid, { status: 'busy', endTime: new Date(), hangupCauseName: 'Busy Line' });
+      // Twenty-five later calls between the same numbers, outside the dial's window, ended after ours: the list shows them first.
+      const later = new Date(attemptedAt.getTime() + 10 * 60_000);
+      for (let i = 0; i < 25; i++) {
+        const { providerCallId } = await provider.placeCall(dial({ to, from: FROM }));
+        fake.setCallStatus(providerCallId, { status: 'busy', dateCreated: later, endTime: later, hangupCauseName: 'Busy Line' });
+      }
+      const before = fake.requests.length;
+      const lookup = await provider.lookupCall(lostDial(to, attemptedAt));
+      expect(lookup.kind === 'found' && lookup.providerCallId).toBe(uuid);
+      expect(lookup.kind === 'found' && lookup.events.map((event) => event.type)).toEqual(['busy']);
+      expect(fake.requests.slice(before).filter((request) => request.query.has('end_time__gte')).map((request) => request.query.get('offset'))).toEqual(['0', '20']);
+    });
+
+    it('cannot tell while Plivo is dialing the call (not queued, not ringing, not ended)', async () => {
+      const to = nextCallee();
+      const { attemptedAt } = await dialLosingTheAnswer(to);
+      await expect(provider.lookupCall(lostDial(to, attemptedAt))).resolves.toEqual({ kind: 'unknown' });
+    });
+
+    it('answers unknown, never a guess, when two calls match the dial', async () => {
+      const to = nextCallee();
+      const { attemptedAt, uuid } = await dialLosingTheAnswer(to);
+      const { providerCallId } = await provider.placeCall(dial({ to, from: FROM }));
+      fake.setCallStatus(uuid, { status: 'ringing' });
+      fake.setCallStatus(providerCallId, { status: 'in-progress' });
+      await expect(provider.lookupCall(lostDial(to, attemptedAt))).resolves.toEqual({ kind: 'unknown' });
+    });
+
+    it('answers unknown when no call started within the dial\'s time, or between its numbers', async () => {
+      const to = nextCallee();
+      const { attemptedAt, uuid } = await dialLosingTheAnswer(to);
+      fake.setCallStatus(uuid, { status: 'ringing' });
+      const later = new Date(attemptedAt.getTime() + 10 * 60_000);
+      await expect(provider.lookupCall(lostDial(to, later))).resolves.toEqual({ kind: 'unknown' });
+      await expect(provider.lookupCall(lostDial(nextCallee(), attemptedAt))).resolves.toEqual({ kind: 'unknown' });
+      fake.setCallStatus(uuid, { status: 'completed', endTime: new Date(), answerTime: new Date(), duration: 3 });
+      await expect(provider.lookupCall(lostDial(to, later))).resolves.toEqual({ kind: 'unknown' });
+    });
+
+    it('passes Plivo\'s refusal on, so the dialer knows it could not ask', async () => {
+      fake.failNext('server_error');
+      await expect(provider.lookupCall(lostDial(nextCallee(), new Date()))).rejects.toBeInstanceOf(PlivoApiError);
     });
   });
 

@@ -23,6 +23,7 @@ import {
 } from '../telephony-provider';
 import { plivoAnswer } from './plivo-answer';
 import { PlivoApi, PlivoApiError } from './plivo-api';
+import { findDialedPlivoCall } from './plivo-call-search';
 import { PlivoCredentials, plivoCredentialProblems, readPlivoCredentials } from './plivo-credentials';
 import { plivoDialBody } from './plivo-dial';
 import { plivoDialError } from './plivo-errors';
@@ -84,11 +85,12 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
    * Queued (waiting for the account's calls-per-second turn), live, or ended
    * with a detail record. Plivo writes the detail record after the call, so
    * finding nothing anywhere for a UUID Plivo gave us is no proof there was
-   * no call: the answer is then `unknown`. Without the UUID Plivo cannot find
-   * our call either.
+   * no call: the answer is then `unknown`. Without the UUID, the dial's own
+   * numbers and time find the call (`findDialedPlivoCall`); when they do not
+   * single one out, or the dial is not known, the answer is `unknown` too.
    */
   async lookupCall(call: CallReference): Promise<CallLookup> {
-    if (!call.providerCallId) return { kind: 'unknown' };
+    if (!call.providerCallId) return this.lookupDial(call);
     const credentials = readPlivoCredentials(call.credentials);
     const uuid = call.providerCallId;
     const now = new Date();
@@ -182,6 +184,15 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
     const nonce = request.headers[PLIVO_NONCE_HEADER];
     const signature = request.headers[PLIVO_SIGNATURE_HEADER] ?? request.headers[PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER];
     return nonce && signature ? `plivo:${nonce}:${signature}` : null;
+  }
+
+  private async lookupDial(call: CallReference): Promise<CallLookup> {
+    if (!call.dial) return { kind: 'unknown' };
+    const dialed = await findDialedPlivoCall(this.api, readPlivoCredentials(call.credentials), call.dial, this.requestTimeoutMs);
+    if (!dialed) return { kind: 'unknown' };
+    const now = new Date();
+    if (dialed.state === 'ended') return this.found(call, dialed.providerCallId, plivoCallRecordEvents(dialed.record, now));
+    return this.found(call, dialed.providerCallId, dialed.state === 'live' ? plivoLiveCallEvents(dialed.call, now) : []);
   }
 
   private found(call: CallReference, uuid: string, events: WebhookEvent[]): CallLookup {

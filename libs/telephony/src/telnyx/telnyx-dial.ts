@@ -16,6 +16,9 @@ export interface AgentStreamTarget {
  */
 export type TelnyxPlaceCallRequest = PlaceCallRequest & { agentStream?: AgentStreamTarget };
 
+/** The agent runtime's audio, both directions: G.711 mu-law at 8 kHz, carried as base64 RTP payloads. */
+export const TELNYX_STREAM_CODEC = 'PCMU';
+
 /** Telnyx's ceiling (and default) for `time_limit_secs`: 4 hours. */
 const MAX_TIME_LIMIT_SECS = 14_400;
 
@@ -39,8 +42,11 @@ export function telnyxDialBody(
     stream_url: stream.url,
     // The callee's audio goes to the agent; the agent's audio comes back over the same socket as RTP.
     stream_track: 'inbound_track',
+    // PCMU (mu-law, 8 kHz) both ways, as Twilio and Plivo stream. Without stream_codec Telnyx streams
+    // whatever codec the call negotiated (PCMA, G722, OPUS ...), which the runtime could not predict.
+    stream_codec: TELNYX_STREAM_CODEC,
     stream_bidirectional_mode: 'rtp',
-    stream_bidirectional_codec: 'PCMU',
+    stream_bidirectional_codec: TELNYX_STREAM_CODEC,
     stream_auth_token: stream.sessionToken,
     ...(settings.answeringMachineDetection ? { answering_machine_detection: 'premium' } : {}),
     ...(settings.record ? { record: 'record-from-answer', record_format: 'wav' } : {}),

@@ -34,9 +34,10 @@ const ANSWERED_BY: Record<string, 'human' | 'machine' | 'unknown'> = {
 /**
  * Reads a Call Control webhook (`{ data: { event_type, occurred_at, payload } }`).
  * Telnyx has no ringing event for an outbound leg: `call.initiated` (the leg
- * exists at the carrier) stands for it. The hang-up carries no talk time;
- * `call.cost` (sent when the Call Control App has `call_cost_in_webhooks`)
- * brings the billed duration and the price as a later `completed`.
+ * exists at the carrier) stands for it. The hang-up carries no talk time (the
+ * dialer computes one from answer to hang-up); `call.cost` (sent when the Call
+ * Control App has `call_cost_in_webhooks`) brings the billed duration and the
+ * price as a later `completed`, and the billed duration replaces the computed one.
  */
 export function parseTelnyxWebhook(request: WebhookRequest, now = new Date()): ParsedWebhook {
   let envelope: TelnyxEnvelope;

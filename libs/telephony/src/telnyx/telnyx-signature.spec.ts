@@ -121,4 +121,16 @@ describe('Telnyx webhook signatures', () => {
     expect(rejection(request, null).status).toBe(403);
     expect(rejection(request, { api_key: fake.apiKey, connection_id: fake.connectionId }).status).toBe(403);
   });
+
+  it('names a delivery by its signature: the same for an exact copy, different for another body or time', () => {
+    const request = fake.signedRequest(URL, body, { timestampSeconds: nowSeconds });
+    const key = provider.replayKey(request);
+
+    expect(key).toBe(`telnyx:${request.headers['telnyx-signature-ed25519']}`);
+    expect(provider.replayKey({ ...request, headers: { ...request.headers } })).toBe(key);
+    expect(provider.replayKey(fake.signedRequest(URL, { ...body, meta: { ...body.meta, attempt: 2 } }, { timestampSeconds: nowSeconds }))).not.toBe(key);
+    expect(provider.replayKey(fake.signedRequest(URL, body, { timestampSeconds: nowSeconds + 1 }))).not.toBe(key);
+    const { 'telnyx-signature-ed25519': _signature, ...unsigned } = request.headers;
+    expect(provider.replayKey({ ...request, headers: unsigned })).toBeNull();
+  });
 });

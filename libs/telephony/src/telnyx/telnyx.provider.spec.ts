@@ -68,6 +68,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
         time_limit_secs: 600,
         stream_url: 'wss://agents.example.com/media?token=tok-42',
         stream_track: 'inbound_track',
+        stream_codec: 'PCMU',
         stream_bidirectional_mode: 'rtp',
         stream_bidirectional_codec: 'PCMU',
         stream_auth_token: 'tok-42',
@@ -218,6 +219,44 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       const error = await client.placeCall({ ...dialRequest(), credentials: gone.credentials() }).catch((e: unknown) => e);
 
       expect(error).toMatchObject({ reason: 'carrier_unreachable', notProcessed: true, permanent: false });
+    });
+  });
+
+  describe('checkCredentials', () => {
+    it('reads the Call Control application with the Bearer key, and answers ok', async () => {
+      expect(await provider.checkCredentials(fake.credentials())).toEqual({ ok: true });
+
+      expect(fake.requests).toHaveLength(1);
+      expect(fake.requests[0]).toMatchObject({ method: 'GET', path: `/v2/call_control_applications/${fake.connectionId}` });
+      expect(fake.requests[0].headers.authorization).toBe(`Bearer ${fake.apiKey}`);
+    });
+
+    it('answers unauthorized for an API key Telnyx refuses (401)', async () => {
+      const check = await provider.checkCredentials({ ...fake.credentials(), api_key: 'KEYWRONG_0123456789' });
+
+      expect(check).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.stringContaining('401') });
+    });
+
+    it('answers connection_not_found when the key works but names no application of the account (404)', async () => {
+      const check = await provider.checkCredentials({ ...fake.credentials(), connection_id: '1999999999999999999' });
+
+      expect(check).toMatchObject({ ok: false, reason: 'connection_not_found', message: expect.stringContaining('1999999999999999999') });
+    });
+
+    it('answers invalid_credentials for a bad shape, before sending anything', async () => {
+      expect(await provider.checkCredentials({ api_key: 'KEY1' })).toMatchObject({ ok: false, reason: 'invalid_credentials' });
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it('throws when Telnyx cannot answer (5xx) or cannot be reached', async () => {
+      fake.failNextApplicationRead('unavailable');
+      await expect(provider.checkCredentials(fake.credentials())).rejects.toThrow(/503/);
+
+      const gone = new TelnyxFake();
+      const base = await gone.start();
+      await gone.stop();
+      const client = new TelnyxProvider({ carrierApiUrls: { telnyx: base } } as unknown as AppConfig);
+      await expect(client.checkCredentials(gone.credentials())).rejects.toMatchObject({ reason: 'carrier_unreachable' });
     });
   });
 

@@ -19,7 +19,7 @@ import { readTelnyxCredentials, telnyxCredentialProblems, TelnyxCredentials } fr
 import { telnyxDialBody, TelnyxPlaceCallRequest } from './telnyx-dial';
 import { telnyxDialError, telnyxErrors } from './telnyx-errors';
 import { parseTelnyxWebhook } from './telnyx-events';
-import { verifyTelnyxSignature } from './telnyx-signature';
+import { TELNYX_SIGNATURE_HEADER, verifyTelnyxSignature } from './telnyx-signature';
 import { telnyxSettingsProblems } from './telnyx-settings';
 
 const RECORDING_TIMEOUT_MS = 60_000;
@@ -109,6 +109,32 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     return { transcript: [], recording: null };
   }
 
+  /**
+   * Asks Telnyx whether the credentials work by reading the Call Control
+   * application they dial through (`GET /v2/call_control_applications/{id}`),
+   * which proves the API key and the connection_id together. Throws when
+   * Telnyx cannot be asked (refused connection, 429, 5xx).
+   */
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
+    const problems = telnyxCredentialProblems(credentials);
+    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    const read = this.credentialsOrThrow(credentials);
+    const response = await this.api(read).request('GET', `/v2/call_control_applications/${encodeURIComponent(read.connectionId)}`);
+    if (response.status >= 200 && response.status < 300) return { ok: true };
+    if (response.status === 401 || response.status === 403) {
+      return { ok: false, reason: 'unauthorized', message: `Telnyx refused these credentials (HTTP ${response.status})` };
+    }
+    if (response.status === 404) {
+      // The key works; the connection_id names no Call Control application of this account.
+      return {
+        ok: false,
+        reason: 'connection_not_found',
+        message: `Telnyx has no Call Control application ${read.connectionId} for this API key`,
+      };
+    }
+    throw new Error(`Telnyx answered HTTP ${response.status} while checking credentials`);
+  }
+
   verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void {
     const publicKey = readTelnyxCredentials(credentials)?.publicKey ?? null;
     verifyTelnyxSignature(request, publicKey, nowMs);
@@ -121,6 +147,17 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
 
   answerInstructions(): AnswerInstructions {
     return telnyxAnswerInstructions();
+  }
+
+  /**
+   * Names one delivery, for a short-lived store to refuse an exact replay
+   * inside the 5-minute signature window: the Ed25519 signature covers the
+   * timestamp and the whole body (whose `meta.attempt` changes on Telnyx's
+   * own retries), so only a copy of this very request has it.
+   */
+  replayKey(request: WebhookRequest): string | null {
+    const signature = request.headers[TELNYX_SIGNATURE_HEADER]?.trim();
+    return signature ? `telnyx:${signature}` : null;
   }
 
   /**
@@ -185,19 +222,6 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       notProcessed: response.status < 500,
       carrierCode: first?.code ?? `HTTP-${response.status}`,
     });
-  }
-
-  /** Asks Telnyx whether the credentials work: an authenticated read of the account's own resources. */
-  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
-    const problems = telnyxCredentialProblems(credentials);
-    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
-    const read = this.credentialsOrThrow(credentials);
-    const response = await this.api(read).request('GET', `/v2/call_control_applications/${encodeURIComponent(read.connectionId)}`);
-    if (response.status >= 200 && response.status < 300) return { ok: true };
-    if (response.status === 401 || response.status === 403 || response.status === 404) {
-      return { ok: false, reason: 'unauthorized', message: `Telnyx refused these credentials (HTTP ${response.status})` };
-    }
-    throw new Error(`Telnyx answered HTTP ${response.status} while checking credentials`);
   }
 
   private credentialsOrThrow(credentials: Record<string, unknown> | null): TelnyxCredentials {

@@ -15,6 +15,15 @@ export class TwilioApiError extends Error {
   }
 }
 
+/** One page of a call list, as Twilio answers it (the fields we read). */
+export interface TwilioCallPage {
+  calls?: TwilioCallResource[];
+  /** The next page's path and query, or null on the last page. */
+  next_page_uri?: string | null;
+  page?: number;
+  page_size?: number;
+}
+
 /**
  * The few Twilio REST endpoints we use (API version 2010-04-01), with HTTP
  * Basic auth: the API key when the credentials have one, else Account SID and
@@ -34,6 +43,20 @@ export class TwilioApi {
   /** GET /2010-04-01/Accounts/{AccountSid}/Calls/{CallSid}.json */
   async fetchCall(credentials: TwilioCredentials, callSid: string): Promise<TwilioCallResource> {
     return (await this.send('GET', `${this.accountPath(credentials)}/Calls/${encodeURIComponent(callSid)}.json`, credentials)) as TwilioCallResource;
+  }
+
+  /**
+   * GET /2010-04-01/Accounts/{AccountSid}/Calls.json with filters (`To`,
+   * `From`, `Status`, `StartTime>`, `PageSize`, ...): one page of calls.
+   */
+  async listCalls(credentials: TwilioCredentials, filters: URLSearchParams): Promise<TwilioCallPage> {
+    return (await this.send('GET', `${this.accountPath(credentials)}/Calls.json?${filters.toString()}`, credentials)) as TwilioCallPage;
+  }
+
+  /** The page a list answer's `next_page_uri` names (a path under the API's origin, filters included). */
+  async nextCallPage(credentials: TwilioCredentials, nextPageUri: string): Promise<TwilioCallPage> {
+    if (!nextPageUri.startsWith(`${this.accountPath(credentials)}/Calls.json?`)) throw new Error(`Not a page of this account's calls: ${nextPageUri}`);
+    return (await this.send('GET', nextPageUri, credentials)) as TwilioCallPage;
   }
 
   /** POST /2010-04-01/Accounts/{AccountSid}/Calls/{CallSid}.json (update: `Status=canceled|completed`, ...) */

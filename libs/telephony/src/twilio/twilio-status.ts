@@ -5,6 +5,9 @@ import { twilioSipFailureReason } from './twilio-errors';
 export interface TwilioCallResource {
   sid: string;
   status: string;
+  to?: string | null;
+  from?: string | null;
+  direction?: string | null;
   start_time?: string | null;
   end_time?: string | null;
   duration?: string | null;

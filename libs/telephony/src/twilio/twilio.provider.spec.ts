@@ -6,6 +6,7 @@ import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
 import { WebhookRejected, WebhookRequest } from '../carrier-webhooks';
 import { PlaceCallRequest } from '../telephony-provider';
+import { TwilioApiError } from './twilio-api';
 import { TwilioProvider } from './twilio.provider';
 
 function providerFor(baseUrl: string): TwilioProvider {
@@ -245,7 +246,7 @@ describe('TwilioProvider', () => {
   });
 
   describe('looking a call up', () => {
-    it('cannot tell without the call SID (Twilio has no way to find a call by our run)', async () => {
+    it('cannot tell without the call SID or the dial that placed the call (Twilio has no way to find a call by our run)', async () => {
       const before = fake.requests.length;
       await expect(provider.lookupCall(reference(null))).resolves.toEqual({ kind: 'unknown' });
       expect(fake.requests.length).toBe(before);
@@ -308,6 +309,89 @@ describe('TwilioProvider', () => {
       fake.setCallStatus(providerCallId, { status, startTime: new Date(), endTime: new Date() });
       const lookup = await provider.lookupCall(reference(providerCallId));
       expect(lookup.kind === 'found' && lookup.events.map((event) => event.type)).toEqual(types);
+    });
+  });
+
+  describe('finding a call whose SID was lost, by the dial\'s numbers and time', () => {
+    const FROM = '+14155550100';
+    // Every test calls its own number, so calls placed by the others never match.
+    let callee = 14155550300;
+    const nextCallee = () => `+${callee++}`;
+    const lostDial = (to: string, attemptedAt: Date) => ({ ...reference(null), dial: { to, from: FROM, attemptedAt } });
+    /** Dials as the dialer does, but the answer never arrives: Twilio has the call, we do not know its SID. */
+    const dialLosingTheAnswer = async (to: string) => {
+      const attemptedAt = new Date();
+      fake.failNext('reset');
+      await expect(provider.placeCall(dial({ to, from: FROM }))).rejects.not.toBeInstanceOf(CarrierError);
+      return { attemptedAt, sid: fake.lastCall().sid };
+    };
+
+    it('finds the queued call the lost dial created, asking with Basic auth for queued and started calls to and from its numbers', async () => {
+      const to = nextCallee();
+      const { attemptedAt, sid } = await dialLosingTheAnswer(to);
+      const before = fake.requests.length;
+      await expect(provider.lookupCall(lostDial(to, attemptedAt))).resolves.toEqual({ kind: 'found', providerCallId: sid, events: [] });
+      const lists = fake.requests.slice(before);
+      expect(lists.map((request) => [request.method, request.path])).toEqual([
+        ['GET', `/2010-04-01/Accounts/${fake.accountSid}/Calls.json`],
+        ['GET', `/2010-04-01/Accounts/${fake.accountSid}/Calls.json`],
+      ]);
+      expect(lists.map((request) => Object.fromEntries(request.query))).toEqual([
+        { To: to, From: FROM, Status: 'queued', PageSize: '50' },
+        { To: to, From: FROM, 'StartTime>': attemptedAt.toISOString().slice(0, 10), PageSize: '50' },
+      ]);
+      for (const request of lists) expect(request.headers.authorization).toBe(`Basic ${Buffer.from(`${fake.accountSid}:${fake.authToken}`).toString('base64')}`);
+    });
+
+    it('reports what a found call already went through, like a look-up by SID', async () => {
+      const to = nextCallee();
+      const { attemptedAt, sid } = await dialLosingTheAnswer(to);
+      fake.setCallStatus(sid, { status: 'no-answer', startTime: new Date(), endTime: new Date(), duration: 0 });
+      const lookup = await provider.lookupCall(lostDial(to, attemptedAt));
+      expect(lookup.kind === 'found' && lookup.providerCallId).toBe(sid);
+      expect(lookup.kind === 'found' && lookup.events.map((event) => [event.type, event.runId, event.providerCallId])).toEqual([
+        ['ringing', 7, sid],
+        ['no_answer', 7, sid],
+      ]);
+    });
+
+    it('follows next_page_uri until it has seen every call to and from the numbers', async () => {
+      const to = nextCallee();
+      const { attemptedAt, sid } = await dialLosingTheAnswer(to);
+      fake.setCallStatus(sid, { status: 'completed', startTime: new Date(), endTime: new Date(), duration: 5 });
+      // Sixty more calls between the same numbers today, created after the dial's window: the list shows them first.
+      const later = new Date(attemptedAt.getTime() + 10 * 60_000);
+      for (let i = 0; i < 60; i++) {
+        const { providerCallId } = await provider.placeCall(dial({ to, from: FROM }));
+        fake.setCallStatus(providerCallId, { status: 'completed', dateCreated: later, startTime: new Date(), endTime: new Date(), duration: 5 });
+      }
+      const before = fake.requests.length;
+      const lookup = await provider.lookupCall(lostDial(to, attemptedAt));
+      expect(lookup.kind === 'found' && lookup.providerCallId).toBe(sid);
+      expect(fake.requests.slice(before).some((request) => request.query.get('Page') === '1' && request.query.has('PageToken'))).toBe(true);
+    });
+
+    it('answers unknown, never a guess, when two calls match the dial', async () => {
+      const to = nextCallee();
+      const { attemptedAt } = await dialLosingTheAnswer(to);
+      await provider.placeCall(dial({ to, from: FROM }));
+      await expect(provider.lookupCall(lostDial(to, attemptedAt))).resolves.toEqual({ kind: 'unknown' });
+    });
+
+    it('answers unknown when no call was created within the dial\'s time, or between its numbers', async () => {
+      const to = nextCallee();
+      const { attemptedAt } = await dialLosingTheAnswer(to);
+      const later = new Date(attemptedAt.getTime() + 10 * 60_000);
+      await expect(provider.lookupCall(lostDial(to, later))).resolves.toEqual({ kind: 'unknown' });
+      await expect(provider.lookupCall(lostDial(nextCallee(), attemptedAt))).resolves.toEqual({ kind: 'unknown' });
+      await expect(provider.lookupCall({ ...lostDial(to, attemptedAt), dial: { to, from: '+14155550199', attemptedAt } })).resolves.toEqual({
+        kind: 'unknown',
+      });
+    });
+
+    it('passes Twilio\'s refusal on, so the dialer knows it could not ask', async () => {
+      fake.failNext('server_error');
+      await expect(provider.lookupCall(lostDial(nextCallee(), new Date()))).rejects.toBeInstanceOf(TwilioApiError);
     });
   });
 

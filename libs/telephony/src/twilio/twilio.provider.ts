@@ -21,13 +21,14 @@ import {
 } from '../telephony-provider';
 import { twilioAnswer } from './twilio-answer';
 import { TwilioApi, TwilioApiError } from './twilio-api';
+import { findDialedTwilioCall } from './twilio-call-search';
 import { readTwilioCredentials, TwilioCredentials, twilioCredentialProblems } from './twilio-credentials';
 import { twilioDialForm } from './twilio-dial';
 import { twilioDialError } from './twilio-errors';
 import { TWILIO_REQUEST_TIMEOUT_MS, TwilioRequestFailed, twilioRetryAfterMs } from './twilio-http';
 import { twilioSettingsProblems } from './twilio-settings';
 import { parseFormBody, TWILIO_SIGNATURE_HEADER, twilioSignatureMatches } from './twilio-signature';
-import { twilioCallEvents, twilioRecordingEvents, twilioStatusEvents } from './twilio-status';
+import { TwilioCallResource, twilioCallEvents, twilioRecordingEvents, twilioStatusEvents } from './twilio-status';
 
 /**
  * A status callback whose signed `Timestamp` is older than this is refused
@@ -83,20 +84,21 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
     return { providerCallId: sid };
   }
 
-  /** Twilio lists calls by number and time, not by anything of ours: without the call SID it cannot tell. */
+  /**
+   * By SID when we have it. Without it, Twilio can only be asked for calls
+   * by number and time, so the dial's own To, From and time find the call
+   * (`findDialedTwilioCall`); when they do not single one out, or the dial
+   * is not known, the answer is `unknown`, never `not_found`.
+   */
   async lookupCall(call: CallReference): Promise<CallLookup> {
-    if (!call.providerCallId) return { kind: 'unknown' };
+    if (!call.providerCallId) {
+      if (!call.dial) return { kind: 'unknown' };
+      const dialed = await findDialedTwilioCall(this.api, readTwilioCredentials(call.credentials), call.dial, this.requestTimeoutMs);
+      return dialed ? this.found(call, dialed) : { kind: 'unknown' };
+    }
     const credentials = readTwilioCredentials(call.credentials);
     try {
-      const resource = await this.api.fetchCall(credentials, call.providerCallId);
-      const events: CallEventJob[] = twilioCallEvents(resource, new Date()).map((event) => ({
-        ...event,
-        runId: call.runId,
-        organizationId: call.organizationId,
-        provider: this.name,
-        providerCallId: resource.sid,
-      }));
-      return { kind: 'found', providerCallId: resource.sid, events };
+      return this.found(call, await this.api.fetchCall(credentials, call.providerCallId));
     } catch (error) {
       if (error instanceof TwilioApiError && error.status === 404) return { kind: 'not_found' };
       throw error;
@@ -189,6 +191,17 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   replayKey(request: WebhookRequest): string | null {
     const signature = request.headers[TWILIO_SIGNATURE_HEADER];
     return signature ? `twilio:${signature}` : null;
+  }
+
+  private found(call: CallReference, resource: TwilioCallResource): CallLookup {
+    const events: CallEventJob[] = twilioCallEvents(resource, new Date()).map((event) => ({
+      ...event,
+      runId: call.runId,
+      organizationId: call.organizationId,
+      provider: this.name,
+      providerCallId: resource.sid,
+    }));
+    return { kind: 'found', providerCallId: resource.sid, events };
   }
 
   private webhookCredentials(credentials: Record<string, unknown> | null): TwilioCredentials {

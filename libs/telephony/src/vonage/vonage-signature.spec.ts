@@ -127,4 +127,27 @@ describe('Vonage webhook signatures', () => {
     expect(rejection({ ...request, headers: { ...request.headers, authorization: 'Bearer not.a.jwt' } }).status).toBe(403);
     expect(rejection(request, null).status).toBe(403);
   });
+
+  it("names a delivery by its JWT's jti: the same for an exact copy, different for any other token", () => {
+    const request = fake.signedRequest(URL, body, { iatSeconds: nowSeconds });
+    const key = provider.replayKey(request);
+
+    expect(key).toBe(`vonage:jti:${claimsOf(request).jti}`);
+    expect(provider.replayKey({ ...request, headers: { ...request.headers } })).toBe(key);
+    // The same body signed again gets a new jti: a second delivery, not a replay.
+    expect(provider.replayKey(fake.signedRequest(URL, body, { iatSeconds: nowSeconds }))).not.toBe(key);
+  });
+
+  it('names a delivery whose JWT has no jti by the token itself, and an unsigned one not at all', () => {
+    const request = fake.signedRequest(URL, body, { iatSeconds: nowSeconds });
+    const { jti: _jti, ...claims } = claimsOf(request);
+    const withoutJti = withToken(request, { alg: 'HS256', typ: 'JWT' }, claims);
+    const otherToken = withToken(request, { alg: 'HS256', typ: 'JWT' }, { ...claims, iat: nowSeconds - 1 });
+
+    expect(provider.replayKey(withoutJti)).toMatch(/^vonage:token:[0-9a-f]{64}$/);
+    expect(provider.replayKey({ ...withoutJti })).toBe(provider.replayKey(withoutJti));
+    expect(provider.replayKey(otherToken)).not.toBe(provider.replayKey(withoutJti));
+    const { authorization: _authorization, ...unsigned } = request.headers;
+    expect(provider.replayKey({ ...request, headers: unsigned })).toBeNull();
+  });
 });

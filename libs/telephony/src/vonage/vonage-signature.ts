@@ -18,11 +18,10 @@ export function verifyVonageWebhook(
   expected: { signatureSecret: string | null; applicationId: string | null },
   nowMs: number,
 ): void {
-  const authorization = request.headers.authorization ?? '';
-  const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
-  if (!match) throw new WebhookRejected(401, 'The request carries no Vonage signature');
+  const token = bearerToken(request);
+  if (!token) throw new WebhookRejected(401, 'The request carries no Vonage signature');
   if (!expected.signatureSecret) throw new WebhookRejected(403, 'The telephony configuration has no Vonage signature secret to verify with');
-  const jwt = decodeJwt(match[1]);
+  const jwt = decodeJwt(token);
   if (!jwt) throw new WebhookRejected(403, 'The Vonage signature is malformed');
   if (!hasValidHs256Signature(jwt, expected.signatureSecret)) throw new WebhookRejected(403, 'The Vonage signature does not match');
 
@@ -44,4 +43,21 @@ export function verifyVonageWebhook(
     const claimed = typeof payloadHash === 'string' && /^[0-9a-f]{64}$/i.test(payloadHash) ? Buffer.from(payloadHash, 'hex') : null;
     if (!claimed || !timingSafeEqual(actual, claimed)) throw new WebhookRejected(403, 'The body does not match the Vonage signature');
   }
+}
+
+/**
+ * What names one signed delivery, for refusing an exact replay (call it after
+ * `verifyVonageWebhook`): the JWT's `jti`, unique per token, else a hash of
+ * the token itself. Null when the request carries no token.
+ */
+export function vonageReplayKey(request: WebhookRequest): string | null {
+  const token = bearerToken(request);
+  if (!token) return null;
+  const jti = decodeJwt(token)?.claims.jti;
+  if (typeof jti === 'string' && jti) return `vonage:jti:${jti}`;
+  return `vonage:token:${createHash('sha256').update(token).digest('hex')}`;
+}
+
+function bearerToken(request: WebhookRequest): string | null {
+  return /^Bearer\s+(\S+)$/i.exec((request.headers.authorization ?? '').trim())?.[1] ?? null;
 }

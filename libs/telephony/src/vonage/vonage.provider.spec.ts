@@ -283,6 +283,46 @@ describe('VonageProvider against the Vonage fake', () => {
     });
   });
 
+  describe('checkCredentials', () => {
+    it('lists one call with the application JWT, and answers ok', async () => {
+      expect(await provider.checkCredentials(fake.credentials())).toEqual({ ok: true });
+
+      expect(fake.requests).toHaveLength(1);
+      expect(fake.requests[0]).toMatchObject({ method: 'GET', path: '/v1/calls', query: { page_size: '1' } });
+      expect(fake.requests[0].jwtClaims).toMatchObject({ application_id: fake.applicationId });
+    });
+
+    it("answers unauthorized for a JWT signed with another application's key (401)", async () => {
+      const other = new VonageFake();
+
+      const check = await provider.checkCredentials({ ...fake.credentials(), private_key: other.privateKeyPem });
+
+      expect(check).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.stringContaining('401') });
+    });
+
+    it('answers invalid_credentials for a bad shape, before sending anything', async () => {
+      expect(await provider.checkCredentials({ application_id: 'nope' })).toMatchObject({ ok: false, reason: 'invalid_credentials' });
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it('does not take a 404 (nothing a working account gets, e.g. a wrong API base) for refused credentials', async () => {
+      const misrouted = new VonageProvider({ carrierApiUrls: { vonage: `${fake.url}/elsewhere` }, publicBaseUrl: receiver.base } as unknown as AppConfig);
+
+      await expect(misrouted.checkCredentials(fake.credentials())).rejects.toThrow(/404/);
+    });
+
+    it('throws when Vonage cannot answer (5xx) or cannot be reached', async () => {
+      fake.failNextCallListing('server_error');
+      await expect(provider.checkCredentials(fake.credentials())).rejects.toThrow(/500/);
+
+      const gone = new VonageFake();
+      const base = await gone.start();
+      await gone.stop();
+      const client = new VonageProvider({ carrierApiUrls: { vonage: base }, publicBaseUrl: receiver.base } as unknown as AppConfig);
+      await expect(client.checkCredentials(gone.credentials())).rejects.toMatchObject({ reason: 'carrier_unreachable' });
+    });
+  });
+
   describe('a call through its webhooks', () => {
     it('answers with an NCCO streaming to the agent, records, reports and is fetched', async () => {
       settings = { record: true };

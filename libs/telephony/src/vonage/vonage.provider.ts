@@ -18,7 +18,7 @@ import { vonageDialBody, vonageNumber } from './vonage-dial';
 import { vonageDialError, vonageProblem } from './vonage-errors';
 import { parseVonageWebhook, vonageStatusEvent, vonageTime } from './vonage-events';
 import { vonageAnswerInstructions } from './vonage-ncco';
-import { verifyVonageWebhook } from './vonage-signature';
+import { verifyVonageWebhook, vonageReplayKey } from './vonage-signature';
 import { vonageSettingsProblems } from './vonage-settings';
 
 /** Hosts Vonage serves recordings from; the application JWT is sent to no other. */
@@ -105,6 +105,30 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
     return { transcript: [], recording: null };
   }
 
+  /**
+   * Asks Vonage whether the credentials work: the cheapest authenticated read,
+   * one page of one call (`GET /v1/calls?page_size=1`). Vonage checks the
+   * application JWT (application id and private key) before anything else,
+   * so 401/403 mean these credentials are refused. Throws when Vonage cannot
+   * be asked, or answers something a working account never gets (404, 429, 5xx).
+   */
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
+    const problems = vonageCredentialProblems(credentials);
+    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    const read = this.credentialsOrThrow(credentials);
+    const response = await this.api(read).request('GET', '/v1/calls?page_size=1');
+    if (response.status >= 200 && response.status < 300) return { ok: true };
+    if (response.status === 401 || response.status === 403) {
+      const problem = vonageProblem(response.body);
+      return {
+        ok: false,
+        reason: 'unauthorized',
+        message: `Vonage refused these credentials (HTTP ${response.status}${problem.title ? ` ${problem.title}` : ''})`,
+      };
+    }
+    throw new Error(`Vonage answered HTTP ${response.status} while checking credentials`);
+  }
+
   verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void {
     const read = readVonageCredentials(credentials);
     const secret = typeof credentials?.signature_secret === 'string' && credentials.signature_secret ? credentials.signature_secret : null;
@@ -113,6 +137,15 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
 
   parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
     return parseVonageWebhook(kind, request);
+  }
+
+  /**
+   * Names one delivery, for a short-lived store to refuse an exact replay
+   * inside the 5-minute `iat` window: the signed JWT's `jti`, unique per
+   * token, else the token itself (it covers the body through `payload_hash`).
+   */
+  replayKey(request: WebhookRequest): string | null {
+    return vonageReplayKey(request);
   }
 
   answerInstructions(context: AnswerContext): AnswerInstructions {
@@ -140,19 +173,6 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
       notProcessed: response.status < 500,
       carrierCode: problem.code ?? `HTTP-${response.status}`,
     });
-  }
-
-  /** Asks Vonage whether the credentials work: an authenticated read of the account's own resources. */
-  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
-    const problems = vonageCredentialProblems(credentials);
-    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
-    const read = this.credentialsOrThrow(credentials);
-    const response = await this.api(read).request('GET', `/v1/calls?page_size=1`);
-    if (response.status >= 200 && response.status < 300) return { ok: true };
-    if (response.status === 401 || response.status === 403 || response.status === 404) {
-      return { ok: false, reason: 'unauthorized', message: `Vonage refused these credentials (HTTP ${response.status})` };
-    }
-    throw new Error(`Vonage answered HTTP ${response.status} while checking credentials`);
   }
 
   private credentialsOrThrow(credentials: Record<string, unknown> | null): VonageCredentials {

@@ -1,0 +1,76 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Batcher, isDatabaseUnavailable, withTimeout } from '@app/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { NewRun, WorkflowRunStore } from '@app/persistence';
+import { CallsQueue } from '@app/queue';
+
+const MAX_BATCH = 200;
+
+/**
+ * Stores accepted runs and enqueues their dial jobs, grouping concurrent
+ * triggers into one INSERT and one `addBulk` each. The run row is the
+ * promise: once it is committed the call will be placed, so the enqueue is
+ * bounded by ENQUEUE_TIMEOUT_MS and, when Redis is slow or away, left to the
+ * dialer's dispatcher instead of holding the answer.
+ */
+@Injectable()
+export class RunIntake {
+  private readonly logger = new Logger(RunIntake.name);
+  private readonly batcher: Batcher<NewRun, number>;
+
+  constructor(
+    private readonly runs: WorkflowRunStore,
+    private readonly callsQueue: CallsQueue,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.batcher = new Batcher((batch) => this.storeAndEnqueue(batch), {
+      maxBatch: MAX_BATCH,
+      // Leaves half the pool to everything else the gateway reads and writes.
+      maxInFlight: Math.max(1, Math.floor(config.databasePoolSize / 2)),
+    });
+  }
+
+  /** Resolves with the run id once the run is committed (and its job enqueued, or left to the dispatcher). */
+  accept(run: NewRun): Promise<number> {
+    return this.batcher.submit(run);
+  }
+
+  private async storeAndEnqueue(batch: NewRun[]): Promise<Array<number | Error>> {
+    const ids = await this.store(batch);
+    const jobs = ids.flatMap((id, index) =>
+      typeof id === 'number' ? [{ runId: id, organizationId: batch[index].organizationId }] : [],
+    );
+    await this.enqueue(jobs);
+    return ids;
+  }
+
+  private async store(batch: NewRun[]): Promise<Array<number | Error>> {
+    try {
+      return await this.runs.insertQueued(batch);
+    } catch (error) {
+      if (batch.length === 1 || isDatabaseUnavailable(error)) throw error;
+      // One run the database refuses (its workflow deleted meanwhile, say) must not fail the others.
+      return Promise.all(
+        batch.map((run) =>
+          this.runs.insertQueued([run]).then(
+            ([id]) => id,
+            (failure: unknown) => (failure instanceof Error ? failure : new Error(String(failure))),
+          ),
+        ),
+      );
+    }
+  }
+
+  /** Best effort within ENQUEUE_TIMEOUT_MS; a run left without a job is enqueued by the dispatcher. */
+  private async enqueue(jobs: Array<{ runId: number; organizationId: number }>): Promise<void> {
+    if (jobs.length === 0) return;
+    try {
+      await withTimeout(this.callsQueue.enqueuePlaceCall(jobs), this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');
+    } catch (error) {
+      this.logger.warn(
+        { run_ids: jobs.map((job) => job.runId), err: error },
+        'dial jobs not enqueued now; the dispatcher will enqueue them',
+      );
+    }
+  }
+}

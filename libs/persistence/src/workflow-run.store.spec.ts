@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { testRunResources } from '../../../test/support/test-run-id';
+import { createDataSource } from './create-data-source';
+import { NewRun, WorkflowRunStore } from './workflow-run.store';
+
+/** Against this test run's Postgres: the duration rules are conditional updates, which only the database can prove. */
+describe('WorkflowRunStore durations', () => {
+  let dataSource: DataSource;
+  let store: WorkflowRunStore;
+
+  beforeAll(async () => {
+    dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 4 });
+    await dataSource.initialize();
+    store = new WorkflowRunStore(dataSource);
+  });
+  afterAll(() => dataSource?.destroy());
+
+  const queuedRun = (): NewRun => ({
+    organizationId: 1,
+    workflowId: 1,
+    environment: 'test',
+    triggerUuid: randomUUID(),
+    apiKeyId: 1,
+    telephonyConfigurationId: 1,
+    provider: 'telnyx',
+    phoneNumber: '+14155550100',
+    initialContext: {},
+  });
+
+  /** A run answered, then hung up `talkSeconds` later, as the carrier's events move it. */
+  async function endedCall(talkSeconds: number): Promise<number> {
+    const [runId] = await store.insertQueued([queuedRun()]);
+    const answeredAt = new Date(Date.now() - talkSeconds * 1000);
+    await store.transition(runId, 'dialing', 'dialer.dialing');
+    await store.transition(runId, 'in_progress', 'carrier.answered', { answeredAt });
+    await store.transition(runId, 'completed', 'carrier.completed', { endedAt: new Date(answeredAt.getTime() + talkSeconds * 1000) });
+    return runId;
+  }
+
+  async function durationOf(runId: number): Promise<{ duration: number | null; costInfo: Record<string, unknown> }> {
+    const run = await store.findById(runId);
+    return { duration: run!.durationSeconds, costInfo: run!.costInfo };
+  }
+
+  it('fills a duration computed from answer to hang-up when the carrier gave none', async () => {
+    const runId = await endedCall(37);
+
+    await store.fillDuration(runId);
+
+    expect(await durationOf(runId)).toEqual({ duration: 37, costInfo: { call_duration_seconds: 37 } });
+  });
+
+  it("replaces the computed duration with the carrier's billed one that comes later", async () => {
+    const runId = await endedCall(37);
+    await store.fillDuration(runId);
+
+    await store.fillDuration(runId, 60);
+    await store.mergeCostInfo(runId, { total_cost: 0.0125, currency: 'USD' });
+
+    expect(await durationOf(runId)).toEqual({
+      duration: 60,
+      costInfo: { call_duration_seconds: 60, total_cost: 0.0125, currency: 'USD' },
+    });
+  });
+
+  it("never replaces the carrier's duration with a computed one that comes later", async () => {
+    const runId = await endedCall(37);
+    await store.fillDuration(runId, 60);
+
+    await store.fillDuration(runId);
+
+    expect(await durationOf(runId)).toEqual({ duration: 60, costInfo: { call_duration_seconds: 60 } });
+  });
+
+  it("keeps a carrier's zero: a billed duration is the carrier's word, even when it is 0", async () => {
+    const runId = await endedCall(37);
+    await store.fillDuration(runId, 0);
+
+    await store.fillDuration(runId);
+
+    expect(await durationOf(runId)).toEqual({ duration: 0, costInfo: { call_duration_seconds: 0 } });
+  });
+
+  it("ends with the carrier's duration when both are written at once", async () => {
+    const runIds = await Promise.all(Array.from({ length: 8 }, () => endedCall(37)));
+
+    await Promise.all(
+      runIds.flatMap((runId, i) =>
+        i % 2 ? [store.fillDuration(runId), store.fillDuration(runId, 60)] : [store.fillDuration(runId, 60), store.fillDuration(runId)],
+      ),
+    );
+
+    for (const runId of runIds) expect(await durationOf(runId)).toEqual({ duration: 60, costInfo: { call_duration_seconds: 60 } });
+  });
+
+  it('leaves a run that did not complete alone', async () => {
+    const [runId] = await store.insertQueued([queuedRun()]);
+    await store.transition(runId, 'failed', 'carrier.failed', { endedAt: new Date() });
+
+    await store.fillDuration(runId, 60);
+    await store.fillDuration(runId);
+
+    expect(await durationOf(runId)).toEqual({ duration: null, costInfo: {} });
+  });
+});
