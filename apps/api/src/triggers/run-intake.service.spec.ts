@@ -1,0 +1,72 @@
+import { AppConfig } from '@app/config';
+import { NewRun, WorkflowRunStore } from '@app/persistence';
+import { CallsQueue, PlaceCallJob } from '@app/queue';
+import { RunIntake } from './run-intake.service';
+
+function newRun(phoneNumber: string): NewRun {
+  return {
+    organizationId: 7,
+    workflowId: 3,
+    environment: 'production',
+    triggerUuid: '00000000-0000-4000-8000-000000000000',
+    apiKeyId: 1,
+    telephonyConfigurationId: 2,
+    provider: 'sandbox',
+    phoneNumber,
+    initialContext: {},
+  };
+}
+
+function intakeWith(insertQueued: (runs: NewRun[]) => Promise<number[]>, enqueue: (jobs: PlaceCallJob[]) => Promise<void>) {
+  const store = { insertQueued: jest.fn(insertQueued) };
+  const queue = { enqueuePlaceCall: jest.fn(enqueue) };
+  const config = { databasePoolSize: 10, enqueueTimeoutMs: 100 } as AppConfig;
+  const intake = new RunIntake(store as unknown as WorkflowRunStore, queue as unknown as CallsQueue, config);
+  return { intake, store, queue };
+}
+
+describe('RunIntake', () => {
+  let nextId = 100;
+  const assignIds = async (runs: NewRun[]) => runs.map(() => nextId++);
+
+  it('stores concurrent runs with one INSERT and enqueues them with one call, answering each its own id', async () => {
+    const { intake, store, queue } = intakeWith(assignIds, async () => undefined);
+    const ids = await Promise.all(['+1', '+2', '+3'].map((phone) => intake.accept(newRun(phone))));
+    expect(new Set(ids).size).toBe(3);
+    expect(store.insertQueued).toHaveBeenCalledTimes(1);
+    expect(store.insertQueued.mock.calls[0][0].map((run) => run.phoneNumber)).toEqual(['+1', '+2', '+3']);
+    expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(1);
+    expect(queue.enqueuePlaceCall.mock.calls[0][0]).toEqual(ids.map((runId) => ({ runId, organizationId: 7 })));
+  });
+
+  it('stores the others when the database refuses one run of the group, and fails only that one', async () => {
+    const { intake, store, queue } = intakeWith(async (runs) => {
+      if (runs.some((run) => run.phoneNumber === '+bad')) throw Object.assign(new Error('violates foreign key'), { code: '23503' });
+      return assignIds(runs);
+    }, async () => undefined);
+    const outcomes = await Promise.allSettled(['+1', '+bad', '+3'].map((phone) => intake.accept(newRun(phone))));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(store.insertQueued).toHaveBeenCalledTimes(4);
+    const enqueued = queue.enqueuePlaceCall.mock.calls.flatMap((call) => call[0].map((job) => job.runId));
+    expect(enqueued).toEqual(outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : [])));
+  });
+
+  it('fails the whole group at once when the database is unreachable, without retrying each run', async () => {
+    const { intake, store, queue } = intakeWith(
+      async () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
+      async () => undefined,
+    );
+    const outcomes = await Promise.allSettled(['+1', '+2'].map((phone) => intake.accept(newRun(phone))));
+    expect(outcomes.every((outcome) => outcome.status === 'rejected')).toBe(true);
+    expect(store.insertQueued).toHaveBeenCalledTimes(1);
+    expect(queue.enqueuePlaceCall).not.toHaveBeenCalled();
+  });
+
+  it('answers once the runs are stored even when Redis does not answer within ENQUEUE_TIMEOUT_MS', async () => {
+    const { intake } = intakeWith(assignIds, () => new Promise<void>(() => undefined));
+    const started = Date.now();
+    const ids = await Promise.all(['+1', '+2'].map((phone) => intake.accept(newRun(phone))));
+    expect(ids).toHaveLength(2);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
