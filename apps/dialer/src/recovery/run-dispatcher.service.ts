@@ -9,20 +9,29 @@ import { PeriodicTask } from './periodic-task';
 const PAGE_SIZE = 1000;
 /** Runs younger than this are still being enqueued by the gateway. */
 const SETTLE_SECONDS = 2;
-const RECENT_WINDOW_SECONDS = 120;
+const NEW_RUNS_PAGE_SIZE = 5000;
 const FULL_SWEEP_EVERY_MS = 30_000;
 
-interface QueuedRun {
+export interface QueuedRun {
   id: number;
   organization_id: number;
+}
+
+interface NewRunRow extends QueuedRun {
+  queued: boolean;
+  settled: boolean;
 }
 
 /**
  * Makes sure every `queued` run has a dial job. The run row is the source of
  * truth: when the gateway could not reach Redis, or Redis lost its data, the
- * dispatcher enqueues the runs that have no job. Each round checks recent
- * runs; after Redis or Postgres was unreachable, and every 30 s, it sweeps
- * all queued runs. Enqueueing twice is harmless: the job id is the run's.
+ * dispatcher enqueues the runs that have no job. Each round checks the runs
+ * created since the last round, once each, as soon as they are SETTLE_SECONDS
+ * old (walking the primary key from a mark, so the cost follows the trigger
+ * rate, not the backlog); after Redis or Postgres was unreachable, and every
+ * 30 s, it sweeps all queued runs (which also catches a run whose insert took
+ * longer than the settle time to commit). Enqueueing twice is harmless: the
+ * job id is the run's.
  */
 @Injectable()
 export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -30,6 +39,8 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
   private readonly task: PeriodicTask;
   private fullSweepDue = true;
   private lastFullSweep = 0;
+  /** Every run up to this id has been checked by a round (null: not known yet). */
+  private checkedUpTo: number | null = null;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -49,14 +60,19 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     await this.task.stop();
   }
 
-  /** One round: recent runs, or all of them when a full sweep is due. Returns how many it enqueued. */
+  /** One round: the runs created since the last one, or all queued runs when a full sweep is due. */
   async round(): Promise<void> {
     try {
       const full = this.fullSweepDue || Date.now() - this.lastFullSweep > FULL_SWEEP_EVERY_MS;
-      const enqueued = full ? await this.sweep(null) : await this.sweep(RECENT_WINDOW_SECONDS);
+      let enqueued = 0;
       if (full) {
+        const mark = await this.settledMark();
+        enqueued = await this.sweep();
+        this.checkedUpTo = Math.max(this.checkedUpTo ?? 0, mark);
         this.fullSweepDue = false;
         this.lastFullSweep = Date.now();
+      } else {
+        enqueued = await this.checkNewRuns();
       }
       if (enqueued > 0) this.logger.log({ enqueued, full }, 'enqueued queued runs that had no dial job');
     } catch (error) {
@@ -66,7 +82,35 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
-  private async sweep(windowSeconds: number | null): Promise<number> {
+  /** The newest run old enough to be settled: a full sweep that starts now covers everything up to it. */
+  private async settledMark(): Promise<number> {
+    const [row]: Array<{ id: number | null }> = await this.dataSource.query(
+      `SELECT max(id) AS id FROM workflow_runs WHERE created_at < now() - make_interval(secs => $1)`,
+      [SETTLE_SECONDS],
+    );
+    return row?.id ?? 0;
+  }
+
+  /** Walks the runs after the mark in id order, up to the first one not yet settled. */
+  private async checkNewRuns(): Promise<number> {
+    let enqueued = 0;
+    for (;;) {
+      const page: NewRunRow[] = await this.dataSource.query(
+        `SELECT id, organization_id, status = 'queued' AND NOT is_completed AS queued,
+                created_at < now() - make_interval(secs => $2) AS settled
+           FROM workflow_runs WHERE id > $1 ORDER BY id LIMIT $3`,
+        [this.checkedUpTo ?? 0, SETTLE_SECONDS, NEW_RUNS_PAGE_SIZE],
+      );
+      const settled = page.findIndex((row) => !row.settled);
+      const checked = settled === -1 ? page : page.slice(0, settled);
+      if (checked.length === 0) return enqueued;
+      enqueued += await this.ensureJobs(checked.filter((row) => row.queued));
+      this.checkedUpTo = checked[checked.length - 1].id;
+      if (checked.length < page.length || page.length < NEW_RUNS_PAGE_SIZE) return enqueued;
+    }
+  }
+
+  private async sweep(): Promise<number> {
     let afterId = 0;
     let enqueued = 0;
     for (;;) {
@@ -74,9 +118,8 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
         `SELECT id, organization_id FROM workflow_runs
           WHERE status = 'queued' AND NOT is_completed AND id > $1
             AND status_changed_at < now() - make_interval(secs => $2)
-            AND ($3::integer IS NULL OR status_changed_at > now() - make_interval(secs => $3))
-          ORDER BY id LIMIT $4`,
-        [afterId, SETTLE_SECONDS, windowSeconds, PAGE_SIZE],
+          ORDER BY id LIMIT $3`,
+        [afterId, SETTLE_SECONDS, PAGE_SIZE],
       );
       if (page.length === 0) return enqueued;
       enqueued += await this.ensureJobs(page);
@@ -85,8 +128,9 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
-  /** Enqueues the runs whose job is missing, or finished while the run is still queued. */
-  private async ensureJobs(runs: QueuedRun[]): Promise<number> {
+  /** Enqueues the runs whose job is missing, or finished while the run is still queued; answers how many. */
+  async ensureJobs(runs: QueuedRun[]): Promise<number> {
+    if (runs.length === 0) return 0;
     const prefix = `${this.client.keyFor(QueueName.Calls)}:`;
     const pipeline = this.client.redis.pipeline();
     for (const run of runs) pipeline.hmget(prefix + placeCallJobId(run.id), 'name', 'finishedOn');

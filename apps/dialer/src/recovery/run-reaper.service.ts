@@ -2,12 +2,13 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CallsQueue, placeCallJobId, QueueName, RedisClient } from '@app/queue';
+import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { PeriodicTask } from './periodic-task';
+import { RunDispatcher } from './run-dispatcher.service';
 
 const BATCH = 200;
 /** Beyond the configuration's maximum call duration, before an answered call is given up. */
@@ -42,7 +43,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     private readonly events: CallEventApplier,
     private readonly artifacts: RunArtifactsCollector,
     private readonly slots: ConcurrencyLimiter,
-    private readonly callsQueue: CallsQueue,
+    private readonly dispatcher: RunDispatcher,
     private readonly client: RedisClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
@@ -131,7 +132,8 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       const requeued = await this.runs.transition(run.id, 'queued', 'reaper.requeued', {}, { reason: 'carrier_has_no_call' });
       if (requeued) {
         await this.slots.release(config.id, run.id);
-        await this.callsQueue.enqueuePlaceCall([{ runId: run.id, organizationId: run.organizationId }]);
+        // The dead dialer's job may have ended (stalled too often): replace it rather than add beside it.
+        await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
       }
       return requeued !== null;
     }
