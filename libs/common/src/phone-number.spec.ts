@@ -17,3 +17,21 @@ describe('toE164', () => {
     },
   );
 });
+
+describe('toE164 on repeated input', () => {
+  it('answers a number the same way every time, normalised or not', () => {
+    for (let round = 0; round < 3; round++) {
+      expect(toE164('+1 (415) 555-2671')).toBe('+14155552671');
+      expect(toE164('+14155552671')).toBe('+14155552671');
+      expect(toE164('+999 1234')).toBeNull();
+    }
+  });
+
+  it('keeps answering correctly past the size of its memory', () => {
+    for (let index = 0; index < 5000; index++) {
+      const national = String(2000000 + index);
+      expect(toE164(`+1 415 ${national}`)).toBe(`+1415${national}`);
+    }
+    expect(toE164('+44 20 7946 0958')).toBe('+442079460958');
+  });
+});
