@@ -19,54 +19,34 @@ function IsE164(options?: ValidationOptions): PropertyDecorator {
   );
 }
 
-function MaxJsonBytes(limit: number, options?: ValidationOptions): PropertyDecorator {
-  return ValidateBy(
-    {
-      name: 'maxJsonBytes',
-      validator: {
-        validate: (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? null), 'utf8') <= limit,
-        defaultMessage: (args) => `${args?.property} must be at most ${limit} bytes of JSON`,
-      },
-    },
-    options,
-  );
-}
+/** An escape for NUL or a lone surrogate, not itself escaped (an even run of backslashes before it). */
+const UNSTORABLE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 
-/** NUL and unpaired surrogates are valid JSON text that Postgres' jsonb refuses to store. */
-const UNPAIRED_SURROGATE = /\p{Cs}/u;
-
-function isUnstorable(text: string): boolean {
-  return text.includes('\u0000') || UNPAIRED_SURROGATE.test(text);
-}
-
-function StorableJson(options?: ValidationOptions): PropertyDecorator {
+/**
+ * At most `limit` bytes of JSON, and storable by Postgres' jsonb, which
+ * refuses NUL and unpaired UTF-16 surrogates (valid in JSON text). One
+ * serialisation answers both: JSON.stringify writes exactly those characters
+ * as `\u0000` and `\udXXX` escapes, in keys and values alike.
+ */
+function StorableJson(limit: number, options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'storableJson',
       validator: {
-        validate: (value: unknown) => !holdsUnstorableText(value),
-        defaultMessage: (args) =>
-          `${args?.property} must not contain NUL characters or unpaired UTF-16 surrogates, in keys or values`,
+        validate: (value: unknown) => {
+          const text = JSON.stringify(value ?? null);
+          return Buffer.byteLength(text, 'utf8') <= limit && !UNSTORABLE_ESCAPE.test(text);
+        },
+        defaultMessage: (args) => {
+          const text = JSON.stringify(args?.value ?? null);
+          return Buffer.byteLength(text, 'utf8') > limit
+            ? `${args?.property} must be at most ${limit} bytes of JSON`
+            : `${args?.property} must not contain NUL characters or unpaired UTF-16 surrogates, in keys or values`;
+        },
       },
     },
     options,
   );
-}
-
-function holdsUnstorableText(value: unknown): boolean {
-  const stack = [value];
-  while (stack.length > 0) {
-    const current = stack.pop();
-    if (typeof current === 'string') {
-      if (isUnstorable(current)) return true;
-    } else if (typeof current === 'object' && current !== null) {
-      for (const [key, child] of Object.entries(current)) {
-        if (isUnstorable(key)) return true;
-        stack.push(child);
-      }
-    }
-  }
-  return false;
 }
 
 /** Body of both trigger endpoints. Unknown fields are rejected. */
@@ -85,8 +65,7 @@ export class TriggerCallDto {
   @KeepAsSent()
   @IsOptional()
   @IsObject({ message: 'initial_context must be a JSON object' })
-  @MaxJsonBytes(INITIAL_CONTEXT_MAX_BYTES)
-  @StorableJson()
+  @StorableJson(INITIAL_CONTEXT_MAX_BYTES)
   initial_context?: Record<string, unknown> | null;
 
   @ApiPropertyOptional({ type: 'integer', nullable: true, description: "Overrides the organization's default outbound configuration." })
