@@ -1,3 +1,4 @@
+import { DialWindow } from '../dial-window';
 import { DialAttempt } from '../telephony-provider';
 import { PlivoApi } from './plivo-api';
 import { PlivoCredentials } from './plivo-credentials';
@@ -9,8 +10,6 @@ export type PlivoDialedCall =
   | { state: 'queued' | 'live'; providerCallId: string; call: PlivoLiveCall }
   | { state: 'ended'; providerCallId: string; record: PlivoCallRecord };
 
-/** How far outside the dial request a call's start may lie: clock skew, and times kept to the second. */
-const DIAL_WINDOW_SLACK_MS = 15_000;
 /** Plivo's largest page. */
 const PAGE_SIZE = 20;
 const MAX_PAGES = 3;
@@ -34,17 +33,14 @@ export async function findDialedPlivoCall(
   dial: DialAttempt,
   requestTimeoutMs: number,
 ): Promise<PlivoDialedCall | null> {
-  const dialWindow = {
-    earliest: dial.attemptedAt.getTime() - DIAL_WINDOW_SLACK_MS,
-    latest: dial.attemptedAt.getTime() + requestTimeoutMs + DIAL_WINDOW_SLACK_MS,
-  };
+  const dialWindow = new DialWindow(dial, requestTimeoutMs);
   const to = plivoNumber(dial.to);
   const from = plivoNumber(dial.from);
   const sameNumbers = (callTo: string | undefined, callFrom: string | undefined) =>
     callTo !== undefined && callFrom !== undefined && plivoNumber(callTo) === to && plivoNumber(callFrom) === from;
   const inWindow = (time: string | null | undefined) => {
     const ms = plivoTimeMs(time);
-    return ms === null || (ms >= dialWindow.earliest && ms <= dialWindow.latest);
+    return ms === null || dialWindow.contains(ms);
   };
   const outbound = (direction: string | undefined) => direction === undefined || direction === 'outbound';
   // Keyed by CallUUID: a call seen twice (it moved on between reads) is one call, as the later read saw it.
@@ -88,7 +84,7 @@ export async function findDialedPlivoCall(
     }
     if (!records.meta?.next) break;
   }
-  return found.size === 1 ? [...found.values()][0] : null;
+  return DialWindow.onlyCall(found);
 }
 
 function dialed(state: 'queued' | 'live', id: string, call: PlivoLiveCall): PlivoDialedCall {

@@ -1,10 +1,9 @@
+import { DialWindow } from '../dial-window';
 import { DialAttempt } from '../telephony-provider';
 import { TwilioApi, TwilioCallPage } from './twilio-api';
 import { TwilioCredentials } from './twilio-credentials';
 import { TwilioCallResource } from './twilio-status';
 
-/** How far outside the dial request a call's creation may lie: clock skew, and dates kept to the second. */
-const TWILIO_DIAL_WINDOW_SLACK_MS = 15_000;
 const PAGE_SIZE = 50;
 const MAX_PAGES = 4;
 
@@ -26,13 +25,12 @@ export async function findDialedTwilioCall(
   dial: DialAttempt,
   requestTimeoutMs: number,
 ): Promise<TwilioCallResource | null> {
-  const earliest = dial.attemptedAt.getTime() - TWILIO_DIAL_WINDOW_SLACK_MS;
-  const latest = dial.attemptedAt.getTime() + requestTimeoutMs + TWILIO_DIAL_WINDOW_SLACK_MS;
+  const dialWindow = new DialWindow(dial, requestTimeoutMs);
   const filters = (extra: Record<string, string>) =>
     new URLSearchParams({ To: dial.to, From: dial.from, ...extra, PageSize: String(PAGE_SIZE) });
 
   const queued = await readAllPages(api, credentials, filters({ Status: 'queued' }));
-  const started = queued && (await readAllPages(api, credentials, filters({ 'StartTime>': utcDay(earliest) })));
+  const started = queued && (await readAllPages(api, credentials, filters({ 'StartTime>': utcDay(dialWindow.earliest) })));
   if (!queued || !started) return null;
 
   const candidates = new Map<string, TwilioCallResource>();
@@ -40,9 +38,9 @@ export async function findDialedTwilioCall(
     const created = Date.parse(call.date_created ?? '');
     const sameDial = call.to === dial.to && call.from === dial.from && (call.direction ?? 'outbound-api') === 'outbound-api';
     // A later read overwrites an earlier one: the call as it is now.
-    if (sameDial && created >= earliest && created <= latest) candidates.set(call.sid, call);
+    if (sameDial && dialWindow.contains(created)) candidates.set(call.sid, call);
   }
-  return candidates.size === 1 ? [...candidates.values()][0] : null;
+  return DialWindow.onlyCall(candidates);
 }
 
 /** Every call the filters select, or null when there are more pages than we read. */
