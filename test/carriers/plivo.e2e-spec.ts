@@ -1,7 +1,6 @@
-import { WorkflowRun } from '@app/persistence';
 import { callbackUrlsFor } from '@app/telephony';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
-import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { agentGraph, createOrganization, seedStrandedDialingRun, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
@@ -262,29 +261,16 @@ describe('placing calls through Plivo', () => {
       fake.queueCalls = false;
     });
 
-    /** A run as a dialer leaves it when it dies between sending the dial and hearing back: `dialing`, no request UUID. */
-    async function strandedDialingRun(to: string, dialedSecondsAgo: number): Promise<number> {
-      const run = await apps.dataSource.getRepository(WorkflowRun).save({
+    const strandedDialingRun = (to: string, dialedSecondsAgo: number) =>
+      seedStrandedDialingRun(apps.dataSource, {
         organizationId: org.organizationId,
-        workflowId: workflow.workflowId,
-        name: 'pending',
-        status: 'dialing',
-        environment: 'production',
-        triggerUuid: workflow.triggerUuid,
+        workflow,
         telephonyConfigurationId: recordedConfigId,
         provider: 'plivo',
-        definitionId: workflow.publishedId,
-        phoneNumber: to,
-        fromNumber: FROM,
-        providerCallId: null,
-        logs: { events: [] },
+        to,
+        from: FROM,
+        dialedSecondsAgo,
       });
-      await apps.dataSource.query(
-        `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - make_interval(secs => $2) WHERE id = $1`,
-        [run.id, dialedSecondsAgo],
-      );
-      return run.id;
-    }
 
     /** The dial request that dialer sent, as Plivo received it. */
     async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {

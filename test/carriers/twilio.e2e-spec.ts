@@ -1,7 +1,6 @@
-import { WorkflowRun } from '@app/persistence';
 import { callbackUrlsFor } from '@app/telephony';
 import { TwilioFake } from '../fakes/twilio-fake';
-import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { agentGraph, createOrganization, seedStrandedDialingRun, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
@@ -256,29 +255,16 @@ describe('placing calls through Twilio', () => {
     const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`));
     const eventsOf = (run: any): string[] => run.logs.events.map((event: { event: string }) => event.event);
 
-    /** A run as a dialer leaves it when it dies between sending the dial and hearing back: `dialing`, no call SID. */
-    async function strandedDialingRun(to: string, dialedSecondsAgo: number): Promise<number> {
-      const run = await apps.dataSource.getRepository(WorkflowRun).save({
+    const strandedDialingRun = (to: string, dialedSecondsAgo: number) =>
+      seedStrandedDialingRun(apps.dataSource, {
         organizationId: org.organizationId,
-        workflowId: workflow.workflowId,
-        name: 'pending',
-        status: 'dialing',
-        environment: 'production',
-        triggerUuid: workflow.triggerUuid,
+        workflow,
         telephonyConfigurationId: recordedConfigId,
         provider: 'twilio',
-        definitionId: workflow.publishedId,
-        phoneNumber: to,
-        fromNumber: FROM,
-        providerCallId: null,
-        logs: { events: [] },
+        to,
+        from: FROM,
+        dialedSecondsAgo,
       });
-      await apps.dataSource.query(
-        `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - make_interval(secs => $2) WHERE id = $1`,
-        [run.id, dialedSecondsAgo],
-      );
-      return run.id;
-    }
 
     /** The dial request that dialer sent, as Twilio received it. */
     async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {

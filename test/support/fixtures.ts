@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { ApiTrigger, DefinitionGraph, TelephonyConfiguration, Workflow, WorkflowDefinition } from '@app/persistence';
+import { ApiTrigger, DefinitionGraph, TelephonyConfiguration, Workflow, WorkflowDefinition, WorkflowRun } from '@app/persistence';
 import { bootstrapOrganization } from '../../apps/api/src/organizations/bootstrap-organization';
 
 export interface TestOrganization {
@@ -116,4 +116,39 @@ export async function runsWhenComplete(dataSource: DataSource, runIds: number[],
     },
     { timeoutMs, what: `${runIds.length} runs to complete` },
   );
+}
+
+/** A run as a dialer leaves it when it dies between sending the dial and hearing back: `dialing`, no carrier call id. */
+export async function seedStrandedDialingRun(
+  dataSource: DataSource,
+  options: {
+    organizationId: number;
+    workflow: SeededWorkflow;
+    telephonyConfigurationId: number;
+    provider: string;
+    to: string;
+    from: string;
+    dialedSecondsAgo: number;
+  },
+): Promise<number> {
+  const run = await dataSource.getRepository(WorkflowRun).save({
+    organizationId: options.organizationId,
+    workflowId: options.workflow.workflowId,
+    name: 'pending',
+    status: 'dialing',
+    environment: 'production',
+    triggerUuid: options.workflow.triggerUuid,
+    telephonyConfigurationId: options.telephonyConfigurationId,
+    provider: options.provider,
+    definitionId: options.workflow.publishedId,
+    phoneNumber: options.to,
+    fromNumber: options.from,
+    providerCallId: null,
+    logs: { events: [] },
+  });
+  await dataSource.query(
+    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - make_interval(secs => $2) WHERE id = $1`,
+    [run.id, options.dialedSecondsAgo],
+  );
+  return run.id;
 }
