@@ -1,224 +1,234 @@
 #!/usr/bin/env node
 /*
- * npm run bench: builds the apps, starts the API and one dialer against the
- * local Postgres and Redis (a database and queue prefix of its own), and
- * measures with autocannon, printing one table of medians over repeated
- * rounds:
- *   - the ceiling: a bare Fastify route answering constant JSON, same harness;
- *   - POST /api/v1/public/agent/{uuid} with a realistic body (~1 KiB context);
- *   - the same with an Idempotency-Key on every request;
- *   - GET /api/v1/workflow/{id}/runs/{run_id} over many distinct runs;
- *   - peak RSS of the API and the dialer.
- * Knobs: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (100).
+ * npm run bench: builds the apps, starts the API and a dialer against the
+ * local Postgres and Redis (a database and queue prefix of its own, dropped at
+ * the end), seeds a sandbox configuration (ring 0, talk 0, 1000 calls/s: the
+ * highest pacing the API accepts) and a published agent through the API, then
+ * measures and prints markdown tables of medians over repeated rounds.
+ *
+ * Scenarios, in the order they run (names for BENCH_ONLY):
+ *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon);
+ *   trigger             POST /api/v1/public/agent/{uuid}, ~1 KiB initial_context (autocannon);
+ *   trigger-idempotent  the same with a fresh Idempotency-Key on every request;
+ *   get-run             GET /api/v1/workflow/{id}/runs/{run_id} over the 2000 newest runs;
+ *                       (the dialer runs alongside these four and works through the calls they create)
+ *   latency             trigger→dial: a fixed-rate client offers BENCH_LATENCY_RATE triggers/s for
+ *                       BENCH_LATENCY_SECONDS per round with the dialer running; for each answered trigger,
+ *                       (sandbox_calls.created_at, when the carrier was asked to dial) − (when the answer
+ *                       arrived), p50/p99 after 2 s of warm-up. The client keeps BENCH_CONNECTIONS requests in
+ *                       flight at most and sheds (and counts) any that would queue behind more than a second's
+ *                       worth of them, so "answered/s" shows what the API kept up with;
+ *   soak                API (and dialer) RSS every BENCH_SOAK_SAMPLE_SECONDS while triggers arrive at half
+ *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope
+ *                       (a verdict needs 5 samples in the last half);
+ *   dialer              dials/s with ONE and with TWO dialer processes: with no dialer running the gateway
+ *                       takes a backlog of triggers, then the dialers start; the median per-second count of
+ *                       sandbox_calls rows between 2 s after the first dial and 95 % of the backlog dialed
+ *                       (each run also goes through its events and artifacts), with the CPU use of each dialer,
+ *                       of the Postgres backends serving the bench database and of the whole machine;
+ *   history             inserts BENCH_HISTORY_RUNS finished runs (30 days of history, one INSERT ... SELECT
+ *                       generate_series), VACUUM ANALYZE, then trigger and get-run again (reads spread over
+ *                       old and new runs).
+ * Peak RSS (VmHWM) of the API and of every dialer process closes the report. All of it takes about
+ * 25 minutes on 2 cores; BENCH_ONLY and smaller knobs make a part quick to re-run.
+ *
+ * Knobs (environment):
+ *   BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (100)  rounds, seconds per round and connections
+ *                       of the autocannon scenarios; the dialer and latency scenarios repeat BENCH_ROUNDS too
+ *   BENCH_ONLY          comma-separated scenario names to run (default: all)
+ *   BENCH_DIAL_BACKLOG  runs per dialer round (default: sized from the rate seen so far for ~BENCH_SECONDS
+ *                       of steady dialing)
+ *   BENCH_LATENCY_RATE (1000; a comma-separated list gives a row per rate), BENCH_LATENCY_SECONDS (15)
+ *   BENCH_SOAK_SECONDS (300), BENCH_SOAK_SAMPLE_SECONDS (10), BENCH_SOAK_RATE (half the measured trigger
+ *                       req/s; measured with one round first when the trigger scenario is not run)
+ *   BENCH_HISTORY_RUNS (1000000)
+ *   BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432), REDIS_URL (redis://127.0.0.1:6379)
+ *   BENCH_KEEP_DATA=1   keep the database, queue keys and artifacts afterwards, to look into them
+ * The apps' own settings (DIALER_CONCURRENCY, DATABASE_POOL_SIZE, ...) pass through from the environment.
+ * Other work on the machine skews every figure; the report ends with the load average before and after.
  */
 'use strict';
 
-const { spawn, execFileSync } = require('node:child_process');
-const { randomBytes } = require('node:crypto');
-const { readFileSync, mkdtempSync, rmSync } = require('node:fs');
-const { createServer } = require('node:net');
-const { tmpdir } = require('node:os');
+const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
-const autocannon = require('autocannon');
+const { seed, recentRunIds, triggerBody } = require('./bench/api-client');
+const { dialerThroughput } = require('./bench/dialer-throughput');
+const { insertHistory, sampledRunIds } = require('./bench/history');
+const { sendAmount, throughputRounds } = require('./bench/load');
+const { freePort, killAll, startNode, waitUp } = require('./bench/processes');
+const { dialerTable, httpTable, latencyTable, soakTable } = require('./bench/report');
+const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
+const { BenchStack } = require('./bench/stack');
+const { cell } = require('./bench/stats');
+const { triggerToDial } = require('./bench/trigger-to-dial');
 
+const SCENARIOS = ['ceiling', 'trigger', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
 const ROOT = join(__dirname, '..');
-const ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
-const SECONDS = Number(process.env.BENCH_SECONDS || 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 100);
-const POSTGRES = process.env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432';
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const env = process.env;
+const knobs = {
+  rounds: integer('BENCH_ROUNDS', 3),
+  seconds: number('BENCH_SECONDS', 10),
+  connections: integer('BENCH_CONNECTIONS', 100),
+  only: readOnly(env.BENCH_ONLY),
+  dialBacklog: integer('BENCH_DIAL_BACKLOG', null),
+  latencyRates: (env.BENCH_LATENCY_RATE || '1000').split(',').map((rate) => positive('BENCH_LATENCY_RATE', rate)),
+  latencySeconds: number('BENCH_LATENCY_SECONDS', 15),
+  soakSeconds: number('BENCH_SOAK_SECONDS', 300),
+  soakSampleSeconds: number('BENCH_SOAK_SAMPLE_SECONDS', 10),
+  soakRate: number('BENCH_SOAK_RATE', null),
+  historyRuns: integer('BENCH_HISTORY_RUNS', 1000000),
+};
+const GET_RUN_IDS = 2000;
+/** Other work on the machine skews every figure: the report shows how busy it was. */
+const loadNow = () => loadavg().map((load) => load.toFixed(1)).join(' ');
+const loadAtStart = loadNow();
 
-const children = [];
-
-main().catch((error) => {
-  process.stderr.write(`bench failed: ${error.stack || error}\n`);
-  process.exitCode = 1;
-}).finally(() => {
-  for (const child of children) child.kill('SIGKILL');
+const stack = new BenchStack({
+  root: ROOT,
+  postgres: env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432',
+  redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+  keepDatabase: env.BENCH_KEEP_DATA === '1',
+  log,
 });
+process.once('exit', killAll);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    log(`${signal}: stopping the apps and dropping the database`);
+    void stack.close().finally(() => process.exit(130));
+  });
+}
+
+main()
+  .catch((error) => {
+    process.stderr.write(`bench failed: ${error.stack || error}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => stack.close());
 
 async function main() {
+  log(`scenarios: ${knobs.only.join(', ')}; load average ${loadAtStart}`);
   log('building the apps');
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/@nestjs/cli/bin/nest.js'), 'build', 'api'], { cwd: ROOT, stdio: 'ignore' });
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/@nestjs/cli/bin/nest.js'), 'build', 'dialer'], { cwd: ROOT, stdio: 'ignore' });
+  stack.build();
+  await stack.start();
+  const { uuid, workflowId } = await seed(stack.base, stack.key);
+  await stack.startDialers(1, 'alongside the HTTP scenarios');
 
-  const id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
-  const databaseUrl = `${POSTGRES}/va_bench_${id}`;
-  const artifacts = mkdtempSync(join(tmpdir(), 'va-bench-'));
-  const apiPort = await freePort();
-  const env = {
-    ...process.env,
-    NODE_ENV: 'production',
-    DATABASE_URL: databaseUrl,
-    REDIS_URL,
-    QUEUE_PREFIX: `{va-bench-${id}}`,
-    SECRETS_KEY: randomBytes(32).toString('hex'),
-    ARTIFACTS_DIR: artifacts,
-    LOG_LEVEL: 'warn',
-    PORT: String(apiPort),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
+  const trigger = {
+    url: `${stack.base}/api/v1/public/agent/${uuid}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': stack.key },
+    body: triggerBody(),
   };
-  try {
-    execFileSync(process.execPath, [join(ROOT, 'scripts/cli.js'), 'migrate'], { env, stdio: 'ignore' });
-    const { api_key: key } = JSON.parse(
-      execFileSync(process.execPath, [join(ROOT, 'scripts/cli.js'), 'bootstrap', '--org', 'Bench', '--json'], { env }).toString(),
-    );
-
-    const api = start('api', [join(ROOT, 'dist/apps/api/apps/api/src/main.js')], env);
-    const dialer = start('dialer', [join(ROOT, 'dist/apps/dialer/apps/dialer/src/main.js')], {
-      ...env,
-      DIALER_HEALTH_PORT: String(await freePort()),
-    });
-    const base = `http://127.0.0.1:${apiPort}`;
-    await waitUp(`${base}/health/ready`);
-    const { uuid, workflowId } = await seed(base, key);
-
-    const ceiling = await startCeiling();
-    const body = JSON.stringify({ phone_number: '+14155550100', initial_context: realisticContext() });
-
-    log(`measuring: ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections`);
-    const rows = [];
-    rows.push(await scenario('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/`, method: 'GET' })));
-    rows.push(
-      await scenario('POST trigger', () => ({
-        url: `${base}/api/v1/public/agent/${uuid}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': key },
-        body,
-      })),
-    );
-    let sequence = 0;
-    rows.push(
-      await scenario('POST trigger + Idempotency-Key', () => ({
-        url: `${base}/api/v1/public/agent/${uuid}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': key },
-        body,
-        setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${id}-${sequence++}` } }),
-      })),
-    );
-    const runIds = await recentRunIds(base, key, workflowId, 2000);
+  const getRun = (ids) => {
     let next = 0;
-    rows.push(
-      await scenario(`GET run (${runIds.length} distinct runs)`, () => ({
-        url: `${base}/api/v1/workflow/${workflowId}/runs/${runIds[0]}`,
-        method: 'GET',
-        headers: { 'x-api-key': key },
-        setupRequest: (request) => ({
-          ...request,
-          path: `/api/v1/workflow/${workflowId}/runs/${runIds[next++ % runIds.length]}`,
-        }),
-      })),
-    );
+    return () => ({
+      url: `${stack.base}/api/v1/workflow/${workflowId}/runs/${ids[0]}`,
+      method: 'GET',
+      headers: { 'x-api-key': stack.key },
+      setupRequest: (request) => ({ ...request, path: `/api/v1/workflow/${workflowId}/runs/${ids[next++ % ids.length]}` }),
+    });
+  };
+  const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
+  const report = { http: [], dialer: [], latency: [], soak: null, historySize: null };
+  let ceilingRps = null;
+  let triggerRps = null;
 
-    const ceilingRps = rows[0].rps;
-    process.stdout.write(`\n${table(rows, ceilingRps)}\n`);
-    process.stdout.write(
-      `peak RSS: api ${peakRssMiB(api.pid)} MiB, dialer ${peakRssMiB(dialer.pid)} MiB ` +
-        `(medians of ${ROUNDS} rounds × ${SECONDS} s, ${CONNECTIONS} connections; node ${process.version})\n`,
-    );
+  log(`measuring: ${knobs.rounds} rounds of ${knobs.seconds} s, ${knobs.connections} connections`);
+  if (wants('ceiling')) {
+    const ceiling = await startCeiling();
+    const row = await throughputRounds('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/` }), harness);
     ceiling.child.kill('SIGKILL');
-  } finally {
-    for (const child of children) child.kill('SIGKILL');
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    dropDatabase(databaseUrl);
-    rmSync(artifacts, { recursive: true, force: true });
+    ceilingRps = row.rps;
+    report.http.push(row);
   }
-}
-
-async function scenario(name, options) {
-  const results = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const result = await autocannon({ ...options(), connections: CONNECTIONS, duration: SECONDS });
-    results.push({
-      rps: result.requests.average,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      errors: result.errors + result.timeouts + result.non2xx,
+  if (wants('trigger')) {
+    const row = await throughputRounds('POST trigger', () => trigger, harness);
+    triggerRps = row.rps;
+    report.http.push(row);
+  }
+  if (wants('trigger-idempotent')) {
+    let sequence = 0;
+    const idempotent = () => ({
+      ...trigger,
+      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } }),
+    });
+    report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, harness));
+  }
+  if (wants('get-run')) {
+    await ensureRuns(trigger, GET_RUN_IDS);
+    const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
+    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), harness));
+  }
+  if (wants('latency')) {
+    for (const rate of knobs.latencyRates) {
+      report.latency.push(
+        await triggerToDial(stack, trigger, { rate, seconds: knobs.latencySeconds, rounds: knobs.rounds, connections: knobs.connections, log }),
+      );
+    }
+  }
+  if (wants('soak')) {
+    await stack.waitDrained();
+    triggerRps ??= (await throughputRounds('POST trigger (for the soak rate)', () => trigger, { ...harness, rounds: 1 })).rps;
+    const rate = knobs.soakRate ?? triggerRps / 2;
+    log(`soak: ${Math.round(rate)} triggers/s for ${knobs.soakSeconds} s`);
+    report.soak = await soak(stack, trigger, {
+      rate: Math.max(1, Math.round(rate)),
+      seconds: knobs.soakSeconds,
+      sampleSeconds: knobs.soakSampleSeconds,
+      connections: knobs.connections,
+      log,
     });
   }
-  const row = {
-    name,
-    rps: median(results.map((r) => r.rps)),
-    p50: median(results.map((r) => r.p50)),
-    p99: median(results.map((r) => r.p99)),
-    errors: results.reduce((sum, r) => sum + r.errors, 0),
-  };
-  log(`${name}: ${Math.round(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}`);
-  return row;
-}
-
-function table(rows, ceilingRps) {
-  const header = '| scenario | req/s | × ceiling | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|---:|';
-  return [
-    header,
-    ...rows.map(
-      (row) =>
-        `| ${row.name} | ${Math.round(row.rps)} | ${(row.rps / ceilingRps).toFixed(2)} | ${row.p50} | ${row.p99} | ${row.errors} |`,
-    ),
-  ].join('\n');
-}
-
-/** Creates a sandbox configuration without pacing or talk time and a published agent, through the API. */
-async function seed(base, key) {
-  const call = async (method, path, body) => {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: { ...(body ? { 'content-type': 'application/json' } : {}), 'x-api-key': key },
-      body: body ? JSON.stringify(body) : undefined,
+  if (wants('dialer')) {
+    await stack.waitDrained();
+    await stack.stopDialers();
+    report.dialer = await dialerThroughput(stack, trigger, {
+      dialerCounts: [1, 2],
+      rounds: knobs.rounds,
+      seconds: knobs.seconds,
+      backlog: knobs.dialBacklog,
+      connections: knobs.connections,
+      log,
     });
-    const json = await response.json();
-    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${JSON.stringify(json)}`);
-    return json;
-  };
-  await call('POST', '/api/v1/telephony-configurations', {
-    name: 'Bench sandbox',
-    provider: 'sandbox',
-    from_numbers: ['+15005550006'],
-    calls_per_second: 1000,
-    max_concurrent_calls: 10000,
-    settings: { ring_ms: 0, talk_ms: 0, builtin_agent: false },
-  });
-  const workflow = await call('POST', '/api/v1/workflows', {
-    name: 'Bench agent',
-    definition: {
-      nodes: [
-        { id: 'trigger', type: 'trigger', data: {} },
-        { id: 'start', type: 'startCall', data: { prompt: 'You call {{ initial_context.customer.name }}.', greeting: 'Hi {{ initial_context.customer.name }}!' } },
-        { id: 'end', type: 'endCall', data: {} },
-      ],
-      edges: [
-        { source: 'trigger', target: 'start' },
-        { source: 'start', target: 'end' },
-      ],
-    },
-  });
-  await call('POST', `/api/v1/workflows/${workflow.id}/publish`);
-  return { uuid: workflow.triggers[0].uuid, workflowId: workflow.id };
-}
-
-async function recentRunIds(base, key, workflowId, count) {
-  const ids = [];
-  let cursor = null;
-  while (ids.length < count) {
-    const query = `limit=200${cursor ? `&cursor=${cursor}` : ''}`;
-    const response = await fetch(`${base}/api/v1/workflow/${workflowId}/runs?${query}`, { headers: { 'x-api-key': key } });
-    const page = await response.json();
-    ids.push(...page.runs.map((run) => run.id));
-    if (!page.next_cursor) break;
-    cursor = page.next_cursor;
+    await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
-  return ids;
+  if (wants('history')) {
+    await stack.waitDrained();
+    report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
+    const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
+    report.http.push(await throughputRounds(`POST trigger (${stored})`, () => trigger, harness));
+    const ids = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
+    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), harness));
+  }
+
+  const apiPeak = stack.apiPeakMiB();
+  await stack.stopDialers();
+  print(report, ceilingRps, apiPeak);
 }
 
-function realisticContext() {
-  const context = {
-    customer: { name: 'Ada Lovelace', id: 'cus_8f2a91', tier: 'gold', language: 'en-GB' },
-    appointment: { at: '2026-12-01T09:30:00Z', clinic: 'North Street', doctor: 'Dr. Hopper', reason: 'annual check-up' },
-    history: [],
-  };
-  while (JSON.stringify(context).length < 1000) context.history.push({ on: '2026-01-15', note: 'rescheduled by phone' });
-  return context;
+function print(report, ceilingRps, apiPeak) {
+  const out = [];
+  if (report.http.length) out.push(httpTable(report.http, ceilingRps));
+  if (report.historySize) out.push(`History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs.`);
+  if (report.dialer.length) out.push(dialerTable(report.dialer));
+  if (report.latency.length) out.push(latencyTable(report.latency));
+  if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
+  const dialerPeaks = new Map();
+  for (const { role, mib } of stack.dialerPeaks) dialerPeaks.set(role, Math.max(dialerPeaks.get(role) ?? 0, mib));
+  out.push(
+    `peak RSS: api ${cell(apiPeak)} MiB; dialer ${[...dialerPeaks].map(([role, mib]) => `${cell(mib)} MiB (${role})`).join(', ')}\n` +
+      `(medians of ${knobs.rounds} rounds × ${knobs.seconds} s, ${knobs.connections} connections; node ${process.version}; ` +
+      `${cpus().length} cores; load average ${loadAtStart} at the start, ${loadNow()} at the end)`,
+  );
+  process.stdout.write(`\n${out.join('\n\n')}\n`);
+}
+
+/** Makes sure the workflow has at least `count` runs to read (when get-run runs without the trigger scenarios). */
+async function ensureRuns(trigger, count) {
+  const [{ runs }] = await stack.query(`SELECT count(*)::int AS runs FROM workflow_runs`);
+  if (runs >= count) return;
+  log(`triggering ${count - runs} runs to read`);
+  await sendAmount(trigger, count - runs, knobs.connections);
 }
 
 async function startCeiling() {
@@ -228,60 +238,48 @@ async function startCeiling() {
     fastify.get('/', async () => ({ status: 'ok', service: 'ceiling' }));
     fastify.listen({ port: ${port}, host: '127.0.0.1' });
   `;
-  const child = start('ceiling', ['-e', source], process.env);
+  const child = startNode('ceiling', ['-e', source], process.env, ROOT);
   const url = `http://127.0.0.1:${port}`;
   await waitUp(url);
   return { url, child };
 }
 
-function start(name, args, env) {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  child.stderr.on('data', (chunk) => process.stderr.write(`[${name}] ${chunk}`));
-  children.push(child);
-  return child;
+function wants(scenario) {
+  return knobs.only.includes(scenario);
 }
 
-async function waitUp(url) {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+function readOnly(value) {
+  if (!value) return SCENARIOS;
+  const names = value.split(',').map((name) => name.trim()).filter(Boolean);
+  const unknown = names.filter((name) => !SCENARIOS.includes(name));
+  if (unknown.length) {
+    process.stderr.write(`BENCH_ONLY: unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.join(', ')}\n`);
+    process.exit(2);
   }
-  throw new Error(`${url} did not come up`);
+  return SCENARIOS.filter((name) => names.includes(name));
 }
 
-function peakRssMiB(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kib = Number(/VmHWM:\s+(\d+)/.exec(status)[1]);
-  return Math.round(kib / 1024);
+function number(name, fallback) {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? fallback : positive(name, raw);
 }
 
-function dropDatabase(url) {
-  const name = new URL(url).pathname.slice(1);
-  try {
-    execFileSync('psql', [`${POSTGRES}/postgres`, '-qc', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`], { stdio: 'ignore' });
-  } catch {
-    log(`could not drop ${name}`);
+function integer(name, fallback) {
+  const value = number(name, fallback);
+  if (value !== null && !Number.isInteger(value)) {
+    process.stderr.write(`${name} must be a whole number (got "${env[name]}")\n`);
+    process.exit(2);
   }
+  return value;
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+function positive(name, raw) {
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) {
+    process.stderr.write(`${name} must be a positive number (got "${raw}")\n`);
+    process.exit(2);
+  }
+  return value;
 }
 
 function log(line) {

@@ -1,0 +1,81 @@
+'use strict';
+// What the bench asks of the API outside the measured requests: the seed
+// (a sandbox configuration and a published agent) and run ids to read.
+
+/** Creates a sandbox configuration without ring or talk time and a published agent, through the API. */
+async function seed(base, key) {
+  const call = apiCaller(base, key);
+  await call('POST', '/api/v1/telephony-configurations', {
+    name: 'Bench sandbox',
+    provider: 'sandbox',
+    from_numbers: ['+15005550006'],
+    // The highest pacing the API accepts: as close to "no pacing" as a configuration gets.
+    calls_per_second: 1000,
+    max_concurrent_calls: 10000,
+    settings: { ring_ms: 0, talk_ms: 0, builtin_agent: false },
+  });
+  const workflow = await call('POST', '/api/v1/workflows', {
+    name: 'Bench agent',
+    definition: {
+      nodes: [
+        { id: 'trigger', type: 'trigger', data: {} },
+        {
+          id: 'start',
+          type: 'startCall',
+          data: { prompt: 'You call {{ initial_context.customer.name }}.', greeting: 'Hi {{ initial_context.customer.name }}!' },
+        },
+        { id: 'end', type: 'endCall', data: {} },
+      ],
+      edges: [
+        { source: 'trigger', target: 'start' },
+        { source: 'start', target: 'end' },
+      ],
+    },
+  });
+  await call('POST', `/api/v1/workflows/${workflow.id}/publish`);
+  return { uuid: workflow.triggers[0].uuid, workflowId: workflow.id };
+}
+
+/** The newest `count` run ids of the workflow, through the paged list endpoint. */
+async function recentRunIds(base, key, workflowId, count) {
+  const call = apiCaller(base, key);
+  const ids = [];
+  let cursor = null;
+  while (ids.length < count) {
+    const page = await call('GET', `/api/v1/workflow/${workflowId}/runs?limit=200${cursor ? `&cursor=${cursor}` : ''}`);
+    ids.push(...page.runs.map((run) => run.id));
+    if (!page.next_cursor) break;
+    cursor = page.next_cursor;
+  }
+  return ids.slice(0, count);
+}
+
+/** An ~1 KiB initial_context, like a CRM would send. */
+function realisticContext() {
+  const context = {
+    customer: { name: 'Ada Lovelace', id: 'cus_8f2a91', tier: 'gold', language: 'en-GB' },
+    appointment: { at: '2026-12-01T09:30:00Z', clinic: 'North Street', doctor: 'Dr. Hopper', reason: 'annual check-up' },
+    history: [],
+  };
+  while (JSON.stringify(context).length < 1000) context.history.push({ on: '2026-01-15', note: 'rescheduled by phone' });
+  return context;
+}
+
+function triggerBody() {
+  return JSON.stringify({ phone_number: '+14155550100', initial_context: realisticContext() });
+}
+
+function apiCaller(base, key) {
+  return async (method, path, body) => {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...(body ? { 'content-type': 'application/json' } : {}), 'x-api-key': key },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = await response.json();
+    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${JSON.stringify(json)}`);
+    return json;
+  };
+}
+
+module.exports = { seed, recentRunIds, realisticContext, triggerBody };

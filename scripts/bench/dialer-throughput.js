@@ -1,0 +1,134 @@
+'use strict';
+// Dials per second through the sandbox carrier. With no dialer running, the
+// gateway takes a backlog of triggers (real runs, real BullMQ jobs); then
+// one or two dialer processes start and work through it, each run through its
+// whole life (dial, status events, artifacts). The rate is read from the
+// sandbox carrier's ledger: `sandbox_calls.created_at` is Postgres' now() when
+// the carrier stored the dial request.
+
+const { sendAmount } = require('./load');
+const { median } = require('./stats');
+const { busyPercent, cpuSeconds, machineCpu } = require('./processes');
+
+/** Dials before this much time after the first one are warm-up (JIT, pools, the second process booting). */
+const WARMUP_MS = 2000;
+/** The steady part ends when this share of the backlog is dialed: the tail is stragglers. */
+const STEADY_SHARE = 0.95;
+const FIRST_ESTIMATE_PER_SECOND = 300;
+
+/**
+ * For each dialer count, `rounds` rounds; each answers the median of the
+ * per-second dial counts in its steady part, and the row the median of those.
+ * Without a fixed `backlog` each round's backlog is sized from the rate seen
+ * so far to give about `seconds` of steady dialing.
+ */
+async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds, backlog, connections, log }) {
+  const rows = [];
+  let perDialerEstimate = FIRST_ESTIMATE_PER_SECOND;
+  for (const count of dialerCounts) {
+    const results = [];
+    for (let round = 0; round < rounds; round++) {
+      const size = backlog ?? plannedBacklog(perDialerEstimate * count, seconds);
+      const result = await oneRound(stack, trigger, count, size, connections, log);
+      results.push(result);
+      if (Number.isFinite(result.perSecond)) perDialerEstimate = result.perSecond / count;
+      log(
+        `${count} dialer(s), round ${round + 1}: ${fmt(result.perSecond)} dials/s steady ` +
+          `(${fmt(result.min)}–${fmt(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
+          `dialed ${result.dialed}, finished ${result.finished} at ${fmt(result.finishedPerSecond)}/s, ` +
+          `CPU: ${fmt(result.cpuPercent)} % per dialer, ${fmt(result.postgresPercent)} % Postgres, ${fmt(result.machinePercent)} % the whole machine`,
+      );
+    }
+    rows.push({
+      name: `dials/s, ${count} dialer${count > 1 ? 's' : ''}`,
+      perSecond: median(results.map((r) => r.perSecond).filter(Number.isFinite)),
+      min: Math.min(...results.map((r) => r.min)),
+      max: Math.max(...results.map((r) => r.max)),
+      steadySeconds: median(results.map((r) => r.steadySeconds)),
+      backlog: median(results.map((r) => r.backlog)),
+      finishedPerSecond: median(results.map((r) => r.finishedPerSecond)),
+      cpuPercent: median(results.map((r) => r.cpuPercent)),
+      postgresPercent: median(results.map((r) => r.postgresPercent)),
+      machinePercent: median(results.map((r) => r.machinePercent)),
+      unfinished: results.reduce((sum, r) => sum + (r.backlog - r.finished), 0),
+    });
+  }
+  return rows;
+}
+
+function plannedBacklog(estimatePerSecond, seconds) {
+  const wanted = (estimatePerSecond * (WARMUP_MS / 1000 + seconds + 1)) / STEADY_SHARE;
+  return Math.min(100000, Math.max(500, Math.ceil(wanted / 100) * 100));
+}
+
+async function oneRound(stack, trigger, count, size, connections, log) {
+  const [{ id: before }] = await stack.query(`SELECT COALESCE(max(id), 0)::int AS id FROM workflow_runs`);
+  const { failed } = await sendAmount(trigger, size, connections);
+  if (failed) log(`${failed} of ${size} backlog triggers failed`);
+  const [{ queued }] = await stack.query(`SELECT count(*)::int AS queued FROM workflow_runs WHERE id > $1`, [before]);
+
+  const dialers = await stack.startDialers(count, `throughput, ${count} dialer(s)`);
+  const cpuFrom = dialers.map((child) => cpuSeconds(child.pid));
+  const postgresFrom = await postgresCpu(stack);
+  const machineFrom = machineCpu();
+  const busyFrom = Date.now();
+  await stack.waitForCount(`SELECT count(*)::int AS n FROM sandbox_calls WHERE run_id > $1`, [before], queued);
+  // How busy each dialer was while it dialed: near 100 % means CPU-bound, well below means it waited on something.
+  const busySeconds = (Date.now() - busyFrom) / 1000;
+  const cpuPercent = median(dialers.map((child, i) => ((cpuSeconds(child.pid) - cpuFrom[i]) / busySeconds) * 100));
+  const machinePercent = busyPercent(machineFrom, machineCpu());
+  const postgresTo = await postgresCpu(stack);
+  // Backends that connected during the window used all their CPU in it.
+  const postgresSeconds = [...postgresTo].reduce((sum, [pid, seconds]) => sum + seconds - (postgresFrom.get(pid) ?? 0), 0);
+  const postgresPercent = (postgresSeconds / busySeconds) * 100;
+  await stack.waitForCount(`SELECT count(*)::int AS n FROM workflow_runs WHERE id > $1 AND is_completed`, [before], queued);
+  await stack.stopDialers(dialers);
+
+  const dials = (
+    await stack.query(
+      `SELECT extract(epoch FROM created_at) * 1000 AS at FROM sandbox_calls WHERE run_id > $1 ORDER BY created_at`,
+      [before],
+    )
+  ).map((row) => Number(row.at));
+  const [{ finished, last_done: lastDone }] = await stack.query(
+    `SELECT count(*)::int AS finished, extract(epoch FROM max(updated_at)) * 1000 AS last_done
+       FROM workflow_runs WHERE id > $1 AND is_completed`,
+    [before],
+  );
+  const steady = steadyPerSecond(dials);
+  return {
+    ...steady,
+    cpuPercent,
+    postgresPercent,
+    machinePercent,
+    backlog: queued,
+    dialed: dials.length,
+    finished,
+    finishedPerSecond: dials.length ? finished / Math.max(0.001, (Number(lastDone) - dials[0]) / 1000) : NaN,
+  };
+}
+
+/** Per-second dial counts between the end of warm-up and the moment STEADY_SHARE of them were made. */
+function steadyPerSecond(dials) {
+  if (dials.length === 0) return { perSecond: NaN, min: NaN, max: NaN, steadySeconds: 0 };
+  const from = dials[0] + WARMUP_MS;
+  const until = dials[Math.max(0, Math.floor(dials.length * STEADY_SHARE) - 1)];
+  const counts = [];
+  for (let second = from; second + 1000 <= until; second += 1000) {
+    counts.push(dials.filter((at) => at >= second && at < second + 1000).length);
+  }
+  if (counts.length === 0) return { perSecond: NaN, min: NaN, max: NaN, steadySeconds: 0 };
+  return { perSecond: median(counts), min: Math.min(...counts), max: Math.max(...counts), steadySeconds: counts.length };
+}
+
+/** CPU seconds used so far by each Postgres backend serving the bench database (same machine), by pid. */
+async function postgresCpu(stack) {
+  const rows = await stack.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+  return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]).filter(([, seconds]) => Number.isFinite(seconds)));
+}
+
+function fmt(value) {
+  return Number.isFinite(value) ? String(Math.round(value)) : '–';
+}
+
+module.exports = { dialerThroughput };

@@ -1,0 +1,140 @@
+'use strict';
+// Load generators: autocannon for closed-loop throughput (as many requests as
+// the server answers), and a fixed-rate open-loop client for the scenarios
+// that need a steady offered rate and each response's body.
+
+const http = require('node:http');
+const autocannon = require('autocannon');
+const { median, percentile } = require('./stats');
+const { sleep } = require('./processes');
+
+/** Rounds of autocannon against one request; medians of throughput and latency over the rounds. */
+async function throughputRounds(name, options, { rounds, seconds, connections, log }) {
+  const results = [];
+  for (let round = 0; round < rounds; round++) {
+    const result = await autocannon({ ...options(), connections, duration: seconds });
+    results.push({
+      rps: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.errors + result.timeouts + result.non2xx,
+    });
+  }
+  const row = {
+    name,
+    rps: median(results.map((r) => r.rps)),
+    p50: median(results.map((r) => r.p50)),
+    p99: median(results.map((r) => r.p99)),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+  };
+  log(`${name}: ${Math.round(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}`);
+  return row;
+}
+
+/** Sends exactly `amount` requests as fast as the server takes them; answers how many failed. */
+async function sendAmount(options, amount, connections) {
+  const result = await autocannon({ ...options, connections, amount });
+  return { sent: result.requests.sent, failed: result.errors + result.timeouts + result.non2xx };
+}
+
+/**
+ * Offers `rate` requests per second for `seconds`, whatever the server's pace
+ * (no coordinated omission: latency counts from when a request was due). At
+ * most `connections` requests are in flight; when about a second's worth is
+ * waiting behind them the client sheds further requests rather than queue
+ * without bound, and counts them. Each answer is kept: when it was due, when
+ * it was answered (wall clock, comparable with Postgres' now()), its status
+ * and the `workflow_run_id` it carried.
+ */
+async function fixedRate({ url, method = 'POST', headers = {}, body = '', rate, seconds, connections }) {
+  const target = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const payload = Buffer.from(body);
+  const intervalMs = 1000 / rate;
+  const total = Math.max(1, Math.round(rate * seconds));
+  const maxPending = connections + Math.ceil(rate);
+  const answers = [];
+  let pending = 0;
+  let shed = 0;
+
+  const send = (dueAt) =>
+    new Promise((resolve) => {
+      let settled = false;
+      const settle = (status, responseBody) => {
+        if (settled) return;
+        settled = true;
+        let runId = null;
+        if (status >= 200 && status < 300) {
+          try {
+            runId = JSON.parse(responseBody).workflow_run_id ?? null;
+          } catch {
+            runId = null;
+          }
+        }
+        answers.push({ dueAt, answeredAt: Date.now(), status, runId });
+        resolve();
+      };
+      const request = http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: `${target.pathname}${target.search}`,
+          method,
+          headers: { ...headers, 'content-length': payload.length },
+          agent,
+          timeout: 60000,
+        },
+        (response) => {
+          const chunks = [];
+          response.on('data', (chunk) => chunks.push(chunk));
+          response.on('end', () => settle(response.statusCode, Buffer.concat(chunks).toString()));
+          response.on('error', () => settle(0, ''));
+        },
+      );
+      request.on('timeout', () => request.destroy(new Error('timed out')));
+      request.on('error', () => settle(0, ''));
+      request.end(payload);
+    });
+
+  const start = Date.now() + 10;
+  let next = 0;
+  await new Promise((resolve) => {
+    const timer = setInterval(() => {
+      const now = Date.now();
+      while (next < total && start + next * intervalMs <= now) {
+        const dueAt = start + next * intervalMs;
+        next++;
+        if (pending >= maxPending) {
+          shed++;
+          continue;
+        }
+        pending++;
+        void send(dueAt).then(() => pending--);
+      }
+      if (next >= total) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 2);
+  });
+  while (pending > 0) await sleep(20);
+  agent.destroy();
+  return { start, seconds, rate, answers, shed };
+}
+
+/** The figures of a fixedRate result: answered per second, latency from due time, failures. */
+function summarizeFixedRate({ start, answers, shed }) {
+  const ok = answers.filter((answer) => answer.status >= 200 && answer.status < 300);
+  const lastAnswer = answers.reduce((last, answer) => Math.max(last, answer.answeredAt), start);
+  const latencies = ok.map((answer) => answer.answeredAt - answer.dueAt);
+  return {
+    ok: ok.length,
+    failed: answers.length - ok.length,
+    shed,
+    answeredPerSecond: ok.length / Math.max(0.001, (lastAnswer - start) / 1000),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
+}
+
+module.exports = { throughputRounds, sendAmount, fixedRate, summarizeFixedRate };

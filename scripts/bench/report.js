@@ -1,0 +1,56 @@
+'use strict';
+// The markdown tables the bench prints.
+
+const { cpus } = require('node:os');
+const { cell } = require('./stats');
+
+function httpTable(rows, ceilingRps) {
+  const ratio = (rps) => (ceilingRps ? cell(rps / ceilingRps, 2) : '–');
+  return [
+    '| scenario | req/s | × ceiling | p50 ms | p99 ms | errors |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.name} | ${cell(r.rps)} | ${ratio(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} |`),
+  ].join('\n');
+}
+
+function dialerTable(rows) {
+  return [
+    '| dialer (sandbox, ring 0, talk 0) | dials/s (median per-second, steady) | per-second min–max | steady s | backlog | runs finished/s | unfinished ' +
+      `| CPU % per dialer | CPU % Postgres | CPU % machine (${cpus().length * 100} = all cores busy) |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${cell(r.perSecond)} | ${cell(r.min)}–${cell(r.max)} | ${cell(r.steadySeconds)} | ${cell(r.backlog)} | ` +
+        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.machinePercent)} |`,
+    ),
+  ].join('\n');
+}
+
+function latencyTable(rows) {
+  return [
+    '| trigger→dial, 1 dialer | offered/s | answered/s | answer p50 / p99 ms | dial lag p50 ms | dial lag p99 ms | max ms | dialed / answered | shed | failed |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.seconds} s per round | ${r.rate} | ${cell(r.answeredPerSecond)} | ${cell(r.answerP50)} / ${cell(r.answerP99)} | ` +
+        `${cell(r.dialP50)} | ${cell(r.dialP99)} | ${cell(r.dialMax)} | ${r.dialed} / ${r.measured} | ${r.shed} | ${r.failed} |`,
+    ),
+  ].join('\n');
+}
+
+function soakTable(r, growingThreshold) {
+  const row = (name, m) =>
+    `| ${name} | ${cell(m.first)} | ${cell(m.last)} | ${cell(m.max)} | ${cell(m.slope, 2)} |`;
+  return [
+    `Soak: ${cell(r.rate)} triggers/s offered for ${r.seconds} s (answered ${cell(r.load.answeredPerSecond)}/s, ` +
+      `p50 ${cell(r.load.p50)} ms, p99 ${cell(r.load.p99)} ms, failed ${r.load.failed}, shed ${r.load.shed}), ${r.samples} samples. ` +
+      `API RSS: ${r.verdict} (last-half slope against ${growingThreshold} MiB/min).`,
+    '',
+    '| RSS MiB | first | last | max | last-half slope MiB/min |',
+    '|---|---:|---:|---:|---:|',
+    row('api', r.api),
+    row('dialer', r.dialer),
+  ].join('\n');
+}
+
+module.exports = { httpTable, dialerTable, latencyTable, soakTable };

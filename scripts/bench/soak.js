@@ -1,0 +1,55 @@
+'use strict';
+// Memory under a long steady load: the API's resident set, sampled while
+// triggers arrive at a fixed rate (the dialer working through them), to see
+// whether it levels off or keeps growing.
+
+const { fixedRate, summarizeFixedRate } = require('./load');
+const { memoryMiB } = require('./processes');
+const { slope } = require('./stats');
+
+/** A last-half slope above this (MiB per minute) counts as still growing. */
+const GROWING_MIB_PER_MINUTE = 1;
+/** Fewer samples than this in the last half tell noise (a GC, a burst) from a trend too poorly to judge. */
+const MIN_TREND_SAMPLES = 5;
+
+async function soak(stack, trigger, { rate, seconds, sampleSeconds, connections, log }) {
+  const dialer = [...stack.dialers][0];
+  const samples = [];
+  const sample = (at) => {
+    samples.push({ at, api: stack.apiRssMiB(), dialer: dialer ? memoryMiB(dialer.pid, 'VmRSS') : NaN });
+    const last = samples[samples.length - 1];
+    log(`soak ${Math.round(at)} s: api ${Math.round(last.api)} MiB, dialer ${Math.round(last.dialer)} MiB`);
+  };
+  const started = Date.now();
+  sample(0);
+  const timer = setInterval(() => sample((Date.now() - started) / 1000), sampleSeconds * 1000);
+  let load;
+  try {
+    load = await fixedRate({ ...trigger, rate, seconds, connections });
+  } finally {
+    clearInterval(timer);
+  }
+  const end = (Date.now() - started) / 1000;
+  if (end - samples[samples.length - 1].at > 1) sample(end);
+
+  const lastHalf = samples.filter((s) => s.at >= seconds / 2);
+  const slopePerMinute = (key) => slope(lastHalf.map((s) => [s.at, s[key]])) * 60;
+  const figures = (key) => ({
+    first: samples[0][key],
+    last: samples[samples.length - 1][key],
+    max: Math.max(...samples.map((s) => s[key])),
+    slope: slopePerMinute(key),
+  });
+  const api = figures('api');
+  return {
+    rate,
+    seconds,
+    samples: samples.length,
+    load: summarizeFixedRate(load),
+    api,
+    dialer: figures('dialer'),
+    verdict: lastHalf.length < MIN_TREND_SAMPLES ? 'too few samples to judge' : api.slope > GROWING_MIB_PER_MINUTE ? 'KEPT GROWING' : 'levelled off',
+  };
+}
+
+module.exports = { soak, GROWING_MIB_PER_MINUTE };

@@ -1,0 +1,197 @@
+'use strict';
+// The system under test: its own database and queue prefix on the local
+// Postgres and Redis, one API, and dialers that scenarios start and stop.
+
+const { execFileSync } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const { mkdtempSync, rmSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const { Redis } = require('ioredis');
+const { Client } = require('pg');
+const { freePort, killAll, memoryMiB, sleep, startNode, stopChild, waitUp } = require('./processes');
+
+const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
+const DIALER_MAIN = 'dist/apps/dialer/apps/dialer/src/main.js';
+
+class BenchStack {
+  constructor({ root, postgres, redisUrl, keepDatabase, log }) {
+    this.root = root;
+    this.postgres = postgres;
+    this.redisUrl = redisUrl;
+    this.keepDatabase = keepDatabase;
+    this.log = log;
+    this.id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+    this.databaseUrl = `${postgres}/va_bench_${this.id}`;
+    this.dialers = new Set();
+    /** Peak RSS (MiB) of every dialer process stopped so far, by the role it was started for. */
+    this.dialerPeaks = [];
+    this.closed = false;
+  }
+
+  build() {
+    const nest = join(this.root, 'node_modules/@nestjs/cli/bin/nest.js');
+    for (const app of ['api', 'dialer']) {
+      try {
+        execFileSync(process.execPath, [nest, 'build', app], { cwd: this.root, stdio: 'pipe' });
+      } catch (error) {
+        throw new Error(`nest build ${app} failed:\n${error.stdout}${error.stderr}`, { cause: error });
+      }
+    }
+  }
+
+  /** Creates and migrates the database, bootstraps an organization, starts the API. */
+  async start() {
+    this.artifacts = mkdtempSync(join(tmpdir(), 'va-bench-'));
+    const apiPort = await freePort();
+    this.base = `http://127.0.0.1:${apiPort}`;
+    this.env = {
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: this.databaseUrl,
+      REDIS_URL: this.redisUrl,
+      QUEUE_PREFIX: `{va-bench-${this.id}}`,
+      SECRETS_KEY: randomBytes(32).toString('hex'),
+      ARTIFACTS_DIR: this.artifacts,
+      LOG_LEVEL: 'warn',
+      PORT: String(apiPort),
+      PUBLIC_BASE_URL: this.base,
+    };
+    this.cli('migrate');
+    this.key = JSON.parse(this.cli('bootstrap', '--org', 'Bench', '--json')).api_key;
+    this.db = new Client({ connectionString: this.databaseUrl });
+    await this.db.connect();
+    this.api = startNode('api', [join(this.root, API_MAIN)], this.env, this.root);
+    await waitUp(`${this.base}/health/ready`);
+  }
+
+  /** Runs `npm run cli -- args` on the bench database; its output stays out of the report unless it fails. */
+  cli(...args) {
+    try {
+      return execFileSync(process.execPath, [join(this.root, 'scripts/cli.js'), ...args], { env: this.env, stdio: 'pipe' }).toString();
+    } catch (error) {
+      throw new Error(`cli ${args[0]} failed:\n${error.stdout}${error.stderr}`, { cause: error });
+    }
+  }
+
+  /** Starts `count` dialer processes (each its own health port) and waits until they answer ready. */
+  async startDialers(count, role) {
+    const started = [];
+    for (let i = 0; i < count; i++) {
+      const port = await freePort();
+      const name = count > 1 ? `dialer ${i + 1}` : 'dialer';
+      const child = startNode(name, [join(this.root, DIALER_MAIN)], { ...this.env, DIALER_HEALTH_PORT: String(port) }, this.root);
+      child.role = role;
+      child.healthUrl = `http://127.0.0.1:${port}/health/ready`;
+      this.dialers.add(child);
+      started.push(child);
+    }
+    await Promise.all(started.map((child) => waitUp(child.healthUrl)));
+    return started;
+  }
+
+  /** Stops dialers gracefully, keeping their peak RSS for the report. */
+  async stopDialers(dialers = [...this.dialers]) {
+    for (const child of dialers) this.dialerPeaks.push({ role: child.role, mib: memoryMiB(child.pid, 'VmHWM') });
+    await Promise.all(dialers.map((child) => stopChild(child)));
+    for (const child of dialers) this.dialers.delete(child);
+  }
+
+  apiPeakMiB() {
+    return memoryMiB(this.api.pid, 'VmHWM');
+  }
+
+  apiRssMiB() {
+    return memoryMiB(this.api.pid, 'VmRSS');
+  }
+
+  async query(sql, params) {
+    return (await this.db.query(sql, params)).rows;
+  }
+
+  /**
+   * Waits until no run is left unfinished (the dialers worked through what
+   * earlier scenarios triggered), so one scenario's backlog does not load the
+   * next. Gives up after `stallMs` without progress.
+   */
+  async waitDrained(stallMs = 30000) {
+    let last = Infinity;
+    let lastChange = Date.now();
+    for (;;) {
+      const [{ open }] = await this.query(`SELECT count(*)::int AS open FROM workflow_runs WHERE NOT is_completed`);
+      if (open === 0) return true;
+      if (last === Infinity) this.log(`waiting for the dialers to finish ${open} open runs`);
+      if (open < last) {
+        last = open;
+        lastChange = Date.now();
+      } else if (Date.now() - lastChange > stallMs) {
+        const byStatus = await this.query(
+          `SELECT status, count(*)::int AS runs FROM workflow_runs WHERE NOT is_completed GROUP BY status ORDER BY status`,
+        );
+        this.log(`${open} runs still unfinished after ${stallMs / 1000} s without progress: ${JSON.stringify(byStatus)}`);
+        return false;
+      }
+      await sleep(500);
+    }
+  }
+
+  /** Polls a count (`SELECT ... AS n`) until it reaches `target` or stops moving for `stallMs`; answers the last count. */
+  async waitForCount(sql, params, target, stallMs = 20000) {
+    let last = -1;
+    let lastChange = Date.now();
+    for (;;) {
+      const [{ n }] = await this.query(sql, params);
+      if (n >= target) return n;
+      if (n > last) {
+        last = n;
+        lastChange = Date.now();
+      } else if (Date.now() - lastChange > stallMs) {
+        return n;
+      }
+      await sleep(250);
+    }
+  }
+
+  /** Kills every child, drops the database, the queue keys and the artifacts folder. Safe to call twice. */
+  async close() {
+    if (this.closed) return;
+    this.closed = true;
+    killAll();
+    await sleep(500);
+    await this.db?.end().catch(() => undefined);
+    if (!this.artifacts) return;
+    if (this.keepDatabase) {
+      this.log(`kept ${this.databaseUrl}, queue prefix {va-bench-${this.id}} and ${this.artifacts}`);
+      return;
+    }
+    dropDatabase(this.postgres, this.databaseUrl, this.log);
+    await deleteQueueKeys(this.redisUrl, `{va-bench-${this.id}}:*`).catch((error) => this.log(`could not delete queue keys: ${error.message}`));
+    rmSync(this.artifacts, { recursive: true, force: true });
+  }
+}
+
+function dropDatabase(postgres, url, log) {
+  const name = new URL(url).pathname.slice(1);
+  try {
+    execFileSync('psql', [`${postgres}/postgres`, '-qc', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`], { stdio: 'ignore' });
+  } catch {
+    log(`could not drop ${name}`);
+  }
+}
+
+async function deleteQueueKeys(redisUrl, pattern) {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+module.exports = { BenchStack };

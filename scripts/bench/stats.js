@@ -1,0 +1,39 @@
+'use strict';
+// Small statistics shared by the bench scenarios.
+
+/** The middle value (the upper one of an even count); NaN for none. */
+function median(values) {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/** Nearest-rank percentile, `p` from 0 to 100; NaN for none. */
+function percentile(values, p) {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+/** Least-squares slope of y over x (points as [x, y]); NaN with fewer than two distinct x. */
+function slope(points) {
+  if (points.length < 2) return NaN;
+  const n = points.length;
+  const meanX = points.reduce((sum, [x]) => sum + x, 0) / n;
+  const meanY = points.reduce((sum, [, y]) => sum + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of points) {
+    num += (x - meanX) * (y - meanY);
+    den += (x - meanX) ** 2;
+  }
+  return den === 0 ? NaN : num / den;
+}
+
+/** A number for a table cell: rounded, or a dash when missing. */
+function cell(value, digits = 0) {
+  return Number.isFinite(value) ? value.toFixed(digits) : '–';
+}
+
+module.exports = { median, percentile, slope, cell };
