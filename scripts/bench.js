@@ -2,8 +2,8 @@
 /*
  * npm run bench: builds the apps, starts the API and a dialer against the
  * local Postgres and Redis (a database and queue prefix of its own, dropped at
- * the end), seeds a sandbox configuration (ring 0, talk 0, 1000 calls/s: the
- * highest pacing the API accepts) and a published agent through the API, then
+ * the end), seeds a sandbox configuration (ring 0, talk 0, 10,000 calls/s: the
+ * highest pacing the API accepts, so pacing never binds) and a published agent through the API, then
  * measures and prints markdown tables of medians over repeated rounds.
  *
  * Scenarios, in the order they run (names for BENCH_ONLY):

@@ -193,7 +193,7 @@ describe('management API: telephony configurations', () => {
     ['a missing from_numbers', { from_numbers: undefined }, 'from_numbers'],
     ['a missing name', { name: undefined }, 'name'],
     ['calls_per_second of 0', { calls_per_second: 0 }, 'calls_per_second'],
-    ['calls_per_second over 1000', { calls_per_second: 1000.5 }, 'calls_per_second'],
+    ['calls_per_second over 10000', { calls_per_second: 10_000.5 }, 'calls_per_second'],
     ['max_concurrent_calls of 0', { max_concurrent_calls: 0 }, 'max_concurrent_calls'],
     ['a fractional max_concurrent_calls', { max_concurrent_calls: 1.5 }, 'max_concurrent_calls'],
     ['max_concurrent_calls over 10000', { max_concurrent_calls: 10_001 }, 'max_concurrent_calls'],

@@ -110,11 +110,11 @@ export class CreateTelephonyConfigurationDto {
   @IsBoolean()
   is_default_outbound?: boolean;
 
-  @ApiPropertyOptional({ minimum: 0, exclusiveMinimum: true, maximum: 1000, default: 1 })
+  @ApiPropertyOptional({ minimum: 0, exclusiveMinimum: true, maximum: 10_000, default: 1 })
   @OptionalNotNull()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   @IsPositive()
-  @Max(1000)
+  @Max(10_000)
   calls_per_second?: number;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 10_000, default: 10 })
