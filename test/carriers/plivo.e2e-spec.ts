@@ -1,14 +1,14 @@
 import { callbackUrlsFor } from '@app/telephony';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
-import { agentGraph, createOrganization, seedStrandedDialingRun, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
-import { startTestApps, TestApps } from '../support/test-apps';
+import { seedStrandedDialingRun, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-
-const CALLEE = '+14155550100';
-const FROM = '+15005550006';
+import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Plivo', () => {
-  let fake: PlivoFake;
+  const fake = new PlivoFake();
+  const carrier = useCarrierHarness({ fake, provider: 'plivo', name: 'Plivo', apiUrlEnv: 'PLIVO_API_URL' });
+  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
   let workflow: SeededWorkflow;
@@ -16,48 +16,10 @@ describe('placing calls through Plivo', () => {
   let machineConfigId: number;
 
   beforeAll(async () => {
-    fake = new PlivoFake();
-    await fake.start();
-    apps = await startTestApps({ env: { PLIVO_API_URL: fake.baseUrl } });
-    org = await createOrganization(apps.dataSource, 'Plivo customer');
+    ({ apps, org, workflow } = carrier);
     recordedConfigId = await createConfiguration({ record: true });
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
-    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
-      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
-    });
   });
-  afterAll(async () => {
-    await apps?.close();
-    await fake?.stop();
-  });
-
-  async function createConfiguration(settings: Record<string, unknown>, credentials: Record<string, unknown> = fake.credentials): Promise<number> {
-    const response = await apps.client.post(
-      '/api/v1/telephony-configurations',
-      { name: `Plivo ${JSON.stringify(settings)}`, provider: 'plivo', credentials, from_numbers: [FROM], settings },
-      { key: org.adminKey },
-    );
-    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
-    return response.body.id;
-  }
-
-  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
-  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
-  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
-    waitFor(async () => {
-      const run = await readRun(runId);
-      return done(run) ? run : undefined;
-    }, { what, timeoutMs: 12000 });
-
-  async function trigger(configId: number, to = CALLEE): Promise<number> {
-    const response = await apps.client.post(
-      `/api/v1/public/agent/${workflow.triggerUuid}`,
-      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
-      { key: org.adminKey },
-    );
-    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
-    return response.body.workflow_run_id;
-  }
 
   const ofRun = (runId: number) => (url: string | null | undefined) => Boolean(url?.endsWith(`/answer/${runId}`));
   const callFor = (runId: number): Promise<FakePlivoCall> =>
@@ -275,7 +237,7 @@ describe('placing calls through Plivo', () => {
     /** The dial request that dialer sent, as Plivo received it. */
     async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {
       const callbacks = callbackUrlsFor(apps.baseUrl, 'plivo', runId);
-      const response = await fetch(`${fake.baseUrl}/v1/Account/${PlivoFake.AUTH_ID}/Call/`, {
+      const response = await fetch(`${fake.url}/v1/Account/${PlivoFake.AUTH_ID}/Call/`, {
         method: 'POST',
         headers: { authorization: basic(), 'content-type': 'application/json' },
         body: JSON.stringify({

@@ -1,62 +1,23 @@
 import { silentWav, TelnyxFake, TelnyxFakeCall } from '../fakes/telnyx-fake';
-import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
-import { startTestApps, TestApps } from '../support/test-apps';
+import { TestOrganization } from '../support/fixtures';
+import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-
-const CALLEE = '+14155550100';
-const FROM = '+15005550006';
+import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Telnyx', () => {
-  let fake: TelnyxFake;
+  const fake = new TelnyxFake();
+  const carrier = useCarrierHarness({ fake, provider: 'telnyx', name: 'Telnyx', apiUrlEnv: 'TELNYX_API_URL' });
+  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
-  let workflow: SeededWorkflow;
   let recordedConfigId: number;
   let machineConfigId: number;
 
   beforeAll(async () => {
-    fake = new TelnyxFake();
-    await fake.start();
-    apps = await startTestApps({ env: { TELNYX_API_URL: fake.url } });
-    org = await createOrganization(apps.dataSource, 'Telnyx customer');
+    ({ apps, org } = carrier);
     recordedConfigId = await createConfiguration({ record: true });
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
-    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
-      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
-    });
   });
-  afterAll(async () => {
-    await apps?.close();
-    await fake?.stop();
-  });
-
-  async function createConfiguration(settings: Record<string, unknown>, credentials: Record<string, unknown> = fake.credentials()): Promise<number> {
-    const response = await apps.client.post(
-      '/api/v1/telephony-configurations',
-      { name: `Telnyx ${JSON.stringify(settings)}`, provider: 'telnyx', credentials, from_numbers: [FROM], settings },
-      { key: org.adminKey },
-    );
-    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
-    return response.body.id;
-  }
-
-  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
-  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
-  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
-    waitFor(async () => {
-      const run = await readRun(runId);
-      return done(run) ? run : undefined;
-    }, { what, timeoutMs: 12000 });
-
-  async function trigger(configId: number, to = CALLEE): Promise<number> {
-    const response = await apps.client.post(
-      `/api/v1/public/agent/${workflow.triggerUuid}`,
-      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
-      { key: org.adminKey },
-    );
-    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
-    return response.body.workflow_run_id;
-  }
 
   const callFor = (runId: number): Promise<TelnyxFakeCall> =>
     waitFor(async () => fake.callForRun(runId), { what: `Telnyx to be asked to dial run ${runId}` });
@@ -79,7 +40,7 @@ describe('placing calls through Telnyx', () => {
     });
 
     it('answers ok false with the reason when Telnyx refuses the API key', async () => {
-      const configId = await createConfiguration({}, { ...fake.credentials(), api_key: 'KEY0000000000000000_wrong' });
+      const configId = await createConfiguration({}, { ...fake.credentials, api_key: 'KEY0000000000000000_wrong' });
       const response = await verify(configId);
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.any(String) });
@@ -87,7 +48,7 @@ describe('placing calls through Telnyx', () => {
     });
 
     it('answers ok false with connection_not_found when the key works but the connection_id is not its application', async () => {
-      const configId = await createConfiguration({}, { ...fake.credentials(), connection_id: '1999999999999999999' });
+      const configId = await createConfiguration({}, { ...fake.credentials, connection_id: '1999999999999999999' });
       const response = await verify(configId);
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ ok: false, reason: 'connection_not_found', message: expect.any(String) });

@@ -1,14 +1,14 @@
 import { callbackUrlsFor } from '@app/telephony';
 import { TwilioFake } from '../fakes/twilio-fake';
-import { agentGraph, createOrganization, seedStrandedDialingRun, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
-import { startTestApps, TestApps } from '../support/test-apps';
+import { seedStrandedDialingRun, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-
-const CALLEE = '+14155550100';
-const FROM = '+15005550006';
+import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Twilio', () => {
-  let fake: TwilioFake;
+  const fake = new TwilioFake();
+  const carrier = useCarrierHarness({ fake, provider: 'twilio', name: 'Twilio', apiUrlEnv: 'TWILIO_API_URL' });
+  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
   let workflow: SeededWorkflow;
@@ -16,48 +16,10 @@ describe('placing calls through Twilio', () => {
   let machineConfigId: number;
 
   beforeAll(async () => {
-    fake = new TwilioFake();
-    await fake.start();
-    apps = await startTestApps({ env: { TWILIO_API_URL: fake.baseUrl } });
-    org = await createOrganization(apps.dataSource, 'Twilio customer');
+    ({ apps, org, workflow } = carrier);
     recordedConfigId = await createConfiguration({ record: true });
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
-    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
-      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
-    });
   });
-  afterAll(async () => {
-    await apps?.close();
-    await fake?.stop();
-  });
-
-  async function createConfiguration(settings: Record<string, unknown>): Promise<number> {
-    const response = await apps.client.post(
-      '/api/v1/telephony-configurations',
-      { name: `Twilio ${JSON.stringify(settings)}`, provider: 'twilio', credentials: fake.credentials, from_numbers: [FROM], settings },
-      { key: org.adminKey },
-    );
-    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
-    return response.body.id;
-  }
-
-  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
-  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
-  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
-    waitFor(async () => {
-      const run = await readRun(runId);
-      return done(run) ? run : undefined;
-    }, { what, timeoutMs: 12000 });
-
-  async function trigger(configId: number, to = CALLEE): Promise<number> {
-    const response = await apps.client.post(
-      `/api/v1/public/agent/${workflow.triggerUuid}`,
-      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
-      { key: org.adminKey },
-    );
-    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
-    return response.body.workflow_run_id;
-  }
 
   /** The call the fake placed for a run, found by the run's callback URL. */
   const callFor = (runId: number) =>
@@ -133,7 +95,7 @@ describe('placing calls through Twilio', () => {
     expect(transcript.status).toBe(200);
     expect(transcript.body.turns).toEqual(turns);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
-    expect(run.recording_url).not.toContain(fake.baseUrl);
+    expect(run.recording_url).not.toContain(fake.url);
     const recording = await fetch(run.recording_url);
     expect(recording.status).toBe(200);
     expect(Buffer.from(await recording.arrayBuffer())).toEqual(TwilioFake.recordingBytes(2));
@@ -271,7 +233,7 @@ describe('placing calls through Twilio', () => {
       const callbacks = callbackUrlsFor(apps.baseUrl, 'twilio', runId);
       const form = new URLSearchParams({ To: to, From: FROM, Url: callbacks.answerUrl, Method: 'POST', StatusCallback: callbacks.statusUrl });
       for (const event of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', event);
-      const response = await fetch(`${fake.baseUrl}/2010-04-01/Accounts/${fake.accountSid}/Calls.json`, {
+      const response = await fetch(`${fake.url}/2010-04-01/Accounts/${fake.accountSid}/Calls.json`, {
         method: 'POST',
         headers: { authorization: `Basic ${Buffer.from(`${fake.accountSid}:${fake.authToken}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
         body: form.toString(),

@@ -1,62 +1,23 @@
 import { VonageFake, VonageFakeCall } from '../fakes/vonage-fake';
-import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
-import { startTestApps, TestApps } from '../support/test-apps';
+import { TestOrganization } from '../support/fixtures';
+import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-
-const CALLEE = '+14155550100';
-const FROM = '+15005550006';
+import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Vonage', () => {
-  let fake: VonageFake;
+  const fake = new VonageFake();
+  const carrier = useCarrierHarness({ fake, provider: 'vonage', name: 'Vonage', apiUrlEnv: 'VONAGE_API_URL' });
+  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
-  let workflow: SeededWorkflow;
   let recordedConfigId: number;
   let machineConfigId: number;
 
   beforeAll(async () => {
-    fake = new VonageFake();
-    await fake.start();
-    apps = await startTestApps({ env: { VONAGE_API_URL: fake.url } });
-    org = await createOrganization(apps.dataSource, 'Vonage customer');
+    ({ apps, org } = carrier);
     recordedConfigId = await createConfiguration({ record: true });
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
-    workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
-      published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),
-    });
   });
-  afterAll(async () => {
-    await apps?.close();
-    await fake?.stop();
-  });
-
-  async function createConfiguration(settings: Record<string, unknown>, credentials: Record<string, unknown> = fake.credentials()): Promise<number> {
-    const response = await apps.client.post(
-      '/api/v1/telephony-configurations',
-      { name: `Vonage ${JSON.stringify(settings)}`, provider: 'vonage', credentials, from_numbers: [FROM], settings },
-      { key: org.adminKey },
-    );
-    if (response.status !== 201) throw new Error(`creating the configuration answered ${response.status}: ${response.text}`);
-    return response.body.id;
-  }
-
-  const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
-  const readRun = async (runId: number) => (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
-  const runReaches = (runId: number, done: (run: any) => boolean, what: string) =>
-    waitFor(async () => {
-      const run = await readRun(runId);
-      return done(run) ? run : undefined;
-    }, { what, timeoutMs: 12000 });
-
-  async function trigger(configId: number, to = CALLEE): Promise<number> {
-    const response = await apps.client.post(
-      `/api/v1/public/agent/${workflow.triggerUuid}`,
-      { phone_number: to, initial_context: { name: 'Ada' }, telephony_configuration_id: configId },
-      { key: org.adminKey },
-    );
-    if (response.status !== 200) throw new Error(`trigger answered ${response.status}: ${response.text}`);
-    return response.body.workflow_run_id;
-  }
 
   const callFor = (runId: number): Promise<VonageFakeCall> =>
     waitFor(async () => fake.callForRun(runId), { what: `Vonage to be asked to dial run ${runId}` });
@@ -79,7 +40,7 @@ describe('placing calls through Vonage', () => {
     });
 
     it("answers ok false with the reason when Vonage refuses the application's key", async () => {
-      const configId = await createConfiguration({}, { ...fake.credentials(), private_key: new VonageFake().privateKeyPem });
+      const configId = await createConfiguration({}, { ...fake.credentials, private_key: new VonageFake().privateKeyPem });
       const response = await verify(configId);
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.any(String) });

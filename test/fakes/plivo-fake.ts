@@ -1,6 +1,6 @@
 import { createHmac, randomInt, randomUUID } from 'node:crypto';
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { AddressInfo } from 'node:net';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackHttpFake, LoopbackWebhook, LoopbackWebhookAnswer, readRequestBody } from './loopback-http-fake';
 
 /**
  * A loopback stand-in for Plivo's Voice API (`/v1/Account/{auth_id}/...`)
@@ -12,7 +12,7 @@ import { AddressInfo } from 'node:net';
  * was created with, form-encoded and signed with X-Plivo-Signature-V3 (and
  * -Ma-V3) exactly as Plivo signs them.
  */
-export class PlivoFake {
+export class PlivoFake extends LoopbackHttpFake {
   static readonly AUTH_ID = 'MAFAKEPLIVOACCOUNT01';
   static readonly AUTH_TOKEN = 'ZmFrZS1wbGl2by1hdXRoLXRva2VuLWZvci10ZXN0';
 
@@ -29,12 +29,11 @@ export class PlivoFake {
   /** When true, dial requests answer "call queued" and calls wait in the queue until rung. */
   queueCalls = false;
 
-  private server: Server | null = null;
-  private url = '';
   private readonly failures: PlivoFailure[] = [];
   private readonly recordings = new Map<string, { callUuid: string; durationSeconds: number }>();
 
   constructor(options: { authId?: string; authToken?: string; mainAccountAuthToken?: string } = {}) {
+    super('PlivoFake');
     this.authId = options.authId ?? PlivoFake.AUTH_ID;
     this.authToken = options.authToken ?? PlivoFake.AUTH_TOKEN;
     this.mainAccountAuthToken = options.mainAccountAuthToken ?? this.authToken;
@@ -45,29 +44,8 @@ export class PlivoFake {
     return { auth_id: this.authId, auth_token: this.authToken };
   }
 
-  get baseUrl(): string {
-    if (!this.url) throw new Error('PlivoFake is not started');
-    return this.url;
-  }
-
-  async start(): Promise<string> {
-    const server = createServer((request, response) => {
-      void this.handle(request, response).catch((error: unknown) => {
-        if (!response.headersSent) plivoError(response, 500, String(error));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.server = server;
-    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return this.url;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = null;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+  protected override handlerFailed(response: ServerResponse, error: unknown): void {
+    plivoError(response, 500, String(error));
   }
 
   /** The next `times` REST requests fail this way (429/500/503 in Plivo's shape, a reset, or no answer at all). */
@@ -258,7 +236,7 @@ export class PlivoFake {
     const start = (call.answerTime ?? new Date()).getTime();
     return this.sendStatus(call.recordCallbackUrl, {
       CallUUID: uuid,
-      RecordUrl: `${this.baseUrl}/v1/Account/${this.authId}/Recording/${recordingId}.wav`,
+      RecordUrl: `${this.url}/v1/Account/${this.authId}/Recording/${recordingId}.wav`,
       RecordingID: recordingId,
       RecordingDuration: String(durationSeconds),
       RecordingDurationMs: String(durationSeconds * 1000),
@@ -288,8 +266,8 @@ export class PlivoFake {
 
   // ---- the REST API ----
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const rawBody = await readBody(request);
+  protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const rawBody = await readRequestBody(request);
     const url = new URL(request.url ?? '/', 'http://fake');
     const contentType = String(request.headers['content-type'] ?? '');
     let json: unknown = undefined;
@@ -556,13 +534,7 @@ export class PlivoFake {
   }
 
   private async deliver(request: FakePlivoWebhookRequest, fields: PlivoWebhookFields): Promise<PlivoWebhookResponse> {
-    const response = await fetch(request.url, {
-      method: request.method,
-      headers: request.headers,
-      body: request.rawBody,
-      signal: AbortSignal.timeout(15_000),
-    });
-    const result: PlivoWebhookResponse = { status: response.status, body: await response.text(), headers: response.headers };
+    const result: PlivoWebhookResponse = await this.post(request, 15_000);
     this.webhooks.push({ url: request.url, fields: Object.fromEntries(pairs(fields)), status: result.status, body: result.body });
     return result;
   }
@@ -651,19 +623,8 @@ export interface RecordedPlivoRequest {
   at: Date;
 }
 
-/** Shaped like the service's `WebhookRequest`. */
-export interface FakePlivoWebhookRequest {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  rawBody: Buffer;
-}
-
-export interface PlivoWebhookResponse {
-  status: number;
-  body: string;
-  headers: Headers;
-}
+export type FakePlivoWebhookRequest = LoopbackWebhook;
+export type PlivoWebhookResponse = LoopbackWebhookAnswer;
 
 export interface SentPlivoWebhook {
   url: string;
@@ -705,15 +666,6 @@ function parsePlivoFilterTime(value: string): number | null {
 
 function unescapeXml(value: string): string {
   return value.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-}
-
-function readBody(request: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks)));
-    request.on('error', reject);
-  });
 }
 
 function json200(response: ServerResponse, body: unknown): void {

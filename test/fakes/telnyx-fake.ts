@@ -1,6 +1,6 @@
 import { createHmac, generateKeyPairSync, KeyObject, randomBytes, randomUUID, sign } from 'node:crypto';
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { AddressInfo, Socket } from 'node:net';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackHttpFake, readRequestBody } from './loopback-http-fake';
 
 /**
  * A loopback stand-in for the Telnyx Call Control v2 API, for tests. It
@@ -17,7 +17,7 @@ import { AddressInfo, Socket } from 'node:net';
  * answers the first dial again without a second call; dials are limited to
  * 30 per rolling 5 s (429, code 90103), as Telnyx states for Call Control.
  */
-export class TelnyxFake {
+export class TelnyxFake extends LoopbackHttpFake {
   readonly apiKey: string;
   readonly connectionId: string;
   /** Base64 of the raw 32-byte Ed25519 public key, as the Telnyx portal shows it. */
@@ -35,11 +35,9 @@ export class TelnyxFake {
   private readonly failures: { kind: TelnyxFailure; retryAfterSeconds?: number }[] = [];
   private readonly applicationFailures: TelnyxReadFailure[] = [];
   private readonly dialTimes: number[] = [];
-  private readonly sockets = new Set<Socket>();
-  private server: Server | null = null;
-  private base: string | null = null;
 
   constructor(private readonly options: TelnyxFakeOptions = {}) {
+    super('TelnyxFake');
     this.apiKey = options.apiKey ?? `KEY${randomBytes(16).toString('hex').toUpperCase()}_${randomBytes(8).toString('hex')}`;
     this.connectionId = options.connectionId ?? String(1_000_000_000_000_000_000n + BigInt(randomBytes(6).readUIntBE(0, 6)));
     const { publicKey, privateKey } = generateKeyPairSync('ed25519');
@@ -48,36 +46,8 @@ export class TelnyxFake {
   }
 
   /** The credentials a telephony configuration needs to use this fake. */
-  credentials(): { api_key: string; connection_id: string; public_key: string } {
+  get credentials(): { api_key: string; connection_id: string; public_key: string } {
     return { api_key: this.apiKey, connection_id: this.connectionId, public_key: this.publicKey };
-  }
-
-  /** Starts listening on 127.0.0.1 and returns the base URL (what `carrierApiUrls.telnyx` should be). */
-  async start(): Promise<string> {
-    if (this.base) return this.base;
-    const server = createServer((request, response) => void this.handle(request, response));
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.server = server;
-    this.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return this.base;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    this.base = null;
-    if (!server) return;
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  get url(): string {
-    if (!this.base) throw new Error('TelnyxFake is not started');
-    return this.base;
   }
 
   /** Forgets requests, calls, pending failures and recordings. */
@@ -208,18 +178,12 @@ export class TelnyxFake {
 
   /** POSTs an already signed webhook as it is (to replay or tamper with one). */
   async deliver(webhook: SignedWebhook): Promise<DeliveryResult> {
-    assertLoopback(webhook.url);
-    const response = await fetch(webhook.url, {
-      method: webhook.method,
-      headers: webhook.headers,
-      body: webhook.rawBody,
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { status: response.status, body: await response.text() };
+    const { status, body } = await this.post(webhook, 10_000);
+    return { status, body };
   }
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const rawBody = await readBody(request);
+  protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const rawBody = (await readRequestBody(request)).toString('utf8');
     const url = new URL(request.url ?? '/', 'http://fake');
     const recorded: RecordedRequest = {
       method: request.method ?? 'GET',
@@ -636,22 +600,6 @@ function isUrl(value: unknown, protocols: string[]): boolean {
   } catch {
     return false;
   }
-}
-
-function assertLoopback(url: string): void {
-  const host = new URL(url).hostname;
-  if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host)) {
-    throw new Error(`The fake only sends webhooks to loopback addresses, not ${host}`);
-  }
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
 }
 
 function parseJson(text: string): unknown {

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { AddressInfo } from 'node:net';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackHttpFake, LoopbackWebhook, LoopbackWebhookAnswer, readRequestBody } from './loopback-http-fake';
 
 /**
  * A loopback stand-in for Twilio's REST API (2010-04-01) and for Twilio's
@@ -12,7 +12,7 @@ import { AddressInfo } from 'node:net';
  * the URLs a call was created with, signed with X-Twilio-Signature exactly as
  * Twilio signs them.
  */
-export class TwilioFake {
+export class TwilioFake extends LoopbackHttpFake {
   static readonly ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
   static readonly AUTH_TOKEN = 'f00dfeedf00dfeedf00dfeedf00dfeed';
 
@@ -28,12 +28,11 @@ export class TwilioFake {
   /** Answered by `GET /Accounts/{sid}.json`; anything but `active` also refuses dial requests. */
   accountStatus: 'active' | 'suspended' | 'closed' = 'active';
 
-  private server: Server | null = null;
-  private url = '';
   private readonly failures: TwilioFailure[] = [];
   private readonly recordings = new Map<string, { callSid: string; durationSeconds: number }>();
 
   constructor(options: { accountSid?: string; authToken?: string; apiKey?: { sid: string; secret: string } } = {}) {
+    super('TwilioFake');
     this.accountSid = options.accountSid ?? TwilioFake.ACCOUNT_SID;
     this.authToken = options.authToken ?? TwilioFake.AUTH_TOKEN;
     this.apiKey = options.apiKey ?? null;
@@ -48,29 +47,8 @@ export class TwilioFake {
     };
   }
 
-  get baseUrl(): string {
-    if (!this.url) throw new Error('TwilioFake is not started');
-    return this.url;
-  }
-
-  async start(): Promise<string> {
-    const server = createServer((request, response) => {
-      void this.handle(request, response).catch((error: unknown) => {
-        if (!response.headersSent) json(response, 500, { code: 20500, message: String(error), status: 500 });
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.server = server;
-    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return this.url;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    this.server = null;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+  protected override handlerFailed(response: ServerResponse, error: unknown): void {
+    json(response, 500, { code: 20500, message: String(error), status: 500 });
   }
 
   /** The next `times` REST requests fail this way (429/503/500 in Twilio's shape, a reset, or no answer at all). */
@@ -205,7 +183,7 @@ export class TwilioFake {
       AccountSid: call.accountSid,
       CallSid: sid,
       RecordingSid: recordingSid,
-      RecordingUrl: `${this.baseUrl}/2010-04-01/Accounts/${call.accountSid}/Recordings/${recordingSid}`,
+      RecordingUrl: `${this.url}/2010-04-01/Accounts/${call.accountSid}/Recordings/${recordingSid}`,
       RecordingStatus: 'completed',
       RecordingDuration: String(durationSeconds),
       RecordingChannels: '1',
@@ -236,8 +214,8 @@ export class TwilioFake {
 
   // ---- the REST API ----
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const rawBody = await readBody(request);
+  protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const rawBody = await readRequestBody(request);
     const url = new URL(request.url ?? '/', 'http://fake');
     const contentType = String(request.headers['content-type'] ?? '');
     const form = contentType.startsWith('application/x-www-form-urlencoded') ? [...new URLSearchParams(rawBody.toString('utf8'))] : [];
@@ -452,13 +430,7 @@ export class TwilioFake {
   }
 
   private async deliver(request: FakeWebhookRequest, fields: WebhookFields): Promise<WebhookResponse> {
-    const response = await fetch(request.url, {
-      method: request.method,
-      headers: request.headers,
-      body: request.rawBody,
-      signal: AbortSignal.timeout(15_000),
-    });
-    const result: WebhookResponse = { status: response.status, body: await response.text(), headers: response.headers };
+    const result: WebhookResponse = await this.post(request, 15_000);
     this.webhooks.push({ url: request.url, fields: Object.fromEntries(entries(fields)), status: result.status, body: result.body });
     return result;
   }
@@ -594,19 +566,8 @@ export interface RecordedRequest {
   at: Date;
 }
 
-/** Shaped like the service's `WebhookRequest`. */
-export interface FakeWebhookRequest {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  rawBody: Buffer;
-}
-
-export interface WebhookResponse {
-  status: number;
-  body: string;
-  headers: Headers;
-}
+export type FakeWebhookRequest = LoopbackWebhook;
+export type WebhookResponse = LoopbackWebhookAnswer;
 
 export interface SentWebhook {
   url: string;
@@ -628,15 +589,6 @@ function entries(fields: WebhookFields): Array<[string, string]> {
 /** Twilio writes dates as RFC 2822: `Mon, 16 Aug 2010 03:45:01 +0000`. */
 function rfc2822(date: Date): string {
   return date.toUTCString().replace('GMT', '+0000');
-}
-
-function readBody(request: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks)));
-    request.on('error', reject);
-  });
 }
 
 function json(response: ServerResponse, status: number, body: unknown): void {

@@ -1,6 +1,6 @@
 import { createHash, createHmac, generateKeyPairSync, KeyObject, randomBytes, randomUUID, verify } from 'node:crypto';
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { AddressInfo, Socket } from 'node:net';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackHttpFake, readRequestBody } from './loopback-http-fake';
 
 /**
  * A loopback stand-in for the Vonage Voice API (v1), for tests. It checks
@@ -13,7 +13,7 @@ import { AddressInfo, Socket } from 'node:net';
  * signed as Vonage's: a HS256 JWT with the signature secret whose
  * `payload_hash` is the SHA-256 of the body — only ever to loopback addresses.
  */
-export class VonageFake {
+export class VonageFake extends LoopbackHttpFake {
   readonly applicationId: string;
   /** The application's private key (PEM), which the customer downloads from the dashboard. */
   readonly privateKeyPem: string;
@@ -30,11 +30,9 @@ export class VonageFake {
   private readonly failures: VonageFailure[] = [];
   private readonly listFailures: VonageReadFailure[] = [];
   private readonly creations: number[] = [];
-  private readonly sockets = new Set<Socket>();
-  private server: Server | null = null;
-  private base: string | null = null;
 
   constructor(private readonly options: VonageFakeOptions = {}) {
+    super('VonageFake');
     this.applicationId = options.applicationId ?? randomUUID();
     this.signatureSecret = options.signatureSecret ?? randomBytes(24).toString('base64url');
     this.apiKey = options.apiKey ?? randomBytes(4).toString('hex');
@@ -44,36 +42,8 @@ export class VonageFake {
   }
 
   /** The credentials a telephony configuration needs to use this fake. */
-  credentials(): { application_id: string; private_key: string; signature_secret: string } {
+  get credentials(): { application_id: string; private_key: string; signature_secret: string } {
     return { application_id: this.applicationId, private_key: this.privateKeyPem, signature_secret: this.signatureSecret };
-  }
-
-  /** Starts listening on 127.0.0.1 and returns the base URL (what `carrierApiUrls.vonage` should be). */
-  async start(): Promise<string> {
-    if (this.base) return this.base;
-    const server = createServer((request, response) => void this.handle(request, response));
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    this.server = server;
-    this.base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return this.base;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    this.base = null;
-    if (!server) return;
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  get url(): string {
-    if (!this.base) throw new Error('VonageFake is not started');
-    return this.base;
   }
 
   reset(): void {
@@ -238,18 +208,12 @@ export class VonageFake {
 
   /** POSTs an already signed webhook as it is (to replay or tamper with one). */
   async deliver(webhook: SignedWebhook): Promise<DeliveryResult> {
-    assertLoopback(webhook.url);
-    const response = await fetch(webhook.url, {
-      method: webhook.method,
-      headers: webhook.headers,
-      body: webhook.rawBody,
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { status: response.status, body: await response.text() };
+    const { status, body } = await this.post(webhook, 10_000);
+    return { status, body };
   }
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const rawBody = await readBody(request);
+  protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const rawBody = (await readRequestBody(request)).toString('utf8');
     const url = new URL(request.url ?? '/', 'http://fake');
     const recorded: RecordedRequest = {
       method: request.method ?? 'GET',
@@ -595,22 +559,6 @@ function isUrlArray(value: unknown): boolean {
 
 function isIntegerIn(value: unknown, min: number, max: number): boolean {
   return Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
-}
-
-function assertLoopback(url: string): void {
-  const host = new URL(url).hostname;
-  if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host)) {
-    throw new Error(`The fake only sends webhooks to loopback addresses, not ${host}`);
-  }
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
 }
 
 function parseJson(text: string): unknown {

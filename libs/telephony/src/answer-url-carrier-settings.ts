@@ -1,3 +1,5 @@
+import { carrierSettingsProblems } from './carrier-settings-problems';
+
 /** What the `settings` of a carrier that answers through our answer URL (Twilio, Plivo) may say. */
 export interface AnswerUrlCarrierSettings {
   /** Run the carrier's answering-machine detection and report who answered. */
@@ -10,29 +12,13 @@ export interface AnswerUrlCarrierSettings {
   agentRuntimeUrl: string | null;
 }
 
-const KNOWN = ['answering_machine_detection', 'machine_action', 'record', 'agent_runtime_url'];
-
 export function answerUrlCarrierSettingsProblems(carrier: string, settings: Record<string, unknown>): string[] {
-  const problems: string[] = [];
-  for (const key of ['answering_machine_detection', 'record']) {
-    if (settings[key] !== undefined && typeof settings[key] !== 'boolean') problems.push(`settings.${key} must be true or false`);
-  }
-  const action = settings.machine_action;
-  if (action !== undefined) {
+  return carrierSettingsProblems(carrier, settings, (action, all) => {
     if (action !== 'hangup' && action !== 'talk') {
-      problems.push('settings.machine_action must be "hangup" (end the call on a machine) or "talk" (let the agent leave a message)');
-    } else if (settings.answering_machine_detection !== true) {
-      problems.push('settings.machine_action needs settings.answering_machine_detection set to true');
+      return 'settings.machine_action must be "hangup" (end the call on a machine) or "talk" (let the agent leave a message)';
     }
-  }
-  const url = settings.agent_runtime_url;
-  if (url !== undefined && !isWebSocketUrl(url)) {
-    problems.push('settings.agent_runtime_url must be a ws:// or wss:// URL');
-  }
-  for (const key of Object.keys(settings)) {
-    if (!KNOWN.includes(key)) problems.push(`settings.${key} is not a ${carrier} setting (known: ${KNOWN.join(', ')})`);
-  }
-  return problems;
+    return all.answering_machine_detection !== true ? 'settings.machine_action needs settings.answering_machine_detection set to true' : null;
+  });
 }
 
 export function readAnswerUrlCarrierSettings(settings: Record<string, unknown>): AnswerUrlCarrierSettings {
@@ -42,14 +28,4 @@ export function readAnswerUrlCarrierSettings(settings: Record<string, unknown>):
     record: settings.record === true,
     agentRuntimeUrl: typeof settings.agent_runtime_url === 'string' ? settings.agent_runtime_url : null,
   };
-}
-
-function isWebSocketUrl(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'ws:' || url.protocol === 'wss:') && url.hostname !== '';
-  } catch {
-    return false;
-  }
 }

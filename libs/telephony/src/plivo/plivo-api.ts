@@ -1,7 +1,7 @@
+import { basicAuthorization, carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { PlivoCredentials } from './plivo-credentials';
 import { PlivoDialBody } from './plivo-dial';
 import { PlivoErrorBody } from './plivo-errors';
-import { plivoBasicAuthorization, plivoHttp, PlivoHttpResponse } from './plivo-http';
 import { PlivoCallRecord, PlivoLiveCall } from './plivo-status';
 
 /** A non-2xx answer from Plivo's REST API. */
@@ -111,9 +111,9 @@ export class PlivoApi {
   async download(url: string, credentials: PlivoCredentials): Promise<{ contentType: string; body: Buffer }> {
     const target = new URL(url);
     if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`Not a recording URL: ${url}`);
-    const response = await plivoHttp(url, {
+    const response = await carrierHttp('Plivo', url, {
       method: 'GET',
-      authorization: this.isPlivo(target) ? plivoBasicAuthorization(credentials.authId, credentials.authToken) : undefined,
+      authorization: this.isPlivo(target) ? basicAuthorization(credentials.authId, credentials.authToken) : undefined,
       timeoutMs: this.timeoutMs(),
       followRedirects: true,
     });
@@ -123,9 +123,9 @@ export class PlivoApi {
 
   private async send(method: string, credentials: PlivoCredentials, path: string, json?: unknown): Promise<unknown> {
     const url = `${this.baseUrl.replace(/\/+$/, '')}/v1/Account/${encodeURIComponent(credentials.authId)}${path}`;
-    const response = await plivoHttp(url, {
+    const response = await carrierHttp('Plivo', url, {
       method,
-      authorization: plivoBasicAuthorization(credentials.authId, credentials.authToken),
+      authorization: basicAuthorization(credentials.authId, credentials.authToken),
       json,
       timeoutMs: this.timeoutMs(),
     });
@@ -153,7 +153,7 @@ function callIds(body: unknown): string[] {
   return Array.isArray(calls) ? calls.filter((id): id is string => typeof id === 'string' && id !== '') : [];
 }
 
-function errorBody(response: PlivoHttpResponse): PlivoErrorBody | null {
+function errorBody(response: CarrierHttpResponse): PlivoErrorBody | null {
   const json = response.json;
   return json && typeof json === 'object' ? (json as PlivoErrorBody) : null;
 }

@@ -610,7 +610,7 @@ describe('PlivoProvider', () => {
       expect(events).toEqual([
         { type: 'answered', occurredAt: expect.any(String), answeredBy: 'machine' },
         { type: 'completed', occurredAt: expect.any(String), durationSeconds: 3, cost: { amount: 0.0085, currency: 'USD' } },
-        { type: 'recording', occurredAt: expect.any(String), recordingUrl: expect.stringContaining(`${fake.baseUrl}/v1/Account/${fake.authId}/Recording/`) },
+        { type: 'recording', occurredAt: expect.any(String), recordingUrl: expect.stringContaining(`${fake.url}/v1/Account/${fake.authId}/Recording/`) },
       ]);
 
       const recording = await provider.fetchRecording(events[2].recordingUrl!, fake.credentials);

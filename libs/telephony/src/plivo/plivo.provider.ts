@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob } from '@app/queue';
 import { callbackUrlsFor } from '../callback-urls';
-import { CarrierError } from '../carrier-error';
+import { CARRIER_REQUEST_TIMEOUT_MS, neverConnectedDialError, retryAfterMs } from '../carrier-http';
 import {
   AnswerContext,
   AnswerInstructions,
@@ -27,7 +27,6 @@ import { findDialedPlivoCall } from './plivo-call-search';
 import { PlivoCredentials, plivoCredentialProblems, readPlivoCredentials } from './plivo-credentials';
 import { plivoDialBody } from './plivo-dial';
 import { plivoDialError } from './plivo-errors';
-import { PLIVO_REQUEST_TIMEOUT_MS, PlivoRequestFailed, plivoRetryAfterMs } from './plivo-http';
 import { plivoSettingsProblems } from './plivo-settings';
 import {
   PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER,
@@ -53,7 +52,7 @@ export type PlivoCredentialsCheck = { ok: true } | { ok: false; reason: string; 
 export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'plivo';
   /** How long one REST request may take; tests shorten it. */
-  requestTimeoutMs = PLIVO_REQUEST_TIMEOUT_MS;
+  requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: PlivoApi;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
@@ -230,14 +229,6 @@ function formParams(rawBody: Buffer): Array<[string, string]> {
 }
 
 function dialFailure(error: unknown): unknown {
-  if (error instanceof PlivoApiError) return plivoDialError(error.status, error.body, plivoRetryAfterMs(error.headers));
-  if (error instanceof PlivoRequestFailed && !error.reachedPlivo) {
-    return new CarrierError(`${error.message}; no connection was made, so no call was placed`, {
-      reason: 'carrier_unreachable',
-      permanent: false,
-      notProcessed: true,
-    });
-  }
-  // A timeout or a reset: Plivo may have placed the call. The dialer asks before dialing again.
-  return error;
+  if (error instanceof PlivoApiError) return plivoDialError(error.status, error.body, retryAfterMs(error.headers));
+  return neverConnectedDialError(error) ?? error;
 }

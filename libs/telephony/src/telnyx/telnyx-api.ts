@@ -1,7 +1,5 @@
-import { CarrierError } from '../carrier-error';
-
-/** How long one Telnyx REST request may take before we give up on its answer. */
-export const TELNYX_REQUEST_TIMEOUT_MS = 15_000;
+import { CARRIER_REQUEST_TIMEOUT_MS, carrierHttp } from '../carrier-http';
+import { carrierNetworkFailure } from '../carrier-network-failure';
 
 export interface TelnyxResponse {
   status: number;
@@ -24,47 +22,17 @@ export class TelnyxApi {
   ) {}
 
   async request(method: 'GET' | 'POST', path: string, body?: Record<string, unknown>): Promise<TelnyxResponse> {
-    let response: Response;
     try {
-      response = await fetch(`${this.baseUrl.replace(/\/+$/, '')}${path}`, {
+      const response = await carrierHttp('Telnyx', `${this.baseUrl.replace(/\/+$/, '')}${path}`, {
         method,
-        headers: {
-          authorization: `Bearer ${this.apiKey}`,
-          accept: 'application/json',
-          ...(body ? { 'content-type': 'application/json' } : {}),
-        },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(TELNYX_REQUEST_TIMEOUT_MS),
+        authorization: `Bearer ${this.apiKey}`,
+        json: body,
+        timeoutMs: CARRIER_REQUEST_TIMEOUT_MS,
+        followRedirects: true,
       });
+      return { status: response.status, headers: response.headers, body: response.json };
     } catch (error) {
-      throw networkFailure(`Telnyx ${method} ${path}`, error);
+      throw carrierNetworkFailure(`Telnyx ${method} ${path}`, error);
     }
-    const text = await response.text();
-    let parsed: unknown = null;
-    if (text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = null;
-      }
-    }
-    return { status: response.status, headers: response.headers, body: parsed };
   }
-}
-
-const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
-
-/** Classifies a failed `fetch`: refused before sending means not processed; anything else is unknown. */
-export function networkFailure(what: string, error: unknown): Error {
-  const cause = (error as { cause?: { code?: string } }).cause;
-  const code = cause?.code ?? (error as { name?: string }).name ?? 'network_error';
-  if (NEVER_SENT.includes(code)) {
-    return new CarrierError(`${what}: carrier unreachable (${code})`, {
-      reason: 'carrier_unreachable',
-      permanent: false,
-      notProcessed: true,
-      carrierCode: code,
-    });
-  }
-  return new Error(`${what}: no answer (${code}); the carrier may or may not have acted on it`, { cause: error });
 }

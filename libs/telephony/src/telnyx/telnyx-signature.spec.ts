@@ -13,7 +13,7 @@ describe('Telnyx webhook signatures', () => {
   const nowSeconds = 1_760_000_000;
   const nowMs = nowSeconds * 1000;
 
-  function rejection(request: WebhookRequest, credentials: Record<string, unknown> | null = fake.credentials()): WebhookRejected {
+  function rejection(request: WebhookRequest, credentials: Record<string, unknown> | null = fake.credentials): WebhookRejected {
     try {
       provider.verifyWebhook(request, credentials, nowMs);
     } catch (error) {
@@ -54,13 +54,13 @@ describe('Telnyx webhook signatures', () => {
   it('accepts a webhook signed over "timestamp|body" with the account key', () => {
     const request = fake.signedRequest(URL, body, { timestampSeconds: nowSeconds });
 
-    expect(() => provider.verifyWebhook(request, fake.credentials(), nowMs)).not.toThrow();
+    expect(() => provider.verifyWebhook(request, fake.credentials, nowMs)).not.toThrow();
   });
 
   it('accepts a signature 4 minutes 59 seconds old', () => {
     const request = fake.signedRequest(URL, body, { timestampSeconds: nowSeconds - 299 });
 
-    expect(() => provider.verifyWebhook(request, fake.credentials(), nowMs)).not.toThrow();
+    expect(() => provider.verifyWebhook(request, fake.credentials, nowMs)).not.toThrow();
   });
 
   it('answers 401 when the signature header is missing', () => {

@@ -28,7 +28,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       organizationId: 7,
       to: '+14155550100',
       from: '+14155550199',
-      credentials: fake.credentials(),
+      credentials: fake.credentials,
       settings: {},
       maxCallDurationSeconds: 600,
       callbacks: callbackUrlsFor(PUBLIC_BASE, 'telnyx', 42),
@@ -38,7 +38,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
   }
 
   function reference(overrides: Partial<CallReference> = {}): CallReference {
-    return { runId: 42, organizationId: 7, providerCallId: null, credentials: fake.credentials(), settings: {}, ...overrides };
+    return { runId: 42, organizationId: 7, providerCallId: null, credentials: fake.credentials, settings: {}, ...overrides };
   }
 
   async function dialError(request: TelnyxPlaceCallRequest): Promise<unknown> {
@@ -140,7 +140,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       const base = await limited.start();
       try {
         const client = new TelnyxProvider({ carrierApiUrls: { telnyx: base } } as unknown as AppConfig);
-        const request = (runId: number) => ({ ...dialRequest({ runId }), credentials: limited.credentials() });
+        const request = (runId: number) => ({ ...dialRequest({ runId }), credentials: limited.credentials });
         await client.placeCall(request(1));
         await client.placeCall(request(2));
 
@@ -158,7 +158,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
     });
 
     it('a wrong API key is rejected by Telnyx with 401 and ends the run as unauthorized', async () => {
-      const error = await dialError(dialRequest({ credentials: { ...fake.credentials(), api_key: 'KEYWRONG' } }));
+      const error = await dialError(dialRequest({ credentials: { ...fake.credentials, api_key: 'KEYWRONG' } }));
 
       expect(error).toMatchObject({ reason: 'carrier_unauthorized', permanent: true, notProcessed: true });
     });
@@ -216,7 +216,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       await gone.stop();
       const client = new TelnyxProvider({ carrierApiUrls: { telnyx: base } } as unknown as AppConfig);
 
-      const error = await client.placeCall({ ...dialRequest(), credentials: gone.credentials() }).catch((e: unknown) => e);
+      const error = await client.placeCall({ ...dialRequest(), credentials: gone.credentials }).catch((e: unknown) => e);
 
       expect(error).toMatchObject({ reason: 'carrier_unreachable', notProcessed: true, permanent: false });
     });
@@ -224,7 +224,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
   describe('checkCredentials', () => {
     it('reads the Call Control application with the Bearer key, and answers ok', async () => {
-      expect(await provider.checkCredentials(fake.credentials())).toEqual({ ok: true });
+      expect(await provider.checkCredentials(fake.credentials)).toEqual({ ok: true });
 
       expect(fake.requests).toHaveLength(1);
       expect(fake.requests[0]).toMatchObject({ method: 'GET', path: `/v2/call_control_applications/${fake.connectionId}` });
@@ -232,13 +232,13 @@ describe('TelnyxProvider against the Telnyx fake', () => {
     });
 
     it('answers unauthorized for an API key Telnyx refuses (401)', async () => {
-      const check = await provider.checkCredentials({ ...fake.credentials(), api_key: 'KEYWRONG_0123456789' });
+      const check = await provider.checkCredentials({ ...fake.credentials, api_key: 'KEYWRONG_0123456789' });
 
       expect(check).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.stringContaining('401') });
     });
 
     it('answers connection_not_found when the key works but names no application of the account (404)', async () => {
-      const check = await provider.checkCredentials({ ...fake.credentials(), connection_id: '1999999999999999999' });
+      const check = await provider.checkCredentials({ ...fake.credentials, connection_id: '1999999999999999999' });
 
       expect(check).toMatchObject({ ok: false, reason: 'connection_not_found', message: expect.stringContaining('1999999999999999999') });
     });
@@ -250,13 +250,13 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
     it('throws when Telnyx cannot answer (5xx) or cannot be reached', async () => {
       fake.failNextApplicationRead('unavailable');
-      await expect(provider.checkCredentials(fake.credentials())).rejects.toThrow(/503/);
+      await expect(provider.checkCredentials(fake.credentials)).rejects.toThrow(/503/);
 
       const gone = new TelnyxFake();
       const base = await gone.start();
       await gone.stop();
       const client = new TelnyxProvider({ carrierApiUrls: { telnyx: base } } as unknown as AppConfig);
-      await expect(client.checkCredentials(gone.credentials())).rejects.toMatchObject({ reason: 'carrier_unreachable' });
+      await expect(client.checkCredentials(gone.credentials)).rejects.toMatchObject({ reason: 'carrier_unreachable' });
     });
   });
 
@@ -303,10 +303,10 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       try {
         const client = new TelnyxProvider({ carrierApiUrls: { telnyx: base } } as unknown as AppConfig);
         for (let runId = 1; runId <= 260; runId++) {
-          await client.placeCall({ ...dialRequest({ runId }), credentials: busy.credentials() });
+          await client.placeCall({ ...dialRequest({ runId }), credentials: busy.credentials });
         }
 
-        const lookup = await client.lookupCall({ ...reference({ runId: 260 }), credentials: busy.credentials() });
+        const lookup = await client.lookupCall({ ...reference({ runId: 260 }), credentials: busy.credentials });
 
         expect(lookup).toMatchObject({ kind: 'found', providerCallId: busy.callForRun(260)?.callControlId });
         expect(busy.requests.filter((r) => r.path.endsWith('/active_calls'))).toHaveLength(2);
@@ -396,7 +396,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
             rawBody: Buffer.concat(chunks),
           };
           try {
-            provider.verifyWebhook(webhook, fake.credentials(), Date.now());
+            provider.verifyWebhook(webhook, fake.credentials, Date.now());
           } catch (error) {
             const status = error instanceof WebhookRejected ? error.status : 500;
             received.push({ status });

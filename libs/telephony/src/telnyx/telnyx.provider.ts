@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob } from '@app/queue';
 import { CarrierError } from '../carrier-error';
+import { carrierNetworkFailure } from '../carrier-network-failure';
 import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
 import {
   CallArtifacts,
@@ -12,7 +13,7 @@ import {
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
-import { networkFailure, TelnyxApi } from './telnyx-api';
+import { TelnyxApi } from './telnyx-api';
 import { telnyxAnswerInstructions } from './telnyx-answer';
 import { telnyxClientState } from './telnyx-client-state';
 import { readTelnyxCredentials, telnyxCredentialProblems, TelnyxCredentials } from './telnyx-credentials';
@@ -172,7 +173,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     try {
       response = await fetch(url, { signal: AbortSignal.timeout(RECORDING_TIMEOUT_MS) });
     } catch (error) {
-      throw networkFailure('Telnyx recording download', error);
+      throw carrierNetworkFailure('Telnyx recording download', error);
     }
     if (!response.ok) {
       throw new Error(`Telnyx recording download answered ${response.status}${response.status === 403 ? ' (the link may have expired)' : ''}`);

@@ -1,6 +1,6 @@
+import { basicAuthorization, carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { TwilioCredentials } from './twilio-credentials';
 import { TwilioErrorBody } from './twilio-errors';
-import { twilioBasicAuthorization, twilioHttp, TwilioHttpResponse } from './twilio-http';
 import { TwilioCallResource } from './twilio-status';
 
 /** A non-2xx answer from Twilio's REST API. */
@@ -81,7 +81,7 @@ export class TwilioApi {
   async download(url: string, credentials: TwilioCredentials): Promise<{ contentType: string; body: Buffer }> {
     const target = new URL(url);
     if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`Not a recording URL: ${url}`);
-    const response = await twilioHttp(url, {
+    const response = await carrierHttp('Twilio', url, {
       method: 'GET',
       authorization: this.isTwilio(target) ? this.authorization(credentials) : undefined,
       timeoutMs: this.timeoutMs(),
@@ -92,7 +92,7 @@ export class TwilioApi {
   }
 
   private async send(method: string, path: string, credentials: TwilioCredentials, form?: URLSearchParams): Promise<unknown> {
-    const response = await twilioHttp(`${this.baseUrl.replace(/\/+$/, '')}${path}`, {
+    const response = await carrierHttp('Twilio', `${this.baseUrl.replace(/\/+$/, '')}${path}`, {
       method,
       authorization: this.authorization(credentials),
       form,
@@ -108,8 +108,8 @@ export class TwilioApi {
 
   private authorization(credentials: TwilioCredentials): string {
     return credentials.apiKey
-      ? twilioBasicAuthorization(credentials.apiKey.sid, credentials.apiKey.secret)
-      : twilioBasicAuthorization(credentials.accountSid, credentials.authToken);
+      ? basicAuthorization(credentials.apiKey.sid, credentials.apiKey.secret)
+      : basicAuthorization(credentials.accountSid, credentials.authToken);
   }
 
   private isTwilio(target: URL): boolean {
@@ -118,7 +118,7 @@ export class TwilioApi {
   }
 }
 
-function errorBody(response: TwilioHttpResponse): TwilioErrorBody | null {
+function errorBody(response: CarrierHttpResponse): TwilioErrorBody | null {
   const json = response.json;
   return json && typeof json === 'object' ? (json as TwilioErrorBody) : null;
 }

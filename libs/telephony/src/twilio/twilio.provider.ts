@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob } from '@app/queue';
-import { CarrierError } from '../carrier-error';
+import { CARRIER_REQUEST_TIMEOUT_MS, neverConnectedDialError, retryAfterMs } from '../carrier-http';
 import {
   AnswerContext,
   AnswerInstructions,
@@ -25,7 +25,6 @@ import { findDialedTwilioCall } from './twilio-call-search';
 import { readTwilioCredentials, TwilioCredentials, twilioCredentialProblems } from './twilio-credentials';
 import { twilioDialForm } from './twilio-dial';
 import { twilioDialError } from './twilio-errors';
-import { TWILIO_REQUEST_TIMEOUT_MS, TwilioRequestFailed, twilioRetryAfterMs } from './twilio-http';
 import { twilioSettingsProblems } from './twilio-settings';
 import { parseFormBody, TWILIO_SIGNATURE_HEADER, twilioSignatureMatches } from './twilio-signature';
 import { TwilioCallResource, twilioCallEvents, twilioRecordingEvents, twilioStatusEvents } from './twilio-status';
@@ -56,7 +55,7 @@ export type TwilioCredentialsCheck = { ok: true } | { ok: false; reason: string;
 export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'twilio';
   /** How long one REST request may take; tests shorten it. */
-  requestTimeoutMs = TWILIO_REQUEST_TIMEOUT_MS;
+  requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: TwilioApi;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
@@ -224,14 +223,6 @@ function requestFields(request: WebhookRequest): Array<[string, string]> {
 }
 
 function dialFailure(error: unknown): unknown {
-  if (error instanceof TwilioApiError) return twilioDialError(error.status, error.body, twilioRetryAfterMs(error.headers));
-  if (error instanceof TwilioRequestFailed && !error.reachedTwilio) {
-    return new CarrierError(`${error.message}; no connection was made, so no call was placed`, {
-      reason: 'carrier_unreachable',
-      permanent: false,
-      notProcessed: true,
-    });
-  }
-  // A timeout or a reset: Twilio may have placed the call. The dialer asks before dialing again.
-  return error;
+  if (error instanceof TwilioApiError) return twilioDialError(error.status, error.body, retryAfterMs(error.headers));
+  return neverConnectedDialError(error) ?? error;
 }

@@ -1,9 +1,8 @@
-import { CarrierError } from '../carrier-error';
+import { CARRIER_REQUEST_TIMEOUT_MS, carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { carrierNetworkFailure } from '../carrier-network-failure';
 import { VonageCredentials } from './vonage-credentials';
 import { signVonageApplicationJwt } from './vonage-jwt';
 
-/** How long one Vonage REST request may take before we give up on its answer. */
-export const VONAGE_REQUEST_TIMEOUT_MS = 15_000;
 const DOWNLOAD_TIMEOUT_MS = 60_000;
 
 export interface VonageResponse {
@@ -26,54 +25,27 @@ export class VonageApi {
   ) {}
 
   async request(method: 'GET' | 'POST' | 'PUT', path: string, body?: Record<string, unknown>): Promise<VonageResponse> {
-    const response = await this.send(`${this.baseUrl.replace(/\/+$/, '')}${path}`, method, body, VONAGE_REQUEST_TIMEOUT_MS);
-    const text = await response.text();
-    let parsed: unknown = null;
-    if (text) {
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = null;
-      }
-    }
-    return { status: response.status, headers: response.headers, body: parsed };
+    const response = await this.send(`${this.baseUrl.replace(/\/+$/, '')}${path}`, method, body, CARRIER_REQUEST_TIMEOUT_MS);
+    return { status: response.status, headers: response.headers, body: response.json };
   }
 
   /** GETs a file (a recording) with the application JWT. */
   async download(url: string): Promise<{ status: number; contentType: string | null; body: Buffer }> {
     const response = await this.send(url, 'GET', undefined, DOWNLOAD_TIMEOUT_MS);
-    return { status: response.status, contentType: response.headers.get('content-type'), body: Buffer.from(await response.arrayBuffer()) };
+    return { status: response.status, contentType: response.headers.get('content-type'), body: response.bytes };
   }
 
-  private async send(url: string, method: string, body: Record<string, unknown> | undefined, timeoutMs: number): Promise<Response> {
+  private async send(url: string, method: string, body: Record<string, unknown> | undefined, timeoutMs: number): Promise<CarrierHttpResponse> {
     try {
-      return await fetch(url, {
+      return await carrierHttp('Vonage', url, {
         method,
-        headers: {
-          authorization: `Bearer ${signVonageApplicationJwt(this.credentials.applicationId, this.credentials.privateKey)}`,
-          accept: 'application/json',
-          ...(body ? { 'content-type': 'application/json' } : {}),
-        },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(timeoutMs),
+        authorization: `Bearer ${signVonageApplicationJwt(this.credentials.applicationId, this.credentials.privateKey)}`,
+        json: body,
+        timeoutMs,
+        followRedirects: true,
       });
     } catch (error) {
-      throw networkFailure(`Vonage ${method} ${new URL(url).pathname}`, error);
+      throw carrierNetworkFailure(`Vonage ${method} ${new URL(url).pathname}`, error);
     }
   }
-}
-
-const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
-
-function networkFailure(what: string, error: unknown): Error {
-  const code = (error as { cause?: { code?: string } }).cause?.code ?? (error as { name?: string }).name ?? 'network_error';
-  if (NEVER_SENT.includes(code)) {
-    return new CarrierError(`${what}: carrier unreachable (${code})`, {
-      reason: 'carrier_unreachable',
-      permanent: false,
-      notProcessed: true,
-      carrierCode: code,
-    });
-  }
-  return new Error(`${what}: no answer (${code}); the carrier may or may not have acted on it`, { cause: error });
 }

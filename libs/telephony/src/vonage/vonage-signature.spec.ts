@@ -25,7 +25,7 @@ describe('Vonage JWTs', () => {
 
   it('signs the API JWT RS256 with application_id, iat, jti and a short exp', () => {
     const fake = new VonageFake();
-    const credentials = readVonageCredentials(fake.credentials())!;
+    const credentials = readVonageCredentials(fake.credentials)!;
 
     const token = signVonageApplicationJwt(credentials.applicationId, credentials.privateKey, 1_760_000_000_000);
 
@@ -43,7 +43,7 @@ describe('Vonage webhook signatures', () => {
   const nowSeconds = 1_760_000_000;
   const nowMs = nowSeconds * 1000;
 
-  function rejection(request: WebhookRequest, credentials: Record<string, unknown> | null = fake.credentials()): WebhookRejected {
+  function rejection(request: WebhookRequest, credentials: Record<string, unknown> | null = fake.credentials): WebhookRejected {
     try {
       provider.verifyWebhook(request, credentials, nowMs);
     } catch (error) {
@@ -67,12 +67,12 @@ describe('Vonage webhook signatures', () => {
   it('accepts a webhook whose JWT is signed with the signature secret and whose payload_hash matches', () => {
     const request = fake.signedRequest(URL, body, { iatSeconds: nowSeconds });
 
-    expect(() => provider.verifyWebhook(request, fake.credentials(), nowMs)).not.toThrow();
+    expect(() => provider.verifyWebhook(request, fake.credentials, nowMs)).not.toThrow();
     expect(claimsOf(request)).toMatchObject({ iss: 'Vonage', api_key: fake.apiKey, application_id: fake.applicationId });
   });
 
   it('accepts a JWT issued 4 minutes 59 seconds ago', () => {
-    expect(() => provider.verifyWebhook(fake.signedRequest(URL, body, { iatSeconds: nowSeconds - 299 }), fake.credentials(), nowMs)).not.toThrow();
+    expect(() => provider.verifyWebhook(fake.signedRequest(URL, body, { iatSeconds: nowSeconds - 299 }), fake.credentials, nowMs)).not.toThrow();
   });
 
   it('answers 401 when there is no Authorization header, or it is not a Bearer token', () => {

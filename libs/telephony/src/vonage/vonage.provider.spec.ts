@@ -76,7 +76,7 @@ describe('VonageProvider against the Vonage fake', () => {
   let settings: Record<string, unknown> = {};
   const receiver = new Receiver(
     () => provider,
-    () => fake.credentials(),
+    () => fake.credentials,
     () => settings,
   );
 
@@ -101,7 +101,7 @@ describe('VonageProvider against the Vonage fake', () => {
       organizationId: 7,
       to: '+447700900000',
       from: '+447700900001',
-      credentials: fake.credentials(),
+      credentials: fake.credentials,
       settings,
       maxCallDurationSeconds: 600,
       callbacks: callbackUrlsFor(receiver.base, 'vonage', 42),
@@ -110,7 +110,7 @@ describe('VonageProvider against the Vonage fake', () => {
   }
 
   function reference(overrides: Partial<CallReference> = {}): CallReference {
-    return { runId: 42, organizationId: 7, providerCallId: null, credentials: fake.credentials(), settings: {}, ...overrides };
+    return { runId: 42, organizationId: 7, providerCallId: null, credentials: fake.credentials, settings: {}, ...overrides };
   }
 
   async function dialError(request: PlaceCallRequest, client = provider): Promise<unknown> {
@@ -179,7 +179,7 @@ describe('VonageProvider against the Vonage fake', () => {
     });
 
     it('refuses unusable credentials before sending anything', async () => {
-      const error = await dialError(dialRequest({ credentials: { ...fake.credentials(), private_key: 'not a key' } }));
+      const error = await dialError(dialRequest({ credentials: { ...fake.credentials, private_key: 'not a key' } }));
 
       expect(error).toMatchObject({ reason: 'credentials_invalid', permanent: true });
       expect(fake.requests).toHaveLength(0);
@@ -202,7 +202,7 @@ describe('VonageProvider against the Vonage fake', () => {
       const base = await strict.start();
       try {
         const client = new VonageProvider({ carrierApiUrls: { vonage: base }, publicBaseUrl: receiver.base } as unknown as AppConfig);
-        const request = { ...dialRequest(), credentials: strict.credentials() };
+        const request = { ...dialRequest(), credentials: strict.credentials };
         const results = await Promise.allSettled([1, 2, 3, 4].map(() => client.placeCall(request)));
 
         expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(3);
@@ -223,7 +223,7 @@ describe('VonageProvider against the Vonage fake', () => {
     it("a JWT signed with another application's key is refused by Vonage as unauthorized", async () => {
       const other = new VonageFake();
 
-      const error = await dialError(dialRequest({ credentials: { ...fake.credentials(), private_key: other.privateKeyPem } }));
+      const error = await dialError(dialRequest({ credentials: { ...fake.credentials, private_key: other.privateKeyPem } }));
 
       expect(error).toMatchObject({ reason: 'carrier_unauthorized', permanent: true, notProcessed: true });
       expect(fake.calls.size).toBe(0);
@@ -276,7 +276,7 @@ describe('VonageProvider against the Vonage fake', () => {
       await gone.stop();
       const client = new VonageProvider({ carrierApiUrls: { vonage: base }, publicBaseUrl: receiver.base } as unknown as AppConfig);
 
-      expect(await dialError({ ...dialRequest(), credentials: gone.credentials() }, client)).toMatchObject({
+      expect(await dialError({ ...dialRequest(), credentials: gone.credentials }, client)).toMatchObject({
         reason: 'carrier_unreachable',
         notProcessed: true,
       });
@@ -285,7 +285,7 @@ describe('VonageProvider against the Vonage fake', () => {
 
   describe('checkCredentials', () => {
     it('lists one call with the application JWT, and answers ok', async () => {
-      expect(await provider.checkCredentials(fake.credentials())).toEqual({ ok: true });
+      expect(await provider.checkCredentials(fake.credentials)).toEqual({ ok: true });
 
       expect(fake.requests).toHaveLength(1);
       expect(fake.requests[0]).toMatchObject({ method: 'GET', path: '/v1/calls', query: { page_size: '1' } });
@@ -295,7 +295,7 @@ describe('VonageProvider against the Vonage fake', () => {
     it("answers unauthorized for a JWT signed with another application's key (401)", async () => {
       const other = new VonageFake();
 
-      const check = await provider.checkCredentials({ ...fake.credentials(), private_key: other.privateKeyPem });
+      const check = await provider.checkCredentials({ ...fake.credentials, private_key: other.privateKeyPem });
 
       expect(check).toMatchObject({ ok: false, reason: 'unauthorized', message: expect.stringContaining('401') });
     });
@@ -308,18 +308,18 @@ describe('VonageProvider against the Vonage fake', () => {
     it('does not take a 404 (nothing a working account gets, e.g. a wrong API base) for refused credentials', async () => {
       const misrouted = new VonageProvider({ carrierApiUrls: { vonage: `${fake.url}/elsewhere` }, publicBaseUrl: receiver.base } as unknown as AppConfig);
 
-      await expect(misrouted.checkCredentials(fake.credentials())).rejects.toThrow(/404/);
+      await expect(misrouted.checkCredentials(fake.credentials)).rejects.toThrow(/404/);
     });
 
     it('throws when Vonage cannot answer (5xx) or cannot be reached', async () => {
       fake.failNextCallListing('server_error');
-      await expect(provider.checkCredentials(fake.credentials())).rejects.toThrow(/500/);
+      await expect(provider.checkCredentials(fake.credentials)).rejects.toThrow(/500/);
 
       const gone = new VonageFake();
       const base = await gone.start();
       await gone.stop();
       const client = new VonageProvider({ carrierApiUrls: { vonage: base }, publicBaseUrl: receiver.base } as unknown as AppConfig);
-      await expect(client.checkCredentials(gone.credentials())).rejects.toMatchObject({ reason: 'carrier_unreachable' });
+      await expect(client.checkCredentials(gone.credentials)).rejects.toMatchObject({ reason: 'carrier_unreachable' });
     });
   });
 
@@ -354,7 +354,7 @@ describe('VonageProvider against the Vonage fake', () => {
       expect(completed.events[0]).toMatchObject({ durationSeconds: expect.any(Number), cost: { amount: 0.0045, currency: 'EUR' } });
       expect(receiver.received[4].parsed.events[0].recordingUrl).toBe(recording.recordingUrl);
 
-      const file = await provider.fetchRecording(recording.recordingUrl, fake.credentials());
+      const file = await provider.fetchRecording(recording.recordingUrl, fake.credentials);
       expect(file).toEqual({ contentType: 'audio/wav', body: Buffer.from('RIFF-recording') });
       expect(fake.requests.at(-1)?.jwtClaims?.application_id).toBe(fake.applicationId);
     });
@@ -427,13 +427,13 @@ describe('VonageProvider against the Vonage fake', () => {
 
   describe('recordings and artifacts', () => {
     it('never sends the application JWT to a host that is not Vonage', async () => {
-      await expect(provider.fetchRecording('https://evil.example.com/v1/files/x', fake.credentials())).rejects.toThrow(/Refusing/);
-      await expect(provider.fetchRecording('http://api.nexmo.com/v1/files/x', fake.credentials())).rejects.toThrow(/Refusing/);
+      await expect(provider.fetchRecording('https://evil.example.com/v1/files/x', fake.credentials)).rejects.toThrow(/Refusing/);
+      await expect(provider.fetchRecording('http://api.nexmo.com/v1/files/x', fake.credentials)).rejects.toThrow(/Refusing/);
       expect(fake.requests).toHaveLength(0);
     });
 
     it('says so when Vonage has no such recording', async () => {
-      await expect(provider.fetchRecording(`${fake.url}/v1/files/nope`, fake.credentials())).rejects.toThrow(/404/);
+      await expect(provider.fetchRecording(`${fake.url}/v1/files/nope`, fake.credentials)).rejects.toThrow(/404/);
     });
 
     it('leaves transcripts to the agent runtime and recordings to fetchRecording', async () => {

@@ -1,0 +1,121 @@
+import { CarrierError } from './carrier-error';
+
+/** Requests to a carrier's API give up after this long; the outcome of a dial is then unknown. */
+export const CARRIER_REQUEST_TIMEOUT_MS = 15_000;
+
+export interface CarrierHttpRequest {
+  method: string;
+  /** The whole Authorization header: each carrier builds its own (Basic, Bearer, a signed JWT). */
+  authorization?: string;
+  /** Sent as JSON (Plivo, Telnyx, Vonage). */
+  json?: unknown;
+  /** Sent as `application/x-www-form-urlencoded` (Twilio). */
+  form?: URLSearchParams;
+  timeoutMs: number;
+  /** Off for API calls, which never redirect; on for recordings, which do (to storage). */
+  followRedirects?: boolean;
+}
+
+export interface CarrierHttpResponse {
+  status: number;
+  headers: Headers;
+  /** The parsed JSON body, or null when the body was empty or not JSON. */
+  json: unknown;
+  bytes: Buffer;
+}
+
+/**
+ * A request that got no HTTP answer. `reachedCarrier` is false only when the
+ * connection was never made (refused, unknown host), so the carrier cannot
+ * have acted on it; after a timeout or a reset it may have. Each carrier
+ * turns this into its own classification.
+ */
+export class CarrierRequestFailed extends Error {
+  constructor(
+    message: string,
+    readonly reachedCarrier: boolean,
+    options: { cause: unknown },
+  ) {
+    super(message, options);
+    this.name = 'CarrierRequestFailed';
+  }
+}
+
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * One request to a carrier: JSON accepted, a timeout on every request, the
+ * body read whole. `carrier` names it in the failure message.
+ */
+export async function carrierHttp(carrier: string, url: string, init: CarrierHttpRequest): Promise<CarrierHttpResponse> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (init.authorization) headers.authorization = init.authorization;
+  if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
+  else if (init.json !== undefined) headers['content-type'] = 'application/json';
+  let response: Response;
+  let bytes: Buffer;
+  try {
+    response = await fetch(url, {
+      method: init.method,
+      headers,
+      body: init.form ? init.form.toString() : init.json !== undefined ? JSON.stringify(init.json) : undefined,
+      signal: AbortSignal.timeout(init.timeoutMs),
+      // fetch drops the auth header when a redirect leaves the origin.
+      redirect: init.followRedirects ? 'follow' : 'manual',
+    });
+    bytes = Buffer.from(await response.arrayBuffer());
+  } catch (error) {
+    const code = socketErrorCode(error);
+    const timedOut = (error as Error)?.name === 'TimeoutError';
+    const what = timedOut ? `no answer within ${init.timeoutMs} ms` : code ?? (error as Error)?.message ?? String(error);
+    throw new CarrierRequestFailed(`${carrier} request ${init.method} ${new URL(url).pathname} failed: ${what}`, !(code && NEVER_CONNECTED.has(code)), {
+      cause: error,
+    });
+  }
+  return { status: response.status, headers: response.headers, json: parseJson(bytes), bytes };
+}
+
+export function basicAuthorization(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
+}
+
+/** Retry-After as milliseconds (seconds or an HTTP date), when the answer carried one. */
+export function retryAfterMs(headers: Headers, nowMs = Date.now()): number | undefined {
+  const value = headers.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+function parseJson(bytes: Buffer): unknown {
+  if (bytes.length === 0) return null;
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+function socketErrorCode(error: unknown): string | undefined {
+  // undici wraps the socket error: TypeError('fetch failed', { cause }), the cause sometimes an AggregateError.
+  const cause = (error as { cause?: unknown })?.cause as { code?: unknown; errors?: Array<{ code?: unknown }> } | undefined;
+  if (typeof cause?.code === 'string') return cause.code;
+  const nested = cause?.errors?.find((inner) => typeof inner?.code === 'string');
+  return nested ? (nested.code as string) : undefined;
+}
+
+/**
+ * A dial whose request never connected is a `CarrierError` that says no call
+ * was placed; null for any other error (a timeout or a reset: the carrier may
+ * have placed the call, and the dialer asks before dialing again).
+ */
+export function neverConnectedDialError(error: unknown): CarrierError | null {
+  if (!(error instanceof CarrierRequestFailed) || error.reachedCarrier) return null;
+  return new CarrierError(`${error.message}; no connection was made, so no call was placed`, {
+    reason: 'carrier_unreachable',
+    permanent: false,
+    notProcessed: true,
+  });
+}
