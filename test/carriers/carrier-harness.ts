@@ -1,5 +1,5 @@
 import { LoopbackHttpFake } from '../fakes/loopback-http-fake';
-import { agentGraph, createOrganization, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { agentGraph, createOrganization, seedStrandedDialingRun, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
@@ -7,7 +7,20 @@ import { waitFor } from '../support/wait-for';
 export const CALLEE = '+14155550100';
 export const FROM = '+15005550006';
 
-export interface CarrierHarness {
+/** The turns every carrier test's agent reports: the greeting and the callee's answer. */
+export const AGENT_TURNS = [
+  { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
+  { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
+];
+
+/** Our webhook URLs for one run, spelled out as the carrier must be told them. */
+export interface RunCallbacks {
+  answerUrl: string;
+  statusUrl: string;
+  recordingUrl: string;
+}
+
+export interface CarrierHarness<Call> {
   readonly apps: TestApps;
   readonly org: TestOrganization;
   readonly workflow: SeededWorkflow;
@@ -18,6 +31,23 @@ export interface CarrierHarness {
   runPath(runId: number): string;
   readRun(runId: number): Promise<any>;
   runReaches(runId: number, done: (run: any) => boolean, what: string): Promise<any>;
+  /** The call the fake placed for a run, once the dialer has asked for it. */
+  callFor(runId: number): Promise<Call>;
+  /** `/api/v1/telephony/{provider}/{answer|status|recording}/{run_id}` under the API's base URL. */
+  callbacks(runId: number): RunCallbacks;
+  /**
+   * Plays the agent runtime on an answered call: reads the session the token
+   * opens (it must name the run, the agent's opening and the call), reports
+   * `AGENT_TURNS` as the transcript, and ends the session.
+   */
+  playAgent(runId: number, token: string, providerCallId: string): Promise<void>;
+  /** A run left in `dialing` by a dialer that died after dialing `to` (from `FROM`) through a configuration; answers its id. */
+  strandedDialingRun(configId: number, to: string, dialedSecondsAgo: number): Promise<number>;
+}
+
+/** The names of a run's log events, in order. */
+export function eventsOf(run: any): string[] {
+  return run.logs.events.map((event: { event: string }) => event.event);
 }
 
 /**
@@ -26,8 +56,15 @@ export interface CarrierHarness {
  * through `apiUrlEnv`, an organization and a published workflow; all
  * stopped afterwards.
  */
-export function useCarrierHarness(options: { fake: LoopbackHttpFake; provider: string; name: string; apiUrlEnv: string }): CarrierHarness {
-  const { fake, provider, name, apiUrlEnv } = options;
+export function useCarrierHarness<Call>(options: {
+  fake: LoopbackHttpFake;
+  provider: string;
+  name: string;
+  apiUrlEnv: string;
+  /** The fake's call for a run, if it placed one yet. */
+  findCall: (runId: number) => Call | undefined;
+}): CarrierHarness<Call> {
+  const { fake, provider, name, apiUrlEnv, findCall } = options;
   let apps: TestApps;
   let org: TestOrganization;
   let workflow: SeededWorkflow;
@@ -83,5 +120,35 @@ export function useCarrierHarness(options: { fake: LoopbackHttpFake; provider: s
         const run = await readRun(runId);
         return done(run) ? run : undefined;
       }, { what, timeoutMs: 12000 }),
+    callFor: (runId) => waitFor(async () => findCall(runId), { what: `${name} to be asked to dial run ${runId}` }),
+    callbacks(runId) {
+      const base = `${apps.baseUrl}/api/v1/telephony/${provider}`;
+      return { answerUrl: `${base}/answer/${runId}`, statusUrl: `${base}/status/${runId}`, recordingUrl: `${base}/recording/${runId}` };
+    },
+    async playAgent(runId, token, providerCallId) {
+      const session = `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
+      const agent = await apps.client.get(session);
+      expect(agent.status).toBe(200);
+      expect(agent.body).toMatchObject({
+        run_id: runId,
+        agent: { opening: 'Hello Ada!' },
+        call: { to: CALLEE, from: FROM, provider, provider_call_id: providerCallId },
+        initial_context: { name: 'Ada' },
+      });
+      const reported = await apps.client.post(`${session}/events`, {
+        events: [...AGENT_TURNS.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
+      });
+      expect(reported.status).toBe(200);
+    },
+    strandedDialingRun: (configId, to, dialedSecondsAgo) =>
+      seedStrandedDialingRun(apps.dataSource, {
+        organizationId: org.organizationId,
+        workflow,
+        telephonyConfigurationId: configId,
+        provider,
+        to,
+        from: FROM,
+        dialedSecondsAgo,
+      }),
   };
 }

@@ -1,29 +1,31 @@
-import { callbackUrlsFor } from '@app/telephony';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
-import { seedStrandedDialingRun, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
+import { AGENT_TURNS, CALLEE, eventsOf, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Plivo', () => {
   const fake = new PlivoFake();
-  const carrier = useCarrierHarness({ fake, provider: 'plivo', name: 'Plivo', apiUrlEnv: 'PLIVO_API_URL' });
-  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
+  const carrier = useCarrierHarness({
+    fake,
+    provider: 'plivo',
+    name: 'Plivo',
+    apiUrlEnv: 'PLIVO_API_URL',
+    findCall: (runId) => [...fake.calls.values()].find((call) => ofRun(runId)(call.answerUrl)),
+  });
+  const { callbacks, callFor, createConfiguration, playAgent, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
-  let workflow: SeededWorkflow;
   let recordedConfigId: number;
   let machineConfigId: number;
 
   beforeAll(async () => {
-    ({ apps, org, workflow } = carrier);
+    ({ apps, org } = carrier);
     recordedConfigId = await createConfiguration({ record: true });
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
   });
 
   const ofRun = (runId: number) => (url: string | null | undefined) => Boolean(url?.endsWith(`/answer/${runId}`));
-  const callFor = (runId: number): Promise<FakePlivoCall> =>
-    waitFor(async () => [...fake.calls.values()].find((call) => ofRun(runId)(call.answerUrl)), { what: `Plivo to be asked to dial run ${runId}` });
   const dialsFor = (runId: number) => fake.dialRequests().filter((request) => ofRun(runId)((request.json as { answer_url?: string } | null)?.answer_url));
   const basic = () => `Basic ${Buffer.from(`${PlivoFake.AUTH_ID}:${PlivoFake.AUTH_TOKEN}`).toString('base64')}`;
 
@@ -67,13 +69,13 @@ describe('placing calls through Plivo', () => {
     const [dial] = dialsFor(runId);
     expect(dial.headers.authorization).toBe(basic());
     expect(dial.path).toBe(`/v1/Account/${PlivoFake.AUTH_ID}/Call/`);
-    const callbacks = `${apps.baseUrl}/api/v1/telephony/plivo`;
+    const urls = callbacks(runId);
     expect(dial.json).toMatchObject({
       from: FROM.slice(1),
       to: CALLEE.slice(1),
-      answer_url: `${callbacks}/answer/${runId}`,
-      ring_url: `${callbacks}/status/${runId}`,
-      hangup_url: `${callbacks}/status/${runId}`,
+      answer_url: urls.answerUrl,
+      ring_url: urls.statusUrl,
+      hangup_url: urls.statusUrl,
     });
 
     expect((await fake.ring(call.requestUuid))?.status).toBe(200);
@@ -81,7 +83,7 @@ describe('placing calls through Plivo', () => {
     const answer = await fake.answer(call.requestUuid);
     expect(answer.status).toBe(200);
     expect(answer.body).toContain('<Record recordSession="true"');
-    expect(call.recordCallbackUrl).toBe(`${callbacks}/recording/${runId}`);
+    expect(call.recordCallbackUrl).toBe(urls.recordingUrl);
     const stream = /<Stream [^>]*>([^<]+)<\/Stream>/.exec(answer.body)?.[1].replace(/&amp;/g, '&');
     expect(stream?.startsWith('ws://127.0.0.1:8090/media?')).toBe(true);
     // A bidirectional mu-law 8 kHz stream, as Twilio's and Telnyx's.
@@ -90,23 +92,7 @@ describe('placing calls through Plivo', () => {
     expect(token).toBeTruthy();
     await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
 
-    const session = `/api/v1/agent-sessions/${encodeURIComponent(token!)}`;
-    const agent = await apps.client.get(session);
-    expect(agent.status).toBe(200);
-    expect(agent.body).toMatchObject({
-      run_id: runId,
-      agent: { opening: 'Hello Ada!' },
-      call: { to: CALLEE, from: FROM, provider: 'plivo', provider_call_id: call.requestUuid },
-      initial_context: { name: 'Ada' },
-    });
-    const turns = [
-      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
-      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
-    ];
-    const reported = await apps.client.post(`${session}/events`, {
-      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
-    });
-    expect(reported.status).toBe(200);
+    await playAgent(runId, token!, call.requestUuid);
 
     expect((await fake.complete(call.requestUuid, { durationSeconds: 37, totalCost: '0.01020' }))?.status).toBe(200);
     await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
@@ -116,7 +102,7 @@ describe('placing calls through Plivo', () => {
     expect(run).toMatchObject({ status: 'completed', duration_seconds: 37 });
     expect(run.cost_info).toMatchObject({ total_cost: 0.0102, currency: 'USD' });
     const transcript = await apps.client.get(run.transcript_url);
-    expect(transcript.body.turns).toEqual(turns);
+    expect(transcript.body.turns).toEqual(AGENT_TURNS);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
     const recording = await fetch(run.recording_url);
     expect(recording.status).toBe(200);
@@ -133,7 +119,7 @@ describe('placing calls through Plivo', () => {
     beforeAll(async () => {
       runId = await trigger(recordedConfigId);
       call = await callFor(runId);
-      statusUrl = `${apps.baseUrl}/api/v1/telephony/plivo/status/${runId}`;
+      ({ statusUrl } = callbacks(runId));
       await fake.ring(call.requestUuid);
       await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
     });
@@ -190,7 +176,7 @@ describe('placing calls through Plivo', () => {
     const runId = await trigger(machineConfigId, '+14155550179');
     const call = await callFor(runId);
     // Plivo's own detection ends a call a machine answered.
-    expect(dialsFor(runId)[0].json).toMatchObject({ machine_detection: 'hangup', machine_detection_url: `${apps.baseUrl}/api/v1/telephony/plivo/status/${runId}` });
+    expect(dialsFor(runId)[0].json).toMatchObject({ machine_detection: 'hangup', machine_detection_url: callbacks(runId).statusUrl });
     await fake.ring(call.requestUuid);
     await fake.answer(call.requestUuid);
     expect((await fake.detectMachine(call.requestUuid, true)).status).toBe(200);
@@ -217,37 +203,27 @@ describe('placing calls through Plivo', () => {
 
   describe('a dial whose answer was lost, so the request UUID was never learned', () => {
     const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => ofRun(runId)(placed.answerUrl));
-    const eventsOf = (run: any): string[] => run.logs.events.map((event: { event: string }) => event.event);
 
     afterEach(() => {
       fake.queueCalls = false;
     });
 
-    const strandedDialingRun = (to: string, dialedSecondsAgo: number) =>
-      seedStrandedDialingRun(apps.dataSource, {
-        organizationId: org.organizationId,
-        workflow,
-        telephonyConfigurationId: recordedConfigId,
-        provider: 'plivo',
-        to,
-        from: FROM,
-        dialedSecondsAgo,
-      });
+    const strandedDialingRun = (to: string, dialedSecondsAgo: number) => carrier.strandedDialingRun(recordedConfigId, to, dialedSecondsAgo);
 
     /** The dial request that dialer sent, as Plivo received it. */
     async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {
-      const callbacks = callbackUrlsFor(apps.baseUrl, 'plivo', runId);
+      const urls = callbacks(runId);
       const response = await fetch(`${fake.url}/v1/Account/${PlivoFake.AUTH_ID}/Call/`, {
         method: 'POST',
         headers: { authorization: basic(), 'content-type': 'application/json' },
         body: JSON.stringify({
           from: FROM.slice(1),
           to: to.slice(1),
-          answer_url: callbacks.answerUrl,
+          answer_url: urls.answerUrl,
           answer_method: 'POST',
-          ring_url: callbacks.statusUrl,
+          ring_url: urls.statusUrl,
           ring_method: 'POST',
-          hangup_url: callbacks.statusUrl,
+          hangup_url: urls.statusUrl,
           hangup_method: 'POST',
         }),
       });

@@ -1,13 +1,20 @@
-import { silentWav, TelnyxFake, TelnyxFakeCall } from '../fakes/telnyx-fake';
+import { silentWav } from '../fakes/silent-wav';
+import { TelnyxFake, TelnyxFakeCall } from '../fakes/telnyx-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
+import { AGENT_TURNS, CALLEE, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Telnyx', () => {
   const fake = new TelnyxFake();
-  const carrier = useCarrierHarness({ fake, provider: 'telnyx', name: 'Telnyx', apiUrlEnv: 'TELNYX_API_URL' });
-  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
+  const carrier = useCarrierHarness({
+    fake,
+    provider: 'telnyx',
+    name: 'Telnyx',
+    apiUrlEnv: 'TELNYX_API_URL',
+    findCall: (runId) => fake.callForRun(runId),
+  });
+  const { callbacks, callFor, createConfiguration, playAgent, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
   let recordedConfigId: number;
@@ -19,8 +26,6 @@ describe('placing calls through Telnyx', () => {
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
   });
 
-  const callFor = (runId: number): Promise<TelnyxFakeCall> =>
-    waitFor(async () => fake.callForRun(runId), { what: `Telnyx to be asked to dial run ${runId}` });
   const dialsFor = (runId: number) =>
     fake.dialRequests().filter((request) => (request.body as { webhook_url?: string } | null)?.webhook_url?.endsWith(`/status/${runId}`));
 
@@ -74,7 +79,7 @@ describe('placing calls through Telnyx', () => {
       connection_id: fake.connectionId,
       to: CALLEE,
       from: FROM,
-      webhook_url: `${apps.baseUrl}/api/v1/telephony/telnyx/status/${runId}`,
+      webhook_url: callbacks(runId).statusUrl,
       client_state: Buffer.from(String(runId)).toString('base64'),
       record: 'record-from-answer',
       // The agent runtime gets mu-law 8 kHz whatever codec the call negotiated, and sends the same back.
@@ -96,23 +101,7 @@ describe('placing calls through Telnyx', () => {
     expect((await fake.sendEvent(call.webhookUrl!, fake.callEvent(call.callControlId, 'call.answered', {}, answeredAt))).status).toBe(200);
     await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
 
-    const session = `/api/v1/agent-sessions/${encodeURIComponent(token!)}`;
-    const agent = await apps.client.get(session);
-    expect(agent.status).toBe(200);
-    expect(agent.body).toMatchObject({
-      run_id: runId,
-      agent: { opening: 'Hello Ada!' },
-      call: { to: CALLEE, from: FROM, provider: 'telnyx', provider_call_id: call.callControlId },
-      initial_context: { name: 'Ada' },
-    });
-    const turns = [
-      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
-      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
-    ];
-    const reported = await apps.client.post(`${session}/events`, {
-      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
-    });
-    expect(reported.status).toBe(200);
+    await playAgent(runId, token!, call.callControlId);
 
     expect((await fake.sendCallEvent(call.callControlId, 'call.hangup')).status).toBe(200);
     // Until Telnyx bills the call, its duration is the time from answer to hang-up.
@@ -132,7 +121,7 @@ describe('placing calls through Telnyx', () => {
     expect(run.duration_seconds).toBe(60);
     expect(run.cost_info).toMatchObject({ total_cost: 0.0125, currency: 'USD', call_duration_seconds: 60 });
     const transcript = await apps.client.get(run.transcript_url);
-    expect(transcript.body.turns).toEqual(turns);
+    expect(transcript.body.turns).toEqual(AGENT_TURNS);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
     const recording = await fetch(run.recording_url);
     expect(recording.status).toBe(200);

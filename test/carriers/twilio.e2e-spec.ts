@@ -1,31 +1,31 @@
-import { callbackUrlsFor } from '@app/telephony';
 import { TwilioFake } from '../fakes/twilio-fake';
-import { seedStrandedDialingRun, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
+import { AGENT_TURNS, CALLEE, eventsOf, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Twilio', () => {
   const fake = new TwilioFake();
-  const carrier = useCarrierHarness({ fake, provider: 'twilio', name: 'Twilio', apiUrlEnv: 'TWILIO_API_URL' });
-  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
+  const carrier = useCarrierHarness({
+    fake,
+    provider: 'twilio',
+    name: 'Twilio',
+    apiUrlEnv: 'TWILIO_API_URL',
+    // Found by the run's callback URL.
+    findCall: (runId) => [...fake.calls.values()].find((call) => call.statusCallback?.endsWith(`/status/${runId}`)),
+  });
+  const { callbacks, callFor, createConfiguration, playAgent, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
-  let workflow: SeededWorkflow;
   let recordedConfigId: number;
   let machineConfigId: number;
 
   beforeAll(async () => {
-    ({ apps, org, workflow } = carrier);
+    ({ apps, org } = carrier);
     recordedConfigId = await createConfiguration({ record: true });
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
   });
 
-  /** The call the fake placed for a run, found by the run's callback URL. */
-  const callFor = (runId: number) =>
-    waitFor(async () => [...fake.calls.values()].find((call) => call.statusCallback?.endsWith(`/status/${runId}`)), {
-      what: `Twilio to be asked to dial run ${runId}`,
-    });
   const dialsFor = (runId: number) => fake.dialRequests().filter((request) => request.fields.StatusCallback?.endsWith(`/status/${runId}`));
 
   it('places the call, hands it to the agent runtime, and completes the run with Twilio duration, price and recording', async () => {
@@ -37,14 +37,14 @@ describe('placing calls through Twilio', () => {
     expect(dial.headers.authorization).toBe(`Basic ${basic}`);
     expect(dial.headers['content-type']).toMatch(/^application\/x-www-form-urlencoded/);
     expect(dial.path).toBe(`/2010-04-01/Accounts/${fake.accountSid}/Calls.json`);
-    const callbacks = `${apps.baseUrl}/api/v1/telephony/twilio`;
+    const urls = callbacks(runId);
     expect(dial.fields).toMatchObject({
       To: CALLEE,
       From: FROM,
-      Url: `${callbacks}/answer/${runId}`,
-      StatusCallback: `${callbacks}/status/${runId}`,
+      Url: urls.answerUrl,
+      StatusCallback: urls.statusUrl,
       Record: 'true',
-      RecordingStatusCallback: `${callbacks}/recording/${runId}`,
+      RecordingStatusCallback: urls.recordingUrl,
     });
     expect(dial.form.filter(([name]) => name === 'StatusCallbackEvent').map(([, value]) => value)).toEqual([
       'initiated',
@@ -64,23 +64,7 @@ describe('placing calls through Twilio', () => {
     await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
 
     // Play the agent runtime.
-    const session = `/api/v1/agent-sessions/${encodeURIComponent(token!)}`;
-    const agent = await apps.client.get(session);
-    expect(agent.status).toBe(200);
-    expect(agent.body).toMatchObject({
-      run_id: runId,
-      agent: { opening: 'Hello Ada!' },
-      call: { to: CALLEE, from: FROM, provider: 'twilio', provider_call_id: call.sid },
-      initial_context: { name: 'Ada' },
-    });
-    const turns = [
-      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
-      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
-    ];
-    const reported = await apps.client.post(`${session}/events`, {
-      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
-    });
-    expect(reported.status).toBe(200);
+    await playAgent(runId, token!, call.sid);
 
     expect((await fake.complete(call.sid, { durationSeconds: 37, price: '-0.02150', priceUnit: 'USD' }))?.status).toBe(200);
     // Twilio announces the recording after the call has ended.
@@ -93,7 +77,7 @@ describe('placing calls through Twilio', () => {
     expect(run.cost_info).toMatchObject({ total_cost: 0.0215, currency: 'USD' });
     const transcript = await apps.client.get(run.transcript_url);
     expect(transcript.status).toBe(200);
-    expect(transcript.body.turns).toEqual(turns);
+    expect(transcript.body.turns).toEqual(AGENT_TURNS);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
     expect(run.recording_url).not.toContain(fake.url);
     const recording = await fetch(run.recording_url);
@@ -112,7 +96,7 @@ describe('placing calls through Twilio', () => {
     beforeAll(async () => {
       runId = await trigger(recordedConfigId);
       sid = (await callFor(runId)).sid;
-      statusUrl = `${apps.baseUrl}/api/v1/telephony/twilio/status/${runId}`;
+      ({ statusUrl } = callbacks(runId));
       await fake.ring(sid);
       await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
     });
@@ -215,23 +199,13 @@ describe('placing calls through Twilio', () => {
 
   describe('a dial whose answer was lost, so the call SID was never learned', () => {
     const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`));
-    const eventsOf = (run: any): string[] => run.logs.events.map((event: { event: string }) => event.event);
 
-    const strandedDialingRun = (to: string, dialedSecondsAgo: number) =>
-      seedStrandedDialingRun(apps.dataSource, {
-        organizationId: org.organizationId,
-        workflow,
-        telephonyConfigurationId: recordedConfigId,
-        provider: 'twilio',
-        to,
-        from: FROM,
-        dialedSecondsAgo,
-      });
+    const strandedDialingRun = (to: string, dialedSecondsAgo: number) => carrier.strandedDialingRun(recordedConfigId, to, dialedSecondsAgo);
 
     /** The dial request that dialer sent, as Twilio received it. */
     async function dialAsTheDialerDid(runId: number, to: string): Promise<string> {
-      const callbacks = callbackUrlsFor(apps.baseUrl, 'twilio', runId);
-      const form = new URLSearchParams({ To: to, From: FROM, Url: callbacks.answerUrl, Method: 'POST', StatusCallback: callbacks.statusUrl });
+      const urls = callbacks(runId);
+      const form = new URLSearchParams({ To: to, From: FROM, Url: urls.answerUrl, Method: 'POST', StatusCallback: urls.statusUrl });
       for (const event of ['initiated', 'ringing', 'answered', 'completed']) form.append('StatusCallbackEvent', event);
       const response = await fetch(`${fake.url}/2010-04-01/Accounts/${fake.accountSid}/Calls.json`, {
         method: 'POST',

@@ -2,12 +2,18 @@ import { VonageFake, VonageFakeCall } from '../fakes/vonage-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-import { CALLEE, FROM, useCarrierHarness } from './carrier-harness';
+import { AGENT_TURNS, CALLEE, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Vonage', () => {
   const fake = new VonageFake();
-  const carrier = useCarrierHarness({ fake, provider: 'vonage', name: 'Vonage', apiUrlEnv: 'VONAGE_API_URL' });
-  const { createConfiguration, runPath, readRun, runReaches, trigger } = carrier;
+  const carrier = useCarrierHarness({
+    fake,
+    provider: 'vonage',
+    name: 'Vonage',
+    apiUrlEnv: 'VONAGE_API_URL',
+    findCall: (runId) => fake.callForRun(runId),
+  });
+  const { callbacks, callFor, createConfiguration, playAgent, runPath, readRun, runReaches, trigger } = carrier;
   let apps: TestApps;
   let org: TestOrganization;
   let recordedConfigId: number;
@@ -19,8 +25,6 @@ describe('placing calls through Vonage', () => {
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
   });
 
-  const callFor = (runId: number): Promise<VonageFakeCall> =>
-    waitFor(async () => fake.callForRun(runId), { what: `Vonage to be asked to dial run ${runId}` });
   const dialsFor = (runId: number) =>
     fake.dialRequests().filter((request) => JSON.stringify((request.body as { answer_url?: unknown } | null)?.answer_url ?? '').includes(`/answer/${runId}"`));
 
@@ -62,13 +66,13 @@ describe('placing calls through Vonage', () => {
     const [dial] = dialsFor(runId);
     expect(dial.headers.authorization).toMatch(/^Bearer /);
     expect(dial.jwtClaims).toMatchObject({ application_id: fake.applicationId });
-    const callbacks = `${apps.baseUrl}/api/v1/telephony/vonage`;
+    const urls = callbacks(runId);
     expect(dial.body).toMatchObject({
       to: [{ type: 'phone', number: CALLEE.slice(1) }],
       from: { type: 'phone', number: FROM.slice(1) },
-      answer_url: [`${callbacks}/answer/${runId}`],
+      answer_url: [urls.answerUrl],
       answer_method: 'POST',
-      event_url: [`${callbacks}/status/${runId}`],
+      event_url: [urls.statusUrl],
       event_method: 'POST',
     });
 
@@ -78,7 +82,7 @@ describe('placing calls through Vonage', () => {
     expect(answer.status).toBe(200);
     const ncco = answer.ncco as Array<Record<string, any>>;
     expect(ncco.map((action) => action.action)).toEqual(['record', 'connect']);
-    expect(ncco[0].eventUrl).toEqual([`${callbacks}/recording/${runId}`]);
+    expect(ncco[0].eventUrl).toEqual([urls.recordingUrl]);
     const endpoint = ncco[1].endpoint[0];
     expect(endpoint.type).toBe('websocket');
     // The agent runtime gets (and sends) 16 kHz linear PCM, not the mu-law of the other carriers.
@@ -89,23 +93,7 @@ describe('placing calls through Vonage', () => {
     expect((await fake.sendCallEvent(call.uuid, 'answered')).status).toBe(200);
     await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
 
-    const session = `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
-    const agent = await apps.client.get(session);
-    expect(agent.status).toBe(200);
-    expect(agent.body).toMatchObject({
-      run_id: runId,
-      agent: { opening: 'Hello Ada!' },
-      call: { to: CALLEE, from: FROM, provider: 'vonage', provider_call_id: call.uuid },
-      initial_context: { name: 'Ada' },
-    });
-    const turns = [
-      { speaker: 'agent', text: 'Hello Ada!', start_ms: 0, end_ms: 900 },
-      { speaker: 'user', text: 'Hi, who is this?', start_ms: 1200, end_ms: 2100 },
-    ];
-    const reported = await apps.client.post(`${session}/events`, {
-      events: [...turns.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
-    });
-    expect(reported.status).toBe(200);
+    await playAgent(runId, token, call.uuid);
 
     expect((await fake.sendCallEvent(call.uuid, 'completed', { duration: '37', price: '0.00832500' })).status).toBe(200);
     await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
@@ -116,7 +104,7 @@ describe('placing calls through Vonage', () => {
     expect(run).toMatchObject({ status: 'completed', duration_seconds: 37 });
     expect(run.cost_info).toMatchObject({ total_cost: 0.008325, currency: 'EUR' });
     const transcript = await apps.client.get(run.transcript_url);
-    expect(transcript.body.turns).toEqual(turns);
+    expect(transcript.body.turns).toEqual(AGENT_TURNS);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
     const recording = await fetch(run.recording_url);
     expect(recording.status).toBe(200);

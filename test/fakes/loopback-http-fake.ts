@@ -25,7 +25,7 @@ export abstract class LoopbackHttpFake {
   private base: string | null = null;
   private readonly sockets = new Set<Socket>();
 
-  protected constructor(private readonly fakeName: string) {}
+  protected constructor(protected readonly fakeName: string) {}
 
   /** The credentials a telephony configuration needs to use this fake. */
   abstract get credentials(): Record<string, string>;

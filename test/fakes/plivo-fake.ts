@@ -1,6 +1,8 @@
 import { createHmac, randomInt, randomUUID } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { LoopbackHttpFake, LoopbackWebhook, LoopbackWebhookAnswer, readRequestBody } from './loopback-http-fake';
+import { basicCredentials, fieldPairs, FormFields, FormLoopbackFake, SentFormWebhook } from './form-loopback-fake';
+import { LoopbackWebhook, LoopbackWebhookAnswer, readRequestBody } from './loopback-http-fake';
+import { silentWav } from './silent-wav';
 
 /**
  * A loopback stand-in for Plivo's Voice API (`/v1/Account/{auth_id}/...`)
@@ -12,7 +14,7 @@ import { LoopbackHttpFake, LoopbackWebhook, LoopbackWebhookAnswer, readRequestBo
  * was created with, form-encoded and signed with X-Plivo-Signature-V3 (and
  * -Ma-V3) exactly as Plivo signs them.
  */
-export class PlivoFake extends LoopbackHttpFake {
+export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
   static readonly AUTH_ID = 'MAFAKEPLIVOACCOUNT01';
   static readonly AUTH_TOKEN = 'ZmFrZS1wbGl2by1hdXRoLXRva2VuLWZvci10ZXN0';
 
@@ -22,14 +24,9 @@ export class PlivoFake extends LoopbackHttpFake {
   readonly mainAccountAuthToken: string;
   /** Every request received, failed ones included, in order. */
   readonly requests: RecordedPlivoRequest[] = [];
-  /** The calls placed, by request UUID (which is also their CallUUID). */
-  readonly calls = new Map<string, FakePlivoCall>();
-  /** Every webhook this fake sent, with our service's answer. */
-  readonly webhooks: SentPlivoWebhook[] = [];
   /** When true, dial requests answer "call queued" and calls wait in the queue until rung. */
   queueCalls = false;
 
-  private readonly failures: PlivoFailure[] = [];
   private readonly recordings = new Map<string, { callUuid: string; durationSeconds: number }>();
 
   constructor(options: { authId?: string; authToken?: string; mainAccountAuthToken?: string } = {}) {
@@ -46,11 +43,6 @@ export class PlivoFake extends LoopbackHttpFake {
 
   protected override handlerFailed(response: ServerResponse, error: unknown): void {
     plivoError(response, 500, String(error));
-  }
-
-  /** The next `times` REST requests fail this way (429/500/503 in Plivo's shape, a reset, or no answer at all). */
-  failNext(kind: PlivoFailure, times = 1): void {
-    for (let i = 0; i < times; i += 1) this.failures.push(kind);
   }
 
   /** The next REST request answers 429 (rate limited; nothing is placed). */
@@ -70,18 +62,6 @@ export class PlivoFake extends LoopbackHttpFake {
     return call;
   }
 
-  call(uuid: string): FakePlivoCall {
-    const call = this.calls.get(uuid);
-    if (!call) throw new Error(`PlivoFake has no call ${uuid}`);
-    return call;
-  }
-
-  lastCall(): FakePlivoCall {
-    const calls = [...this.calls.values()];
-    if (calls.length === 0) throw new Error('PlivoFake has placed no call');
-    return calls[calls.length - 1];
-  }
-
   // ---- Plivo's side of the webhooks ----
 
   /** X-Plivo-Signature-V3 for a request with these parameters (a POST's form fields) to this URL. */
@@ -90,13 +70,13 @@ export class PlivoFake extends LoopbackHttpFake {
     const parsed = new URL(url);
     let base = `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
     const query = group([...parsed.searchParams]);
-    const params = group(pairs(fields));
+    const params = group(fieldPairs(fields));
     const sortedQuery = [...query.keys()]
       .sort()
       .flatMap((name) => [...query.get(name)!].sort().map((value) => `${name}=${value}`))
       .join('&');
     if (method === 'GET') {
-      const all = group([...parsed.searchParams, ...pairs(fields)]);
+      const all = group([...parsed.searchParams, ...fieldPairs(fields)]);
       const getQuery = [...all.keys()]
         .sort()
         .flatMap((name) => [...all.get(name)!].sort().map((value) => `${name}=${value}`))
@@ -121,9 +101,7 @@ export class PlivoFake extends LoopbackHttpFake {
     options: { authToken?: string; signature?: string | null; nonce?: string; mainAccountSignature?: boolean } = {},
   ): FakePlivoWebhookRequest {
     const nonce = options.nonce ?? String(randomInt(10 ** 9, 10 ** 10 - 1)) + String(randomInt(10 ** 9, 10 ** 10 - 1));
-    const rawBody = Buffer.from(new URLSearchParams(pairs(fields)).toString(), 'utf8');
     const headers: Record<string, string> = {
-      'content-type': 'application/x-www-form-urlencoded',
       'user-agent': 'PlivoHTTP/1.0',
       'x-plivo-signature-v3-nonce': nonce,
     };
@@ -133,7 +111,7 @@ export class PlivoFake extends LoopbackHttpFake {
         headers['x-plivo-signature-ma-v3'] = this.sign(url, fields, nonce, { authToken: options.authToken ?? this.mainAccountAuthToken });
       }
     }
-    return { method: 'POST', url, headers, rawBody };
+    return this.formWebhook(url, fields, headers);
   }
 
   /** POSTs signed fields to a URL, as Plivo does. */
@@ -142,7 +120,7 @@ export class PlivoFake extends LoopbackHttpFake {
     fields: PlivoWebhookFields,
     options: { authToken?: string; signature?: string | null; nonce?: string } = {},
   ): Promise<PlivoWebhookResponse> {
-    return this.deliver(this.signedRequest(url, fields, options), fields);
+    return this.deliverForm(this.signedRequest(url, fields, options), fields);
   }
 
   /** The fields Plivo sends with every callback about one of the calls placed here. */
@@ -247,21 +225,7 @@ export class PlivoFake extends LoopbackHttpFake {
 
   /** The bytes served for a recording: a WAV file of silence as long as the recording. */
   static recordingBytes(durationSeconds: number): Buffer {
-    const samples = Math.max(1, Math.round(durationSeconds * 8000));
-    const header = Buffer.alloc(44);
-    header.write('RIFF', 0);
-    header.writeUInt32LE(36 + samples * 2, 4);
-    header.write('WAVEfmt ', 8);
-    header.writeUInt32LE(16, 16);
-    header.writeUInt16LE(1, 20);
-    header.writeUInt16LE(1, 22);
-    header.writeUInt32LE(8000, 24);
-    header.writeUInt32LE(16000, 28);
-    header.writeUInt16LE(2, 32);
-    header.writeUInt16LE(16, 34);
-    header.write('data', 36);
-    header.writeUInt32LE(samples * 2, 40);
-    return Buffer.concat([header, Buffer.alloc(samples * 2)]);
+    return silentWav(durationSeconds, 1);
   }
 
   // ---- the REST API ----
@@ -533,18 +497,9 @@ export class PlivoFake extends LoopbackHttpFake {
     );
   }
 
-  private async deliver(request: FakePlivoWebhookRequest, fields: PlivoWebhookFields): Promise<PlivoWebhookResponse> {
-    const result: PlivoWebhookResponse = await this.post(request, 15_000);
-    this.webhooks.push({ url: request.url, fields: Object.fromEntries(pairs(fields)), status: result.status, body: result.body });
-    return result;
-  }
-
   private authenticated(request: IncomingMessage): boolean {
-    const header = request.headers.authorization ?? '';
-    if (!header.startsWith('Basic ')) return false;
-    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
-    const separator = decoded.indexOf(':');
-    return decoded.slice(0, separator) === this.authId && decoded.slice(separator + 1) === this.authToken;
+    const basic = basicCredentials(request);
+    return basic !== null && basic.user === this.authId && basic.password === this.authToken;
   }
 
   private isDial(request: RecordedPlivoRequest): boolean {
@@ -626,24 +581,15 @@ export interface RecordedPlivoRequest {
 export type FakePlivoWebhookRequest = LoopbackWebhook;
 export type PlivoWebhookResponse = LoopbackWebhookAnswer;
 
-export interface SentPlivoWebhook {
-  url: string;
-  fields: Record<string, string>;
-  status: number;
-  body: string;
-}
+export type SentPlivoWebhook = SentFormWebhook;
 
-export type PlivoWebhookFields = Record<string, string> | ReadonlyArray<readonly [string, string]>;
+export type PlivoWebhookFields = FormFields;
 
 /** Country code and number, no "+", as Plivo's reference writes them. */
 const PLIVO_NUMBER = /^[1-9]\d{7,14}$/;
 const HTTP_URL = /^https?:\/\/[^\s/]+/;
 const ENDED = ['completed', 'busy', 'no-answer', 'failed', 'timeout', 'cancel'];
 const DAY_MS = 24 * 3600 * 1000;
-
-function pairs(fields: PlivoWebhookFields): Array<[string, string]> {
-  return Array.isArray(fields) ? fields.map(([name, value]) => [name, value]) : Object.entries(fields as Record<string, string>);
-}
 
 function group(entries: Array<[string, string]>): Map<string, string[]> {
   const byName = new Map<string, string[]>();

@@ -1,6 +1,7 @@
 import { createHmac, generateKeyPairSync, KeyObject, randomBytes, randomUUID, sign } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { LoopbackHttpFake, readRequestBody } from './loopback-http-fake';
+import { DeliveryResult, JsonLoopbackFake, RecordedJsonRequest, sendJson, SignedWebhook } from './json-loopback-fake';
+import { silentWav } from './silent-wav';
 
 /**
  * A loopback stand-in for the Telnyx Call Control v2 API, for tests. It
@@ -17,7 +18,7 @@ import { LoopbackHttpFake, readRequestBody } from './loopback-http-fake';
  * answers the first dial again without a second call; dials are limited to
  * 30 per rolling 5 s (429, code 90103), as Telnyx states for Call Control.
  */
-export class TelnyxFake extends LoopbackHttpFake {
+export class TelnyxFake extends JsonLoopbackFake {
   readonly apiKey: string;
   readonly connectionId: string;
   /** Base64 of the raw 32-byte Ed25519 public key, as the Telnyx portal shows it. */
@@ -152,20 +153,12 @@ export class TelnyxFake extends LoopbackHttpFake {
 
   /** Signs a body (object → JSON) for `url` the way Telnyx does; nothing is sent. */
   signedRequest(url: string, body: string | object, options: { timestampSeconds?: number } = {}): SignedWebhook {
-    const rawBody = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
     const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000));
-    const signature = sign(null, Buffer.concat([Buffer.from(`${timestamp}|`), rawBody]), this.privateKey).toString('base64');
-    return {
-      method: 'POST',
-      url,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'telnyx-webhooks',
-        'telnyx-timestamp': timestamp,
-        'telnyx-signature-ed25519': signature,
-      },
-      rawBody,
-    };
+    return this.signedJson(url, body, (rawBody) => ({
+      'user-agent': 'telnyx-webhooks',
+      'telnyx-timestamp': timestamp,
+      'telnyx-signature-ed25519': sign(null, Buffer.concat([Buffer.from(`${timestamp}|`), rawBody]), this.privateKey).toString('base64'),
+    }));
   }
 
   /** Signs and POSTs a webhook body to `url` (loopback only). */
@@ -176,23 +169,8 @@ export class TelnyxFake extends LoopbackHttpFake {
     return this.deliver(this.signedRequest(url, body));
   }
 
-  /** POSTs an already signed webhook as it is (to replay or tamper with one). */
-  async deliver(webhook: SignedWebhook): Promise<DeliveryResult> {
-    const { status, body } = await this.post(webhook, 10_000);
-    return { status, body };
-  }
-
   protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const rawBody = (await readRequestBody(request)).toString('utf8');
-    const url = new URL(request.url ?? '/', 'http://fake');
-    const recorded: RecordedRequest = {
-      method: request.method ?? 'GET',
-      path: decodeURIComponent(url.pathname),
-      query: Object.fromEntries(url.searchParams),
-      headers: request.headers,
-      rawBody,
-      body: parseJson(rawBody),
-    };
+    const { url, recorded } = await this.readJsonRequest(request);
     this.requests.push(recorded);
 
     if (recorded.method === 'GET' && url.pathname.startsWith('/telephony-recorder-prod/')) {
@@ -469,34 +447,13 @@ export interface TelnyxFakeCall {
   recordingId?: string;
 }
 
-export interface RecordedRequest {
-  method: string;
-  /** The URL path, percent-decoded. */
-  path: string;
-  query: Record<string, string>;
-  headers: IncomingMessage['headers'];
-  rawBody: string;
-  /** The body parsed as JSON, or null. */
-  body: unknown;
-}
+export type RecordedRequest = RecordedJsonRequest;
 
 export interface TelnyxWebhookBody {
   data: { record_type: 'event'; event_type: string; id: string; occurred_at: string; payload: Record<string, unknown> };
   meta: { attempt: number; delivered_to: string };
 }
 
-/** Shaped like the service's `WebhookRequest`, so unit tests can verify it directly. */
-export interface SignedWebhook {
-  method: 'POST';
-  url: string;
-  headers: Record<string, string>;
-  rawBody: Buffer;
-}
-
-export interface DeliveryResult {
-  status: number;
-  body: string;
-}
 
 interface FakeError {
   code: string;
@@ -602,21 +559,6 @@ function isUrl(value: unknown, protocols: string[]): boolean {
   }
 }
 
-function parseJson(text: string): unknown {
-  if (!text) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-  response.end(text);
-}
-
 function sendErrors(response: ServerResponse, status: number, errors: FakeError[], headers: Record<string, string> = {}): void {
   sendJson(response, status, { errors }, headers);
 }
@@ -625,24 +567,4 @@ function sendXml(response: ServerResponse, status: number, code: string, message
   const text = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
   response.writeHead(status, { 'content-type': 'application/xml' });
   response.end(text);
-}
-
-/** A mono 8 kHz 16-bit WAV of silence. */
-export function silentWav(seconds: number): Buffer {
-  const data = Buffer.alloc(Math.round(seconds * 8000) * 2);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVE', 8);
-  header.write('fmt ', 12);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
 }

@@ -1,6 +1,8 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { LoopbackHttpFake, LoopbackWebhook, LoopbackWebhookAnswer, readRequestBody } from './loopback-http-fake';
+import { basicCredentials, fieldPairs, FormFields, FormLoopbackFake, SentFormWebhook } from './form-loopback-fake';
+import { LoopbackWebhook, LoopbackWebhookAnswer, readRequestBody } from './loopback-http-fake';
+import { silentWav } from './silent-wav';
 
 /**
  * A loopback stand-in for Twilio's REST API (2010-04-01) and for Twilio's
@@ -12,7 +14,7 @@ import { LoopbackHttpFake, LoopbackWebhook, LoopbackWebhookAnswer, readRequestBo
  * the URLs a call was created with, signed with X-Twilio-Signature exactly as
  * Twilio signs them.
  */
-export class TwilioFake extends LoopbackHttpFake {
+export class TwilioFake extends FormLoopbackFake<FakeTwilioCall, TwilioFailure> {
   static readonly ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
   static readonly AUTH_TOKEN = 'f00dfeedf00dfeedf00dfeedf00dfeed';
 
@@ -21,14 +23,9 @@ export class TwilioFake extends LoopbackHttpFake {
   readonly apiKey: { sid: string; secret: string } | null;
   /** Every request received, failed ones included, in order. */
   readonly requests: RecordedRequest[] = [];
-  /** The calls placed, by SID. */
-  readonly calls = new Map<string, FakeTwilioCall>();
-  /** Every webhook this fake sent, with our service's answer. */
-  readonly webhooks: SentWebhook[] = [];
   /** Answered by `GET /Accounts/{sid}.json`; anything but `active` also refuses dial requests. */
   accountStatus: 'active' | 'suspended' | 'closed' = 'active';
 
-  private readonly failures: TwilioFailure[] = [];
   private readonly recordings = new Map<string, { callSid: string; durationSeconds: number }>();
 
   constructor(options: { accountSid?: string; authToken?: string; apiKey?: { sid: string; secret: string } } = {}) {
@@ -51,11 +48,6 @@ export class TwilioFake extends LoopbackHttpFake {
     json(response, 500, { code: 20500, message: String(error), status: 500 });
   }
 
-  /** The next `times` REST requests fail this way (429/503/500 in Twilio's shape, a reset, or no answer at all). */
-  failNext(kind: TwilioFailure, times = 1): void {
-    for (let i = 0; i < times; i += 1) this.failures.push(kind);
-  }
-
   /** The next REST request answers 429 with Twilio error 20429 (not processed, safe to retry). */
   throttleNext(times = 1): void {
     this.failNext('throttle', times);
@@ -73,24 +65,12 @@ export class TwilioFake extends LoopbackHttpFake {
     return call;
   }
 
-  call(sid: string): FakeTwilioCall {
-    const call = this.calls.get(sid);
-    if (!call) throw new Error(`TwilioFake has no call ${sid}`);
-    return call;
-  }
-
-  lastCall(): FakeTwilioCall {
-    const calls = [...this.calls.values()];
-    if (calls.length === 0) throw new Error('TwilioFake has placed no call');
-    return calls[calls.length - 1];
-  }
-
   // ---- Twilio's side of the webhooks ----
 
   /** X-Twilio-Signature for a POST of these fields to this URL. */
   sign(url: string, fields: WebhookFields, authToken = this.authToken): string {
     const byName = new Map<string, Set<string>>();
-    for (const [name, value] of entries(fields)) byName.set(name, (byName.get(name) ?? new Set()).add(value));
+    for (const [name, value] of fieldPairs(fields)) byName.set(name, (byName.get(name) ?? new Set()).add(value));
     let data = url;
     for (const name of [...byName.keys()].sort()) for (const value of [...byName.get(name)!].sort()) data += name + value;
     return createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
@@ -102,20 +82,18 @@ export class TwilioFake extends LoopbackHttpFake {
    * token (a forgery); `signature: null` leaves the header out.
    */
   signedRequest(url: string, fields: WebhookFields, options: { authToken?: string; signature?: string | null } = {}): FakeWebhookRequest {
-    const rawBody = Buffer.from(new URLSearchParams(entries(fields)).toString(), 'utf8');
     const signature = options.signature === undefined ? this.sign(url, fields, options.authToken) : options.signature;
     const headers: Record<string, string> = {
-      'content-type': 'application/x-www-form-urlencoded',
       'user-agent': 'TwilioProxy/1.1',
       'i-twilio-idempotency-token': randomUUID(),
     };
     if (signature !== null) headers['x-twilio-signature'] = signature;
-    return { method: 'POST', url, headers, rawBody };
+    return this.formWebhook(url, fields, headers);
   }
 
   /** POSTs signed fields to a URL (a status callback or anything else), as Twilio does. */
   async sendStatus(url: string, fields: WebhookFields, options: { authToken?: string; signature?: string | null } = {}): Promise<WebhookResponse> {
-    return this.deliver(this.signedRequest(url, fields, options), fields);
+    return this.deliverForm(this.signedRequest(url, fields, options), fields);
   }
 
   /** The fields of a status callback for one of the calls placed here. */
@@ -195,21 +173,7 @@ export class TwilioFake extends LoopbackHttpFake {
 
   /** The bytes served for a recording: a WAV file of silence as long as the recording. */
   static recordingBytes(durationSeconds: number): Buffer {
-    const samples = Math.max(1, Math.round(durationSeconds * 8000));
-    const header = Buffer.alloc(44);
-    header.write('RIFF', 0);
-    header.writeUInt32LE(36 + samples * 2, 4);
-    header.write('WAVEfmt ', 8);
-    header.writeUInt32LE(16, 16);
-    header.writeUInt16LE(1, 20);
-    header.writeUInt16LE(1, 22);
-    header.writeUInt32LE(8000, 24);
-    header.writeUInt32LE(16000, 28);
-    header.writeUInt16LE(2, 32);
-    header.writeUInt16LE(16, 34);
-    header.write('data', 36);
-    header.writeUInt32LE(samples * 2, 40);
-    return Buffer.concat([header, Buffer.alloc(samples * 2)]);
+    return silentWav(durationSeconds, 1);
   }
 
   // ---- the REST API ----
@@ -429,12 +393,6 @@ export class TwilioFake extends LoopbackHttpFake {
     return this.sendStatus(call.statusCallback, this.callbackFields(call.sid, callStatus, extra));
   }
 
-  private async deliver(request: FakeWebhookRequest, fields: WebhookFields): Promise<WebhookResponse> {
-    const result: WebhookResponse = await this.post(request, 15_000);
-    this.webhooks.push({ url: request.url, fields: Object.fromEntries(entries(fields)), status: result.status, body: result.body });
-    return result;
-  }
-
   /** The fields Twilio sends with every request about a call. */
   private requestFields(call: FakeTwilioCall, callStatus: string): Record<string, string> {
     return {
@@ -451,12 +409,9 @@ export class TwilioFake extends LoopbackHttpFake {
   }
 
   private authenticated(request: IncomingMessage): boolean {
-    const header = request.headers.authorization ?? '';
-    if (!header.startsWith('Basic ')) return false;
-    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
-    const separator = decoded.indexOf(':');
-    const user = decoded.slice(0, separator);
-    const password = decoded.slice(separator + 1);
+    const basic = basicCredentials(request);
+    if (!basic) return false;
+    const { user, password } = basic;
     if (user === this.accountSid && password === this.authToken) return true;
     return this.apiKey !== null && user === this.apiKey.sid && password === this.apiKey.secret;
   }
@@ -569,22 +524,13 @@ export interface RecordedRequest {
 export type FakeWebhookRequest = LoopbackWebhook;
 export type WebhookResponse = LoopbackWebhookAnswer;
 
-export interface SentWebhook {
-  url: string;
-  fields: Record<string, string>;
-  status: number;
-  body: string;
-}
+export type SentWebhook = SentFormWebhook;
 
-export type WebhookFields = Record<string, string> | ReadonlyArray<readonly [string, string]>;
+export type WebhookFields = FormFields;
 
 const E164 = /^\+[1-9]\d{6,14}$/;
 const DAY_MS = 24 * 3600 * 1000;
 const HTTP_URL = /^https?:\/\/[^\s/]+/;
-
-function entries(fields: WebhookFields): Array<[string, string]> {
-  return Array.isArray(fields) ? fields.map(([name, value]) => [name, value]) : Object.entries(fields as Record<string, string>);
-}
 
 /** Twilio writes dates as RFC 2822: `Mon, 16 Aug 2010 03:45:01 +0000`. */
 function rfc2822(date: Date): string {

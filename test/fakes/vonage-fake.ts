@@ -1,6 +1,6 @@
 import { createHash, createHmac, generateKeyPairSync, KeyObject, randomBytes, randomUUID, verify } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { LoopbackHttpFake, readRequestBody } from './loopback-http-fake';
+import { DeliveryResult, JsonLoopbackFake, parseJson, RecordedJsonRequest, sendJson, SignedWebhook } from './json-loopback-fake';
 
 /**
  * A loopback stand-in for the Vonage Voice API (v1), for tests. It checks
@@ -13,7 +13,7 @@ import { LoopbackHttpFake, readRequestBody } from './loopback-http-fake';
  * signed as Vonage's: a HS256 JWT with the signature secret whose
  * `payload_hash` is the SHA-256 of the body — only ever to loopback addresses.
  */
-export class VonageFake extends LoopbackHttpFake {
+export class VonageFake extends JsonLoopbackFake {
   readonly applicationId: string;
   /** The application's private key (PEM), which the customer downloads from the dashboard. */
   readonly privateKeyPem: string;
@@ -180,25 +180,17 @@ export class VonageFake extends LoopbackHttpFake {
    * backdates the token, `secret` signs with another secret.
    */
   signedRequest(url: string, body: string | object, options: { iatSeconds?: number; secret?: string } = {}): SignedWebhook {
-    const rawBody = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
-    const claims = {
-      iat: options.iatSeconds ?? Math.floor(Date.now() / 1000),
-      jti: randomUUID(),
-      iss: 'Vonage',
-      payload_hash: createHash('sha256').update(rawBody).digest('hex'),
-      api_key: this.apiKey,
-      application_id: this.applicationId,
-    };
-    return {
-      method: 'POST',
-      url,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Vonage-Voice',
-        authorization: `Bearer ${hs256Jwt(claims, options.secret ?? this.signatureSecret)}`,
-      },
-      rawBody,
-    };
+    return this.signedJson(url, body, (rawBody) => {
+      const claims = {
+        iat: options.iatSeconds ?? Math.floor(Date.now() / 1000),
+        jti: randomUUID(),
+        iss: 'Vonage',
+        payload_hash: createHash('sha256').update(rawBody).digest('hex'),
+        api_key: this.apiKey,
+        application_id: this.applicationId,
+      };
+      return { 'user-agent': 'Vonage-Voice', authorization: `Bearer ${hs256Jwt(claims, options.secret ?? this.signatureSecret)}` };
+    });
   }
 
   /** Signs and POSTs a webhook body to `url` (loopback only). */
@@ -206,24 +198,9 @@ export class VonageFake extends LoopbackHttpFake {
     return this.deliver(this.signedRequest(url, event));
   }
 
-  /** POSTs an already signed webhook as it is (to replay or tamper with one). */
-  async deliver(webhook: SignedWebhook): Promise<DeliveryResult> {
-    const { status, body } = await this.post(webhook, 10_000);
-    return { status, body };
-  }
-
   protected async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const rawBody = (await readRequestBody(request)).toString('utf8');
-    const url = new URL(request.url ?? '/', 'http://fake');
-    const recorded: RecordedRequest = {
-      method: request.method ?? 'GET',
-      path: decodeURIComponent(url.pathname),
-      query: Object.fromEntries(url.searchParams),
-      headers: request.headers,
-      rawBody,
-      body: parseJson(rawBody),
-      jwtClaims: null,
-    };
+    const { url, recorded: received } = await this.readJsonRequest(request);
+    const recorded: RecordedRequest = { ...received, jwtClaims: null };
     this.requests.push(recorded);
 
     if (!url.pathname.startsWith('/v1/')) return sendProblem(response, 404, 'not-found', 'Not Found', 'The requested resource does not exist');
@@ -457,30 +434,11 @@ export interface VonageFakeCall {
   ncco?: unknown;
 }
 
-export interface RecordedRequest {
-  method: string;
-  /** The URL path, percent-decoded. */
-  path: string;
-  query: Record<string, string>;
-  headers: IncomingMessage['headers'];
-  rawBody: string;
-  body: unknown;
+export interface RecordedRequest extends RecordedJsonRequest {
   /** The claims of a valid application JWT, or null. */
   jwtClaims: Record<string, unknown> | null;
 }
 
-/** Shaped like the service's `WebhookRequest`, so unit tests can verify it directly. */
-export interface SignedWebhook {
-  method: 'POST';
-  url: string;
-  headers: Record<string, string>;
-  rawBody: Buffer;
-}
-
-export interface DeliveryResult {
-  status: number;
-  body: string;
-}
 
 const FINAL = ['completed', 'busy', 'cancelled', 'failed', 'rejected', 'timeout', 'unanswered'];
 const PHONE = /^\d{7,15}$/;
@@ -559,21 +517,6 @@ function isUrlArray(value: unknown): boolean {
 
 function isIntegerIn(value: unknown, min: number, max: number): boolean {
   return Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
-}
-
-function parseJson(text: string): unknown {
-  if (!text) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  response.end(text);
 }
 
 function sendProblem(response: ServerResponse, status: number, code: string, title: string, detail: string, extra: Record<string, unknown> = {}): void {

@@ -1,7 +1,7 @@
 import { AnswerContext, AnswerInstructions } from '../carrier-webhooks';
+import { escapeXml, hangsUpOnMachine, xmlAnswer } from '../xml-answer';
 import { readPlivoSettings } from './plivo-settings';
 
-const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>';
 /** Plivo's `<Record maxLength>` defaults to 60 s; a session recording must last the whole call (Plivo ends calls at 24 h). */
 const RECORD_MAX_SECONDS = 86_400;
 
@@ -17,7 +17,7 @@ const RECORD_MAX_SECONDS = 86_400;
  */
 export function plivoAnswer(context: AnswerContext, recordingCallbackUrl: string): AnswerInstructions {
   const settings = readPlivoSettings(context.settings);
-  if (context.answeredBy === 'machine' && settings.answeringMachineDetection && settings.machineAction === 'hangup') {
+  if (hangsUpOnMachine(context, settings)) {
     return xml('<Response><Hangup/></Response>');
   }
   const record = settings.record
@@ -30,16 +30,6 @@ export function plivoAnswer(context: AnswerContext, recordingCallbackUrl: string
   return xml(`<Response>${record}${stream}</Response>`);
 }
 
-/** Escapes text for XML content and attribute values alike. */
-function escapeXml(value: string): string {
-  return value
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&apos;');
-}
-
 function xml(body: string): AnswerInstructions {
-  return { contentType: 'application/xml; charset=utf-8', body: `${XML_DECLARATION}${body}` };
+  return xmlAnswer('application/xml; charset=utf-8', body);
 }

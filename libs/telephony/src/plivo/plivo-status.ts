@@ -1,8 +1,22 @@
+import { CallEventType } from '@app/queue';
 import { WebhookEvent } from '../carrier-webhooks';
+import { completedEvent, statusCallbackEvents, wholeSeconds } from '../status-callback-events';
 import { plivoHangupReason } from './plivo-errors';
 
 /** Plivo bills in US dollars and reports amounts without a currency. */
 export const PLIVO_CURRENCY = 'USD';
+
+/** Plivo's `CallStatus` names; `timeout` is a no-answer, `cancel` a call we hung up before it was answered. */
+const PLIVO_CALL_STATUSES: ReadonlyMap<string, CallEventType> = new Map<string, CallEventType>([
+  ['ringing', 'ringing'],
+  ['in-progress', 'answered'],
+  ['completed', 'completed'],
+  ['busy', 'busy'],
+  ['no-answer', 'no_answer'],
+  ['timeout', 'no_answer'],
+  ['cancel', 'canceled'],
+  ['failed', 'failed'],
+]);
 
 /** A live call (`GET .../Call/{uuid}/?status=live`), the fields we read. */
 export interface PlivoLiveCall {
@@ -45,35 +59,13 @@ export function plivoStatusEvents(fields: ReadonlyMap<string, string>, receivedA
   if (fields.get('Event') === 'MachineDetection') {
     return [{ type: 'answered', occurredAt, ...(answeredBy ? { answeredBy } : {}) }];
   }
-  switch (fields.get('CallStatus')) {
-    case 'ringing':
-      return [{ type: 'ringing', occurredAt }];
-    case 'in-progress':
-      return [{ type: 'answered', occurredAt, ...(answeredBy ? { answeredBy } : {}) }];
-    case 'completed': {
-      const duration = wholeSeconds(fields.get('Duration'));
-      const cost = plivoCost(fields.get('TotalCost'));
-      return [
-        {
-          type: 'completed',
-          occurredAt,
-          ...(duration !== undefined ? { durationSeconds: duration } : {}),
-          ...(cost ? { cost } : {}),
-        },
-      ];
-    }
-    case 'busy':
-      return [{ type: 'busy', occurredAt }];
-    case 'no-answer':
-    case 'timeout':
-      return [{ type: 'no_answer', occurredAt }];
-    case 'cancel':
-      return [{ type: 'canceled', occurredAt }];
-    case 'failed':
-      return [{ type: 'failed', occurredAt, reason: plivoHangupReason(fields.get('HangupCauseName') ?? fields.get('HangupCause')) }];
-    default:
-      return [];
-  }
+  return statusCallbackEvents(PLIVO_CALL_STATUSES.get(fields.get('CallStatus') ?? ''), {
+    occurredAt,
+    answeredBy,
+    durationSeconds: wholeSeconds(fields.get('Duration')),
+    cost: plivoCost(fields.get('TotalCost')),
+    failureReason: () => plivoHangupReason(fields.get('HangupCauseName') ?? fields.get('HangupCause')),
+  });
 }
 
 /** The `<Record>` callback: the file is ready at `RecordUrl`. */
@@ -102,12 +94,7 @@ export function plivoCallRecordEvents(record: PlivoCallRecord, now: Date): Webho
     return [
       { type: 'ringing', occurredAt: plivoDate(record.initiation_time, now) },
       { type: 'answered', occurredAt: answeredAt },
-      {
-        type: 'completed',
-        occurredAt: endedAt,
-        ...(duration !== undefined ? { durationSeconds: duration } : {}),
-        ...(cost ? { cost } : {}),
-      },
+      completedEvent(endedAt, duration, cost),
     ];
   }
   if (cause && /busy/i.test(cause)) return [{ type: 'busy', occurredAt: endedAt }];
@@ -145,10 +132,4 @@ export function plivoTimeMs(value: string | null | undefined): number | null {
   const plivo = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:([+-]\d{2}):?(\d{2}))?$/.exec(value);
   const parsed = Date.parse(plivo ? `${plivo[1]}T${plivo[2]}${plivo[3] ? `${plivo[3]}:${plivo[4]}` : 'Z'}` : value);
   return Number.isNaN(parsed) ? null : parsed;
-}
-
-function wholeSeconds(value: string | number | null | undefined): number | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const number = Number(value);
-  return Number.isFinite(number) && number >= 0 ? Math.round(number) : undefined;
 }

@@ -1,10 +1,9 @@
-import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
 import { AppConfig } from '@app/config';
 import { PlivoFake } from '../../../../test/fakes/plivo-fake';
+import { authorizationsSentElsewhere, dialError, specDial, specReference } from '../../../../test/fakes/provider-spec-calls';
+import { rejection, waitFor, WebhookReceiver } from '../../../../test/fakes/webhook-receiver';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
-import { WebhookRejected, WebhookRequest } from '../carrier-webhooks';
 import { PlaceCallRequest } from '../telephony-provider';
 import { PlivoApiError } from './plivo-api';
 import { PlivoProvider } from './plivo.provider';
@@ -13,83 +12,13 @@ function providerFor(baseUrl: string, publicBaseUrl = 'https://voice.example.tes
   return new PlivoProvider({ publicBaseUrl, carrierApiUrls: { plivo: baseUrl, twilio: '', telnyx: '', vonage: '' } } as unknown as AppConfig);
 }
 
-/** A stand-in for our API: answers Plivo's callbacks the way the service does, after verifying them. */
-class Receiver {
-  readonly received: Array<{ request: WebhookRequest; verdict: number }> = [];
-  answerSettings: Record<string, unknown> = {};
-  provider!: PlivoProvider;
-  base = '';
-  private server: Server | null = null;
-
-  constructor(private readonly credentials: () => Record<string, unknown>) {}
-
-  async start(): Promise<string> {
-    this.server = createServer((incoming, response) => {
-      const chunks: Buffer[] = [];
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-      incoming.on('end', () => {
-        const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(incoming.headers)) if (typeof value === 'string') headers[name] = value;
-        const request: WebhookRequest = { method: incoming.method ?? 'GET', url: `${this.base}${incoming.url}`, headers, rawBody: Buffer.concat(chunks) };
-        try {
-          this.provider.verifyWebhook(request, this.credentials(), Date.now());
-        } catch (error) {
-          const status = error instanceof WebhookRejected ? error.status : 500;
-          this.received.push({ request, verdict: status });
-          response.writeHead(status).end();
-          return;
-        }
-        this.received.push({ request, verdict: 200 });
-        const kind = incoming.url!.split('/')[5] as 'answer' | 'status' | 'recording';
-        if (kind !== 'answer') return void response.writeHead(204).end();
-        const parsed = this.provider.parseWebhook(kind, request);
-        const answer = this.provider.answerInstructions({
-          runId: 7,
-          streamUrl: 'wss://agent.example.test/media?session_token=tok-7',
-          sessionToken: 'tok-7',
-          settings: this.answerSettings,
-          answeredBy: parsed.events.find((event) => event.type === 'answered')?.answeredBy,
-        });
-        response.writeHead(200, { 'content-type': answer.contentType }).end(answer.body);
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this.base;
-  }
-
-  since(count: number, path: string) {
-    return this.received.slice(count).filter(({ request }) => request.url.includes(path));
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-}
-
 describe('PlivoProvider', () => {
   const fake = new PlivoFake();
-  const receiver = new Receiver(() => fake.credentials);
+  const receiver = new WebhookReceiver(() => fake.credentials);
   let provider: PlivoProvider;
 
-  const dial = (overrides: Partial<PlaceCallRequest> = {}): PlaceCallRequest => ({
-    runId: 7,
-    organizationId: 3,
-    to: '+14155550123',
-    from: '+14155550100',
-    credentials: fake.credentials,
-    settings: {},
-    maxCallDurationSeconds: 600,
-    callbacks: callbackUrlsFor(receiver.base, 'plivo', 7),
-    ...overrides,
-  });
-  const reference = (providerCallId: string | null) => ({ runId: 7, organizationId: 3, providerCallId, credentials: fake.credentials, settings: {} });
-  const dialError = async (promise: Promise<unknown>): Promise<CarrierError> => {
-    const error = await promise.then(() => null, (caught: unknown) => caught);
-    expect(error).toBeInstanceOf(CarrierError);
-    return error as CarrierError;
-  };
+  const dial = (overrides: Partial<PlaceCallRequest> = {}) => specDial(receiver, 'plivo', fake.credentials, overrides);
+  const reference = (providerCallId: string | null) => specReference(fake.credentials, providerCallId);
 
   beforeAll(async () => {
     const base = await fake.start();
@@ -633,18 +562,7 @@ describe('PlivoProvider', () => {
 
   describe('recordings', () => {
     it('never sends the credentials to a host that is not Plivo', async () => {
-      const seen: Array<string | undefined> = [];
-      const elsewhere = createServer((request, response) => {
-        seen.push(request.headers.authorization);
-        response.writeHead(200, { 'content-type': 'audio/wav' }).end('RIFF');
-      });
-      await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
-      try {
-        await provider.fetchRecording(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/r.wav`, fake.credentials);
-        expect(seen).toEqual([undefined]);
-      } finally {
-        elsewhere.close();
-      }
+      expect(await authorizationsSentElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual([undefined]);
     });
   });
 
@@ -687,21 +605,3 @@ describe('PlivoProvider', () => {
     });
   });
 });
-
-function rejection(action: () => void): number | null {
-  try {
-    action();
-    return null;
-  } catch (error) {
-    if (error instanceof WebhookRejected) return error.status;
-    throw error;
-  }
-}
-
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

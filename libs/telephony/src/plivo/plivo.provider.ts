@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob } from '@app/queue';
 import { callbackUrlsFor } from '../callback-urls';
 import { CARRIER_REQUEST_TIMEOUT_MS, neverConnectedDialError, retryAfterMs } from '../carrier-http';
 import {
@@ -13,18 +12,23 @@ import {
   WebhookRejected,
   WebhookRequest,
 } from '../carrier-webhooks';
+import { malformedCredentialsCheck, refusedCredentialsCheck, refusesCredentials } from '../credentials-checks';
+import { foundCall } from '../found-call';
 import {
   CallArtifacts,
   CallLookup,
   CallReference,
+  CredentialsCheck,
   PlaceCallRequest,
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
+import { webhookCredentials } from '../webhook-credentials';
+import { signedFormFields, webhookRequestFields } from '../webhook-form-fields';
 import { plivoAnswer } from './plivo-answer';
 import { PlivoApi, PlivoApiError } from './plivo-api';
 import { findDialedPlivoCall } from './plivo-call-search';
-import { PlivoCredentials, plivoCredentialProblems, readPlivoCredentials } from './plivo-credentials';
+import { plivoCredentialProblems, readPlivoCredentials } from './plivo-credentials';
 import { plivoDialBody } from './plivo-dial';
 import { plivoDialError } from './plivo-errors';
 import { plivoSettingsProblems } from './plivo-settings';
@@ -35,8 +39,6 @@ import {
   plivoSignatureMatches,
 } from './plivo-signature';
 import { plivoCallRecordEvents, plivoLiveCallEvents, plivoRecordingEvents, plivoStatusEvents } from './plivo-status';
-
-export type PlivoCredentialsCheck = { ok: true } | { ok: false; reason: string; message: string };
 
 /**
  * Plivo Voice. A dial request returns a `request_uuid`, our provider call
@@ -135,8 +137,8 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
     if (!nonce || (!signature && !mainAccountSignature)) {
       throw new WebhookRejected(401, 'The request carries no X-Plivo-Signature-V3 and X-Plivo-Signature-V3-Nonce headers');
     }
-    const { authToken } = this.webhookCredentials(credentials);
-    const params = signedParams(request);
+    const { authToken } = webhookCredentials('Plivo', readPlivoCredentials, credentials);
+    const params = signedFormFields(request);
     const matches = (header: string | undefined) =>
       header !== undefined && plivoSignatureMatches(authToken, request.method, request.url, params, nonce, header);
     // Both are checked, so the time taken does not tell which one was close.
@@ -146,7 +148,7 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
-    const fields = new Map(requestParams(request));
+    const fields = new Map(webhookRequestFields(request));
     const receivedAt = new Date();
     const providerCallId = fields.get('RequestUUID') || fields.get('ALegRequestUUID') || fields.get('CallUUID') || null;
     return {
@@ -164,16 +166,14 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   /** Asks Plivo whether the credentials work (for `POST .../verify`). */
-  async checkCredentials(credentials: Record<string, unknown> | null): Promise<PlivoCredentialsCheck> {
-    const problems = plivoCredentialProblems(credentials);
-    if (problems.length > 0) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
+    const malformed = malformedCredentialsCheck(plivoCredentialProblems(credentials));
+    if (malformed) return malformed;
     try {
       await this.api.listOneCall(readPlivoCredentials(credentials));
       return { ok: true };
     } catch (error) {
-      if (error instanceof PlivoApiError && error.status < 500 && error.status !== 429) {
-        return { ok: false, reason: 'unauthorized', message: `Plivo refused these credentials: ${error.message}` };
-      }
+      if (error instanceof PlivoApiError && refusesCredentials(error.status)) return refusedCredentialsCheck('Plivo', `: ${error.message}`);
       throw error;
     }
   }
@@ -195,37 +195,8 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   private found(call: CallReference, uuid: string, events: WebhookEvent[]): CallLookup {
-    const jobs: CallEventJob[] = events.map((event) => ({
-      ...event,
-      runId: call.runId,
-      organizationId: call.organizationId,
-      provider: this.name,
-      providerCallId: uuid,
-    }));
-    return { kind: 'found', providerCallId: uuid, events: jobs };
+    return foundCall(call, this.name, uuid, events);
   }
-
-  private webhookCredentials(credentials: Record<string, unknown> | null): PlivoCredentials {
-    try {
-      return readPlivoCredentials(credentials);
-    } catch {
-      throw new WebhookRejected(403, 'The configuration has no usable Plivo credentials to check the signature with');
-    }
-  }
-}
-
-/** What the signature covers besides the URL: a POST's form fields (a GET has them in the URL already). */
-function signedParams(request: WebhookRequest): Array<[string, string]> {
-  return request.method.toUpperCase() === 'POST' ? formParams(request.rawBody) : [];
-}
-
-/** The request's parameters: a POST's form fields, a GET's query. */
-function requestParams(request: WebhookRequest): Array<[string, string]> {
-  return request.method.toUpperCase() === 'POST' ? formParams(request.rawBody) : [...new URL(request.url).searchParams];
-}
-
-function formParams(rawBody: Buffer): Array<[string, string]> {
-  return [...new URLSearchParams(rawBody.toString('utf8'))];
 }
 
 function dialFailure(error: unknown): unknown {

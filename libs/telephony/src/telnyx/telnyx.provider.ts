@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob } from '@app/queue';
 import { CarrierError } from '../carrier-error';
 import { carrierNetworkFailure } from '../carrier-network-failure';
-import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
+import { foundCall } from '../found-call';
 import {
   CallArtifacts,
   CallLookup,
@@ -13,6 +14,7 @@ import {
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
+import { usableCredentials } from '../usable-credentials';
 import { TelnyxApi } from './telnyx-api';
 import { telnyxAnswerInstructions } from './telnyx-answer';
 import { telnyxClientState } from './telnyx-client-state';
@@ -85,8 +87,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     if (response.status === 404) return { kind: 'unknown' };
     if (response.status !== 200) throw this.failure('look up the call', response);
     const data = (response.body as { data?: { is_alive?: unknown; start_time?: unknown } } | null)?.data ?? {};
-    const events = data.is_alive === true ? [this.ringing(call, call.providerCallId, data.start_time)] : [];
-    return { kind: 'found', providerCallId: call.providerCallId, events };
+    return foundCall(call, this.name, call.providerCallId, data.is_alive === true ? [ringing(data.start_time)] : []);
   }
 
   async hangup(call: CallReference): Promise<boolean> {
@@ -117,13 +118,13 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
    * Telnyx cannot be asked (refused connection, 429, 5xx).
    */
   async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
-    const problems = telnyxCredentialProblems(credentials);
-    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    const malformed = malformedCredentialsCheck(telnyxCredentialProblems(credentials));
+    if (malformed) return malformed;
     const read = this.credentialsOrThrow(credentials);
     const response = await this.api(read).request('GET', `/v2/call_control_applications/${encodeURIComponent(read.connectionId)}`);
     if (response.status >= 200 && response.status < 300) return { ok: true };
     if (response.status === 401 || response.status === 403) {
-      return { ok: false, reason: 'unauthorized', message: `Telnyx refused these credentials (HTTP ${response.status})` };
+      return refusedCredentialsCheck('Telnyx', ` (HTTP ${response.status})`);
     }
     if (response.status === 404) {
       // The key works; the connection_id names no Call Control application of this account.
@@ -194,25 +195,13 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       const match = calls.find((active) => active?.client_state === wanted && typeof active.call_control_id === 'string');
       if (match) {
         const id = match.call_control_id as string;
-        return { kind: 'found', providerCallId: id, events: [this.ringing(call, id)] };
+        return foundCall(call, this.name, id, [ringing()]);
       }
       const next = body?.meta?.cursors?.after;
       if (calls.length < ACTIVE_CALLS_PAGE_SIZE || typeof next !== 'string' || !next) break;
       after = next;
     }
     return { kind: 'unknown' };
-  }
-
-  private ringing(call: CallReference, providerCallId: string, startTime?: unknown): CallEventJob {
-    const started = typeof startTime === 'string' ? new Date(startTime) : new Date();
-    return {
-      runId: call.runId,
-      organizationId: call.organizationId,
-      provider: this.name,
-      providerCallId,
-      type: 'ringing',
-      occurredAt: (Number.isNaN(started.getTime()) ? new Date() : started).toISOString(),
-    };
   }
 
   private failure(what: string, response: { status: number; body: unknown }): CarrierError {
@@ -226,15 +215,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   private credentialsOrThrow(credentials: Record<string, unknown> | null): TelnyxCredentials {
-    const read = readTelnyxCredentials(credentials);
-    if (!read) {
-      throw new CarrierError(`Telnyx credentials are invalid: ${telnyxCredentialProblems(credentials).join('; ')}`, {
-        reason: 'credentials_invalid',
-        permanent: true,
-        notProcessed: true,
-      });
-    }
-    return read;
+    return usableCredentials('Telnyx', readTelnyxCredentials, telnyxCredentialProblems, credentials);
   }
 
   private api(credentials: TelnyxCredentials): TelnyxApi {
@@ -244,4 +225,10 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
 
 function contentTypeOf(path: string): string {
   return path.toLowerCase().endsWith('.mp3') ? 'audio/mpeg' : 'audio/wav';
+}
+
+/** An alive call counts as ringing, since the time it started (or now). */
+function ringing(startTime?: unknown): WebhookEvent {
+  const started = typeof startTime === 'string' ? new Date(startTime) : new Date();
+  return { type: 'ringing', occurredAt: (Number.isNaN(started.getTime()) ? new Date() : started).toISOString() };
 }

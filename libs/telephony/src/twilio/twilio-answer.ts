@@ -1,7 +1,7 @@
 import { AnswerContext, AnswerInstructions } from '../carrier-webhooks';
+import { escapeXml, hangsUpOnMachine, xmlAnswer } from '../xml-answer';
 import { readTwilioSettings } from './twilio-settings';
 
-const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>';
 
 /**
  * TwiML for an answered call: `<Connect><Stream>` opens a bidirectional media
@@ -14,7 +14,7 @@ const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>';
  */
 export function twilioAnswer(context: AnswerContext): AnswerInstructions {
   const settings = readTwilioSettings(context.settings);
-  if (context.answeredBy === 'machine' && settings.answeringMachineDetection && settings.machineAction === 'hangup') {
+  if (hangsUpOnMachine(context, settings)) {
     return twiml('<Response><Hangup/></Response>');
   }
   const url = new URL(context.streamUrl);
@@ -29,16 +29,6 @@ export function twilioAnswer(context: AnswerContext): AnswerInstructions {
   return twiml(`<Response><Connect><Stream url="${escapeXml(url.toString())}">${parameterXml}</Stream></Connect></Response>`);
 }
 
-/** Escapes text for XML content and attribute values alike. */
-function escapeXml(value: string): string {
-  return value
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&apos;');
-}
-
 function twiml(body: string): AnswerInstructions {
-  return { contentType: 'text/xml; charset=utf-8', body: `${XML_DECLARATION}${body}` };
+  return xmlAnswer('text/xml; charset=utf-8', body);
 }

@@ -42,11 +42,6 @@ export function twilioSignatureMatches(authToken: string, url: string, fields: F
   return matched;
 }
 
-/** The fields of an `application/x-www-form-urlencoded` body, decoded, in order. */
-export function parseFormBody(rawBody: Buffer): Array<[string, string]> {
-  return [...new URLSearchParams(rawBody.toString('utf8'))];
-}
-
 function urlVariants(url: string): string[] {
   const variants = new Set([url]);
   let parsed: URL;

@@ -1,5 +1,18 @@
+import { CallEventType } from '@app/queue';
 import { WebhookEvent } from '../carrier-webhooks';
+import { completedEvent, statusCallbackEvents, wholeSeconds } from '../status-callback-events';
 import { twilioSipFailureReason } from './twilio-errors';
+
+/** Twilio's `CallStatus` names; `queued` and `initiated` tell nothing the dialer does not know. */
+const TWILIO_CALL_STATUSES: ReadonlyMap<string, CallEventType> = new Map<string, CallEventType>([
+  ['ringing', 'ringing'],
+  ['in-progress', 'answered'],
+  ['completed', 'completed'],
+  ['busy', 'busy'],
+  ['no-answer', 'no_answer'],
+  ['canceled', 'canceled'],
+  ['failed', 'failed'],
+]);
 
 /** The Call resource as Twilio's REST API returns it (the fields we read). */
 export interface TwilioCallResource {
@@ -43,36 +56,13 @@ export function twilioCost(price: string | null | undefined, unit: string | null
  * `initiated` and `queued` tell nothing the dialer does not know.
  */
 export function twilioStatusEvents(fields: ReadonlyMap<string, string>, receivedAt: Date): WebhookEvent[] {
-  const occurredAt = dateOrNow(fields.get('Timestamp'), receivedAt);
-  const answeredBy = twilioAnsweredBy(fields.get('AnsweredBy'));
-  const cost = twilioCost(fields.get('Price'), fields.get('PriceUnit'));
-  switch (fields.get('CallStatus')) {
-    case 'ringing':
-      return [{ type: 'ringing', occurredAt }];
-    case 'in-progress':
-      return [{ type: 'answered', occurredAt, ...(answeredBy ? { answeredBy } : {}) }];
-    case 'completed': {
-      const duration = wholeSeconds(fields.get('CallDuration'));
-      return [
-        {
-          type: 'completed',
-          occurredAt,
-          ...(duration !== undefined ? { durationSeconds: duration } : {}),
-          ...(cost ? { cost } : {}),
-        },
-      ];
-    }
-    case 'busy':
-      return [{ type: 'busy', occurredAt }];
-    case 'no-answer':
-      return [{ type: 'no_answer', occurredAt }];
-    case 'canceled':
-      return [{ type: 'canceled', occurredAt }];
-    case 'failed':
-      return [{ type: 'failed', occurredAt, reason: twilioSipFailureReason(wholeSeconds(fields.get('SipResponseCode'))) }];
-    default:
-      return [];
-  }
+  return statusCallbackEvents(TWILIO_CALL_STATUSES.get(fields.get('CallStatus') ?? ''), {
+    occurredAt: dateOrNow(fields.get('Timestamp'), receivedAt),
+    answeredBy: twilioAnsweredBy(fields.get('AnsweredBy')),
+    durationSeconds: wholeSeconds(fields.get('CallDuration')),
+    cost: twilioCost(fields.get('Price'), fields.get('PriceUnit')),
+    failureReason: () => twilioSipFailureReason(wholeSeconds(fields.get('SipResponseCode'))),
+  });
 }
 
 /**
@@ -103,12 +93,7 @@ export function twilioCallEvents(call: TwilioCallResource, now: Date): WebhookEv
       return [
         ringing,
         { type: 'answered', occurredAt: answeredAt, ...(answeredBy ? { answeredBy } : {}) },
-        {
-          type: 'completed',
-          occurredAt: endedAt,
-          ...(duration !== undefined ? { durationSeconds: duration } : {}),
-          ...(cost ? { cost } : {}),
-        },
+        completedEvent(endedAt, duration, cost),
       ];
     }
     case 'busy':
@@ -128,10 +113,4 @@ export function twilioCallEvents(call: TwilioCallResource, now: Date): WebhookEv
 function dateOrNow(value: string | undefined, fallback: Date): string {
   const parsed = value ? Date.parse(value) : NaN;
   return (Number.isNaN(parsed) ? fallback : new Date(parsed)).toISOString();
-}
-
-function wholeSeconds(value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const number = Number(value);
-  return Number.isFinite(number) && number >= 0 ? Math.round(number) : undefined;
 }

@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob } from '@app/queue';
 import { CARRIER_REQUEST_TIMEOUT_MS, neverConnectedDialError, retryAfterMs } from '../carrier-http';
 import {
   AnswerContext,
@@ -11,22 +10,27 @@ import {
   WebhookRejected,
   WebhookRequest,
 } from '../carrier-webhooks';
+import { malformedCredentialsCheck, refusedCredentialsCheck, refusesCredentials } from '../credentials-checks';
+import { foundCall } from '../found-call';
 import {
   CallArtifacts,
   CallLookup,
   CallReference,
+  CredentialsCheck,
   PlaceCallRequest,
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
+import { webhookCredentials } from '../webhook-credentials';
+import { signedFormFields, webhookRequestFields } from '../webhook-form-fields';
 import { twilioAnswer } from './twilio-answer';
 import { TwilioApi, TwilioApiError } from './twilio-api';
 import { findDialedTwilioCall } from './twilio-call-search';
-import { readTwilioCredentials, TwilioCredentials, twilioCredentialProblems } from './twilio-credentials';
+import { readTwilioCredentials, twilioCredentialProblems } from './twilio-credentials';
 import { twilioDialForm } from './twilio-dial';
 import { twilioDialError } from './twilio-errors';
 import { twilioSettingsProblems } from './twilio-settings';
-import { parseFormBody, TWILIO_SIGNATURE_HEADER, twilioSignatureMatches } from './twilio-signature';
+import { TWILIO_SIGNATURE_HEADER, twilioSignatureMatches } from './twilio-signature';
 import { TwilioCallResource, twilioCallEvents, twilioRecordingEvents, twilioStatusEvents } from './twilio-status';
 
 /**
@@ -42,8 +46,6 @@ const FUTURE_SKEW_MS = 5 * 60 * 1000;
 
 /** Twilio error 21220: the call is not in a state that allows this update (already ended). */
 const INVALID_CALL_STATE = 21220;
-
-export type TwilioCredentialsCheck = { ok: true } | { ok: false; reason: string; message: string };
 
 /**
  * Twilio Programmable Voice (REST API 2010-04-01). Calls are placed with the
@@ -129,12 +131,11 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void {
     const signature = request.headers[TWILIO_SIGNATURE_HEADER];
     if (!signature) throw new WebhookRejected(401, 'The request carries no X-Twilio-Signature header');
-    const account = this.webhookCredentials(credentials);
-    const fields = signedFields(request);
-    if (!twilioSignatureMatches(account.authToken, request.url, fields, signature)) {
+    const account = webhookCredentials('Twilio', readTwilioCredentials, credentials);
+    if (!twilioSignatureMatches(account.authToken, request.url, signedFormFields(request), signature)) {
       throw new WebhookRejected(403, 'X-Twilio-Signature does not match this request');
     }
-    const values = new Map(requestFields(request));
+    const values = new Map(webhookRequestFields(request));
     const accountSid = values.get('AccountSid');
     if (accountSid !== undefined && accountSid !== account.accountSid) {
       throw new WebhookRejected(403, 'The request is signed for another Twilio account');
@@ -149,7 +150,7 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
-    const fields = new Map(requestFields(request));
+    const fields = new Map(webhookRequestFields(request));
     const receivedAt = new Date();
     return {
       providerCallId: fields.get('CallSid') ?? null,
@@ -166,18 +167,16 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   /** Asks Twilio whether the credentials work and the account may place calls (for `POST .../verify`). */
-  async checkCredentials(credentials: Record<string, unknown> | null): Promise<TwilioCredentialsCheck> {
-    const problems = twilioCredentialProblems(credentials);
-    if (problems.length > 0) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+  async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
+    const malformed = malformedCredentialsCheck(twilioCredentialProblems(credentials));
+    if (malformed) return malformed;
     try {
       const account = await this.api.fetchAccount(readTwilioCredentials(credentials));
       if (account?.status === 'active') return { ok: true };
       const reason = account?.status === 'closed' ? 'account_closed' : 'account_suspended';
       return { ok: false, reason, message: `The Twilio account is ${account?.status ?? 'not active'}` };
     } catch (error) {
-      if (error instanceof TwilioApiError && error.status < 500 && error.status !== 429) {
-        return { ok: false, reason: 'unauthorized', message: `Twilio refused these credentials: ${error.message}` };
-      }
+      if (error instanceof TwilioApiError && refusesCredentials(error.status)) return refusedCredentialsCheck('Twilio', `: ${error.message}`);
       throw error;
     }
   }
@@ -193,33 +192,8 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   private found(call: CallReference, resource: TwilioCallResource): CallLookup {
-    const events: CallEventJob[] = twilioCallEvents(resource, new Date()).map((event) => ({
-      ...event,
-      runId: call.runId,
-      organizationId: call.organizationId,
-      provider: this.name,
-      providerCallId: resource.sid,
-    }));
-    return { kind: 'found', providerCallId: resource.sid, events };
+    return foundCall(call, this.name, resource.sid, twilioCallEvents(resource, new Date()));
   }
-
-  private webhookCredentials(credentials: Record<string, unknown> | null): TwilioCredentials {
-    try {
-      return readTwilioCredentials(credentials);
-    } catch {
-      throw new WebhookRejected(403, 'The configuration has no usable Twilio credentials to check the signature with');
-    }
-  }
-}
-
-/** What the signature covers besides the URL: a POST's form fields (a GET has them in the URL already). */
-function signedFields(request: WebhookRequest): Array<[string, string]> {
-  return request.method.toUpperCase() === 'POST' ? parseFormBody(request.rawBody) : [];
-}
-
-/** The request's parameters: a POST's form fields, a GET's query. */
-function requestFields(request: WebhookRequest): Array<[string, string]> {
-  return request.method.toUpperCase() === 'POST' ? parseFormBody(request.rawBody) : [...new URL(request.url).searchParams];
 }
 
 function dialFailure(error: unknown): unknown {

@@ -3,6 +3,8 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
 import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
+import { foundCall } from '../found-call';
 import {
   CallArtifacts,
   CallLookup,
@@ -12,6 +14,7 @@ import {
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
+import { usableCredentials } from '../usable-credentials';
 import { VonageApi, VonageResponse } from './vonage-api';
 import { readVonageCredentials, vonageCredentialProblems, VonageCredentials } from './vonage-credentials';
 import { vonageDialBody, vonageNumber } from './vonage-dial';
@@ -74,21 +77,7 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
     const details = (response.body ?? {}) as Record<string, unknown>;
     const occurredAt = vonageTime(details.end_time) ?? vonageTime(details.start_time) ?? new Date().toISOString();
     const event = vonageStatusEvent(details, occurredAt);
-    return {
-      kind: 'found',
-      providerCallId: call.providerCallId,
-      events: event
-        ? [
-            {
-              ...event,
-              runId: call.runId,
-              organizationId: call.organizationId,
-              provider: this.name,
-              providerCallId: call.providerCallId,
-            },
-          ]
-        : [],
-    };
+    return foundCall(call, this.name, call.providerCallId, event ? [event] : []);
   }
 
   async hangup(call: CallReference): Promise<boolean> {
@@ -113,18 +102,14 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
    * be asked, or answers something a working account never gets (404, 429, 5xx).
    */
   async checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck> {
-    const problems = vonageCredentialProblems(credentials);
-    if (problems.length) return { ok: false, reason: 'invalid_credentials', message: problems.join('; ') };
+    const malformed = malformedCredentialsCheck(vonageCredentialProblems(credentials));
+    if (malformed) return malformed;
     const read = this.credentialsOrThrow(credentials);
     const response = await this.api(read).request('GET', '/v1/calls?page_size=1');
     if (response.status >= 200 && response.status < 300) return { ok: true };
     if (response.status === 401 || response.status === 403) {
       const problem = vonageProblem(response.body);
-      return {
-        ok: false,
-        reason: 'unauthorized',
-        message: `Vonage refused these credentials (HTTP ${response.status}${problem.title ? ` ${problem.title}` : ''})`,
-      };
+      return refusedCredentialsCheck('Vonage', ` (HTTP ${response.status}${problem.title ? ` ${problem.title}` : ''})`);
     }
     throw new Error(`Vonage answered HTTP ${response.status} while checking credentials`);
   }
@@ -176,15 +161,7 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   private credentialsOrThrow(credentials: Record<string, unknown> | null): VonageCredentials {
-    const read = readVonageCredentials(credentials);
-    if (!read) {
-      throw new CarrierError(`Vonage credentials are invalid: ${vonageCredentialProblems(credentials).join('; ')}`, {
-        reason: 'credentials_invalid',
-        permanent: true,
-        notProcessed: true,
-      });
-    }
-    return read;
+    return usableCredentials('Vonage', readVonageCredentials, vonageCredentialProblems, credentials);
   }
 
   private api(credentials: VonageCredentials): VonageApi {
