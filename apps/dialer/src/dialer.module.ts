@@ -14,6 +14,9 @@ import { RunArtifactsCollector } from './call-events/run-artifacts-collector.ser
 import { CallPlacer } from './calls/call-placer.service';
 import { DefinitionPicker } from './calls/definition-picker.service';
 import { PlaceCallProcessor } from './calls/place-call.processor';
+import { ConfigurationLookup } from './lookups/configuration-lookup.service';
+import { GroupedRunWrites } from './runs/grouped-run-writes.service';
+import { RunReader } from './runs/run-reader.service';
 import { CallPacer } from './pacing/call-pacer';
 import { ConcurrencyLimiter } from './pacing/concurrency-limiter';
 import { RunDispatcher } from './recovery/run-dispatcher.service';
@@ -37,6 +40,9 @@ export class DialerModule {
       ],
       providers: [
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
+        RunReader,
+        GroupedRunWrites,
+        ConfigurationLookup,
         CallPacer,
         ConcurrencyLimiter,
         DefinitionPicker,

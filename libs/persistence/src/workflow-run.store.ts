@@ -213,11 +213,63 @@ export class WorkflowRunStore {
     return rows.length ? { telephonyConfigurationId: rows[0].telephony_configuration_id } : null;
   }
 
+  /**
+   * `transition` for many runs in one statement: every move goes to `to` as
+   * `event` and sets the same fields (each run its own values). A run may
+   * appear once. Answers each move's outcome, in order.
+   */
+  async transitionMany(
+    to: RunStatus,
+    event: string,
+    moves: Array<{ runId: number; fields: RunTransitionFields; detail?: Record<string, unknown> }>,
+  ): Promise<Array<TransitionOutcome | null>> {
+    if (moves.length === 0) return [];
+    const at = new Date().toISOString();
+    const entries = moves.map(({ detail }) => JSON.stringify([{ at, event, status: to, ...(detail ? { detail } : {}) }]));
+    const params: unknown[] = [to, RUN_TRANSITIONS[to], moves.map((move) => move.runId), entries];
+    const inputs = ['$3::integer[]', '$4::jsonb[]'];
+    const names = ['id', 'entry'];
+    const sets = ['status = $1', 'updated_at = now()', 'status_changed_at = now()'];
+    const keys = (Object.keys(moves[0].fields) as Array<keyof RunTransitionFields>).filter((key) => moves[0].fields[key] !== undefined);
+    keys.forEach((key, index) => {
+      const { column, cast } = FIELD_COLUMNS[key];
+      params.push(moves.map((move) => (cast === 'jsonb' ? JSON.stringify(move.fields[key]) : move.fields[key])));
+      inputs.push(`$${params.length}::${cast}[]`);
+      const value = `input.f${index}`;
+      names.push(`f${index}`);
+      const assigned =
+        key === 'providerCallId' ? `COALESCE(workflow_runs.${column}, ${value})` : key === 'costInfo' ? `workflow_runs.${column} || ${value}` : value;
+      sets.push(`${column} = ${assigned}`);
+    });
+    if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
+    sets.push(`logs = jsonb_set(workflow_runs.logs, '{events}', COALESCE(workflow_runs.logs->'events', '[]'::jsonb) || input.entry)`);
+    const [rows]: [Array<{ id: number; telephony_configuration_id: number | null }>, number] = await this.dataSource.query(
+      `UPDATE workflow_runs SET ${sets.join(', ')}
+         FROM unnest(${inputs.join(', ')}) AS input (${names.join(', ')})
+        WHERE workflow_runs.id = input.id AND workflow_runs.status = ANY($2::text[])
+        RETURNING workflow_runs.id, workflow_runs.telephony_configuration_id`,
+      params,
+    );
+    const moved = new Map(rows.map((row) => [row.id, { telephonyConfigurationId: row.telephony_configuration_id }]));
+    return moves.map((move) => moved.get(move.runId) ?? null);
+  }
+
   /** Records the carrier's id for the call without changing the status. */
   async recordProviderCallId(runId: number, providerCallId: string): Promise<void> {
     await this.dataSource.query(
       `UPDATE workflow_runs SET provider_call_id = $2, updated_at = now() WHERE id = $1 AND provider_call_id IS NULL`,
       [runId, providerCallId],
+    );
+  }
+
+  /** `recordProviderCallId` for many runs in one statement. */
+  async recordProviderCallIds(calls: Array<{ runId: number; providerCallId: string }>): Promise<void> {
+    if (calls.length === 0) return;
+    await this.dataSource.query(
+      `UPDATE workflow_runs SET provider_call_id = input.provider_call_id, updated_at = now()
+         FROM unnest($1::integer[], $2::text[]) AS input (id, provider_call_id)
+        WHERE workflow_runs.id = input.id AND workflow_runs.provider_call_id IS NULL`,
+      [calls.map((call) => call.runId), calls.map((call) => call.providerCallId)],
     );
   }
 
@@ -251,6 +303,24 @@ export class WorkflowRunStore {
       [runId, artifacts.transcriptKey, artifacts.recordingKey],
     );
     return affected > 0;
+  }
+
+  /** `completeArtifacts` for many runs in one statement; answers the ids it completed. */
+  async completeArtifactsMany(
+    runs: Array<{ runId: number; transcriptKey: string | null; recordingKey: string | null }>,
+  ): Promise<number[]> {
+    if (runs.length === 0) return [];
+    const [rows]: [Array<{ id: number }>, number] = await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET transcript_key = COALESCE(input.transcript_key, workflow_runs.transcript_key),
+              recording_key = COALESCE(input.recording_key, workflow_runs.recording_key),
+              is_completed = true, updated_at = now()
+         FROM unnest($1::integer[], $2::text[], $3::text[]) AS input (id, transcript_key, recording_key)
+        WHERE workflow_runs.id = input.id AND workflow_runs.status = 'completed' AND NOT workflow_runs.is_completed
+        RETURNING workflow_runs.id`,
+      [runs.map((run) => run.runId), runs.map((run) => run.transcriptKey), runs.map((run) => run.recordingKey)],
+    );
+    return rows.map((row) => row.id);
   }
 
   /** What the voice-agent runtime reports during the call; ignored once the run is complete. */

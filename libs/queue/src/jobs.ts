@@ -35,6 +35,11 @@ export interface CallEventJob {
   cost?: { amount: number; currency: string };
   /** Where the carrier's recording can be fetched (with the carrier's auth), once it is ready. */
   recordingUrl?: string;
+  /**
+   * Events of the same call that happened at the same instant, right after
+   * this one: applied in order after it, in one job instead of one each.
+   */
+  following?: CallEventJob[];
 }
 
 /** Job name → payload, per queue: a wrong enqueue does not compile. */
@@ -54,6 +59,12 @@ export const JobName = {
 /** Job ids never contain ':' (BullMQ reserves it). */
 export function placeCallJobId(runId: number): string {
   return `run-${runId}`;
+}
+
+/** The events a call-events job carries, in the order they happened. */
+export function eventsOf(job: CallEventJob): CallEventJob[] {
+  const { following, ...first } = job;
+  return [first, ...(following ?? [])];
 }
 
 export function callEventJobId(event: Pick<CallEventJob, 'runId' | 'type'>): string {

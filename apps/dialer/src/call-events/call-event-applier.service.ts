@@ -1,8 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { isFinalRunStatus, RunStatus, RunTransitionFields, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
+import { isFinalRunStatus, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
 import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
+import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
+import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
+import { RunReader } from '../runs/run-reader.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
@@ -29,8 +31,10 @@ export class CallEventApplier {
   private readonly logger = new Logger(CallEventApplier.name);
 
   constructor(
-    private readonly dataSource: DataSource,
     private readonly runs: WorkflowRunStore,
+    private readonly reader: RunReader,
+    private readonly writes: GroupedRunWrites,
+    private readonly configurations: ConfigurationLookup,
     private readonly artifacts: RunArtifactsCollector,
     private readonly slots: ConcurrencyLimiter,
     private readonly providers: TelephonyProviders,
@@ -55,7 +59,7 @@ export class CallEventApplier {
     const cost = costInfoOf(event);
     if (cost) fields.costInfo = cost;
 
-    const moved = await this.runs.transition(event.runId, to, `carrier.${event.type}`, fields, {
+    const moved = await this.writes.transition(event.runId, to, `carrier.${event.type}`, fields, {
       provider: event.provider,
       provider_call_id: event.providerCallId,
       ...(event.reason ? { reason: event.reason } : {}),
@@ -71,13 +75,15 @@ export class CallEventApplier {
     if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
     // The carrier's duration, even one that comes after the hang-up (Telnyx bills it on call.cost), replaces
     // a duration computed from answer to hang-up; without one, the computed one fills a run that has none.
-    if (event.type === 'completed') await this.runs.fillDuration(event.runId, event.durationSeconds);
+    // The move to `completed` has already stored a carrier duration that came with it.
+    const durationStored = moved !== null && event.durationSeconds !== undefined;
+    if (event.type === 'completed' && !durationStored) await this.runs.fillDuration(event.runId, event.durationSeconds);
     if (event.type === 'completed' && moved && !event.cost) await this.fetchPrice(event, moved.telephonyConfigurationId);
     if (event.type === 'answered' && moved) {
       await this.afterAnswer(event, moved.telephonyConfigurationId, true);
     } else if (event.type === 'answered' && event.answeredBy) {
       // The answering-machine verdict may come after the call was answered.
-      const run = await this.runs.findById(event.runId);
+      const run = await this.reader.findById(event.runId);
       if (run?.status === 'in_progress') await this.afterAnswer(event, run.telephonyConfigurationId, false);
     }
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
@@ -91,9 +97,7 @@ export class CallEventApplier {
    * event: without one the run keeps what it has.
    */
   private async fetchPrice(event: CallEventJob, configurationId: number | null): Promise<void> {
-    const config = configurationId
-      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: configurationId })
-      : null;
+    const config = await this.configurations.find(configurationId);
     if (!config || !this.providers.has(config.provider)) return;
     const provider = this.providers.get(config.provider);
     if (!hasWebhooks(provider)) return;
@@ -114,9 +118,7 @@ export class CallEventApplier {
 
   private async afterAnswer(event: CallEventJob, configurationId: number | null, firstAnswer: boolean): Promise<void> {
     if (event.answeredBy) await this.runs.mergeGatheredContext(event.runId, { answered_by: event.answeredBy });
-    const config = configurationId
-      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: configurationId })
-      : null;
+    const config = await this.configurations.find(configurationId);
     if (!config || !this.providers.has(config.provider)) return;
     const provider = this.providers.get(config.provider);
     const reference = {

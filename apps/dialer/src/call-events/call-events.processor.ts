@@ -2,11 +2,12 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob, QueueName } from '@app/queue';
+import { CallEventJob, cappedExponentialBackoff, eventsOf, QueueName } from '@app/queue';
 import { CallEventApplier } from './call-event-applier.service';
 
 /** Consumes carrier status events. Errors are logged with context and rethrown so BullMQ retries. */
-@Processor(QueueName.CallEvents)
+// The job policy's backoff is this strategy: without it a failed event job errors instead of retrying.
+@Processor(QueueName.CallEvents, { settings: { backoffStrategy: cappedExponentialBackoff } })
 export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
   private readonly logger = new Logger(CallEventsProcessor.name);
 
@@ -21,9 +22,12 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
     this.worker.concurrency = this.config.dialerConcurrency;
   }
 
+  /** Answers whether any of the job's events moved the run. */
   async process(job: Job<CallEventJob>): Promise<boolean> {
     try {
-      return await this.applier.apply(job.data);
+      let moved = false;
+      for (const event of eventsOf(job.data)) moved = (await this.applier.apply(event)) || moved;
+      return moved;
     } catch (error) {
       this.logger.error(
         { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 },

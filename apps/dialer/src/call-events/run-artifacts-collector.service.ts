@@ -1,9 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
-import { TelephonyConfiguration, WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
+import { DefinitionPicker } from '../calls/definition-picker.service';
+import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
+import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
+import { RunReader } from '../runs/run-reader.service';
 
 /** How long a completed call waits for the agent runtime to close its session before it is finished anyway. */
 export const AGENT_REPORT_GRACE_MS = 20_000;
@@ -18,8 +21,11 @@ export const AGENT_REPORT_GRACE_MS = 20_000;
 @Injectable()
 export class RunArtifactsCollector {
   constructor(
-    private readonly dataSource: DataSource,
     private readonly runs: WorkflowRunStore,
+    private readonly reader: RunReader,
+    private readonly writes: GroupedRunWrites,
+    private readonly configurations: ConfigurationLookup,
+    private readonly definitions: DefinitionPicker,
     private readonly providers: TelephonyProviders,
     private readonly renderer: PromptRenderer,
     private readonly cipher: CredentialsCipher,
@@ -28,12 +34,10 @@ export class RunArtifactsCollector {
 
   /** `force`: finish even if the agent runtime has not closed its session (the reaper, later). */
   async collect(runId: number, force = false): Promise<void> {
-    const run = await this.runs.findById(runId);
+    const run = await this.reader.findById(runId);
     if (!run || run.status !== 'completed' || run.isCompleted) return;
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
-    const config = run.telephonyConfigurationId
-      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
-      : null;
+    const config = await this.configurations.find(run.telephonyConfigurationId);
     // A machine the configuration hangs up on had nothing to say to the agent: no report is coming.
     const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && config?.settings.machine_action === 'hangup';
     const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt && !hungUpOnMachine;
@@ -70,13 +74,11 @@ export class RunArtifactsCollector {
 
     const transcriptKey = artifactKey(run.id, 'transcript', 'json');
     await this.storage.put(transcriptKey, Buffer.from(JSON.stringify({ run_id: run.id, turns }, null, 2)), 'application/json');
-    await this.runs.completeArtifacts(run.id, { transcriptKey, recordingKey });
+    await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
   }
 
   private async agentOpening(run: WorkflowRun): Promise<string> {
-    const definition = run.definitionId
-      ? await this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId })
-      : null;
+    const definition = await this.definitions.byId(run.definitionId);
     if (!definition) return '';
     return (await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })).opening;
   }

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { DataSource } from 'typeorm';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import {
   AgentSessionTokens,
@@ -13,6 +12,9 @@ import {
   TelephonyProviders,
 } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
+import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
+import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
+import { RunReader } from '../runs/run-reader.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { CallPacer } from '../pacing/call-pacer';
 import { DefinitionPicker } from './definition-picker.service';
@@ -20,6 +22,13 @@ import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
 /** A reserved pacing instant missed by more than this is given up and a new one reserved. */
 const STALE_SLOT_MS = 1000;
+/**
+ * A pacing instant this close is waited for in place. A delayed job returns
+ * to the back of the queue: behind a backlog it would come back after its
+ * instant had passed, give it up and reserve another, so a busy
+ * configuration would waste most of its instants and dial far below its rate.
+ */
+const INLINE_PACING_WAIT_MS = 250;
 /** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
 const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
@@ -37,8 +46,10 @@ export class CallPlacer {
   private readonly logger = new Logger(CallPlacer.name);
 
   constructor(
-    private readonly dataSource: DataSource,
     private readonly runs: WorkflowRunStore,
+    private readonly reader: RunReader,
+    private readonly writes: GroupedRunWrites,
+    private readonly configurations: ConfigurationLookup,
     private readonly definitions: DefinitionPicker,
     private readonly renderer: PromptRenderer,
     private readonly providers: TelephonyProviders,
@@ -50,14 +61,10 @@ export class CallPlacer {
   ) {}
 
   async place(runId: number, progress: PlaceCallProgress = {}): Promise<PlaceDecision> {
-    const run = await this.runs.findById(runId);
+    const run = await this.reader.findById(runId);
     if (!run || run.status !== 'queued') return done('skipped');
 
-    const config = run.telephonyConfigurationId
-      ? await this.dataSource
-          .getRepository(TelephonyConfiguration)
-          .findOneBy({ id: run.telephonyConfigurationId, organizationId: run.organizationId })
-      : null;
+    const config = await this.configurations.find(run.telephonyConfigurationId, run.organizationId);
     if (!config || !this.providers.has(config.provider)) {
       return this.fail(run, 'telephony_configuration_missing', 'The telephony configuration no longer exists');
     }
@@ -67,9 +74,10 @@ export class CallPlacer {
     const now = Date.now();
     if (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS) {
       const { waitMs } = await this.pacer.reserve(config.id, config.callsPerSecond);
-      if (waitMs > 0) {
+      if (waitMs > INLINE_PACING_WAIT_MS) {
         return { kind: 'delay', untilMs: now + waitMs, progress: { ...progress, slotAt: now + waitMs }, reason: 'pacing' };
       }
+      if (waitMs > 0) await sleep(waitMs);
     }
     const leaseMs = config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS;
     if (!(await this.slots.acquire(config.id, run.id, config.maxConcurrentCalls, leaseMs))) {
@@ -78,7 +86,7 @@ export class CallPlacer {
     }
 
     const definition = await this.definitions.pick(run);
-    const claimed = await this.runs.transition(run.id, 'dialing', 'dialer.dialing', {
+    const claimed = await this.writes.transition(run.id, 'dialing', 'dialer.dialing', {
       definitionId: definition?.id,
       fromNumber,
     });
@@ -115,7 +123,7 @@ export class CallPlacer {
           ttlSeconds: this.config.agentSessionTtlSeconds,
         }),
       });
-      await this.runs.recordProviderCallId(run.id, result.providerCallId);
+      await this.writes.recordProviderCallId(run.id, result.providerCallId);
       return done('placed');
     } catch (error) {
       return this.afterDialError(run, config, provider, credentials, dial, progress, error);
@@ -213,6 +221,10 @@ export class CallPlacer {
 
 function done(outcome: 'placed' | 'skipped' | 'failed' | 'unknown'): PlaceDecision {
   return { kind: 'done', outcome };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function jitter(min: number, max: number): number {

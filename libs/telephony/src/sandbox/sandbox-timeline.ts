@@ -29,3 +29,14 @@ export function sandboxTimeline(outcome: SandboxOutcome, ringMs: number, talkMs:
       ];
   }
 }
+
+/** The timeline cut into groups of events that happen at the same instant, in order. */
+export function instantsOf(timeline: TimelineEvent[]): TimelineEvent[][] {
+  const instants: TimelineEvent[][] = [];
+  for (const step of timeline) {
+    const last = instants[instants.length - 1];
+    if (last && last[0].atMs === step.atMs) last.push(step);
+    else instants.push([step]);
+  }
+  return instants;
+}

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
+import { Batcher } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { SandboxCall } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
@@ -36,8 +37,26 @@ import {
   SANDBOX_TIMESTAMP_HEADER,
   SandboxSignature,
 } from './sandbox-signature';
-import { sandboxTimeline } from './sandbox-timeline';
+import { instantsOf, sandboxTimeline } from './sandbox-timeline';
 import { renderWav } from './wav';
+
+/** Statements that many concurrent calls make are grouped: at most this many calls in one, this many at once. */
+const GROUPING = { maxBatch: 500, maxInFlight: 4 };
+
+interface NewSandboxCall {
+  callId: string;
+  runId: number;
+  toNumber: string;
+  outcome: string;
+  ringMs: number;
+  talkMs: number;
+}
+
+interface StoredSandboxCall {
+  callId: string;
+  /** When the carrier stored the dial request (Postgres' clock): the sandbox's events are timed from it. */
+  createdAt: Date;
+}
 
 /**
  * A carrier that needs no account. It accepts dial requests like a real one,
@@ -53,6 +72,8 @@ import { renderWav } from './wav';
 export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'sandbox';
   private readonly signature: SandboxSignature;
+  private readonly ledger = new Batcher<NewSandboxCall, StoredSandboxCall>((calls) => this.storeCalls(calls), GROUPING);
+  private readonly callsById = new Batcher<string, SandboxCall | null>((callIds) => this.findCallsById(callIds), GROUPING);
 
   constructor(
     @Inject(CALL_EVENT_SINK) private readonly events: CallEventSink,
@@ -97,15 +118,7 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
 
     const outcome = sandboxOutcomeFor(request.to);
     const talkMs = Math.min(settings.talkMs, request.maxCallDurationSeconds * 1000);
-    const call = await this.dataSource.getRepository(SandboxCall).save({
-      callId: `SB-${randomUUID()}`,
-      runId: request.runId,
-      toNumber: request.to,
-      outcome,
-      ringMs: settings.ringMs,
-      talkMs,
-      canceledAt: null,
-    });
+    const call = await this.storeCall(request.runId, request.to, outcome, settings.ringMs, talkMs);
     if (outcome === 'reject_dial') {
       throw new CarrierError('Sandbox carrier rejected the dial request: number not allowed', {
         reason: 'carrier_rejected',
@@ -114,11 +127,16 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
         carrierCode: 'SANDBOX-0004',
       });
     }
-    // Each event carries the time it happens at, not the time it was scheduled.
-    for (const step of sandboxTimeline(outcome, settings.ringMs, talkMs)) {
-      const at = new Date(call.createdAt.getTime() + step.atMs);
-      await this.events.publish(this.event(request, call.callId, step, at), at.getTime() - Date.now());
-    }
+    // Each event carries the time it happens at, not the time it was scheduled. Events of one instant (a call
+    // without ring or talk time is over at once) travel in one job, in order; each instant is delayed to its time.
+    await Promise.all(
+      instantsOf(sandboxTimeline(outcome, settings.ringMs, talkMs)).map(([first, ...rest]) => {
+        const at = new Date(call.createdAt.getTime() + first.atMs);
+        const following = rest.map((step) => this.event(request, call.callId, step, at));
+        const event = this.event(request, call.callId, first, at);
+        return this.events.publish(following.length ? { ...event, following } : event, at.getTime() - Date.now());
+      }),
+    );
     if (roll < settings.throttleRate + settings.errorRate + settings.timeoutRate) {
       // The call exists, but its answer is lost on the way back, as with a network timeout.
       throw new Error('Sandbox carrier: the dial request timed out');
@@ -221,10 +239,40 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     return { transcript, recording: { contentType: 'audio/wav', body: recording } };
   }
 
+  /** The carrier's ledger entry for a dial request. */
+  private storeCall(runId: number, toNumber: string, outcome: string, ringMs: number, talkMs: number): Promise<StoredSandboxCall> {
+    return this.ledger.submit({ callId: `SB-${randomUUID()}`, runId, toNumber, outcome, ringMs, talkMs });
+  }
+
+  /** Dial requests that arrive together are stored in one multi-row INSERT (raw SQL, no transaction around it). */
+  private async storeCalls(calls: NewSandboxCall[]): Promise<StoredSandboxCall[]> {
+    const rows: Array<{ call_id: string; created_at: Date }> = await this.dataSource.query(
+      `INSERT INTO sandbox_calls (call_id, run_id, to_number, outcome, ring_ms, talk_ms)
+       SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::integer[], $6::integer[])
+       RETURNING call_id, created_at`,
+      [
+        calls.map((call) => call.callId),
+        calls.map((call) => call.runId),
+        calls.map((call) => call.toNumber),
+        calls.map((call) => call.outcome),
+        calls.map((call) => call.ringMs),
+        calls.map((call) => call.talkMs),
+      ],
+    );
+    const createdAt = new Map(rows.map((row) => [row.call_id, new Date(row.created_at)]));
+    return calls.map((call) => ({ callId: call.callId, createdAt: createdAt.get(call.callId) ?? new Date() }));
+  }
+
   private async findCall(reference: CallReference): Promise<SandboxCall | null> {
-    const repository = this.dataSource.getRepository(SandboxCall);
-    if (reference.providerCallId) return repository.findOneBy({ callId: reference.providerCallId });
-    return repository.findOne({ where: { runId: reference.runId }, order: { createdAt: 'DESC' } });
+    if (reference.providerCallId) return this.callsById.submit(reference.providerCallId);
+    return this.dataSource.getRepository(SandboxCall).findOne({ where: { runId: reference.runId }, order: { createdAt: 'DESC' } });
+  }
+
+  /** Look-ups by call id (one for every completed call: the dialer asks for its price) that arrive together, in one query. */
+  private async findCallsById(callIds: string[]): Promise<Array<SandboxCall | null>> {
+    const calls = await this.dataSource.getRepository(SandboxCall).findBy({ callId: In([...new Set(callIds)]) });
+    const byId = new Map(calls.map((call) => [call.callId, call]));
+    return callIds.map((callId) => byId.get(callId) ?? null);
   }
 
   private event(

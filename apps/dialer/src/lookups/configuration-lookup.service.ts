@@ -1,0 +1,57 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ExpiringCache } from '@app/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { TelephonyConfiguration } from '@app/persistence';
+
+type ConfigurationRow = Record<string, unknown>;
+
+/**
+ * Telephony configurations as the dialer reads them: every call and most
+ * carrier events need their configuration, and it changes rarely, so a row
+ * is kept for LOOKUP_CACHE_TTL_MS at most (the bound on how long a change made
+ * through the API takes to reach a dialer, pacing and concurrency limits
+ * included). The organization check stays with the caller's own row.
+ */
+@Injectable()
+export class ConfigurationLookup {
+  private readonly cache: ExpiringCache<number, TelephonyConfiguration | null>;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.cache = new ExpiringCache(config.lookupCacheTtlMs);
+  }
+
+  /** The configuration, or null when it does not exist or belongs to another organization than `organizationId`. */
+  async find(id: number | null, organizationId?: number): Promise<TelephonyConfiguration | null> {
+    if (id === null) return null;
+    const configuration = await this.cache.get(id, () => this.load(id));
+    if (configuration && organizationId !== undefined && configuration.organizationId !== organizationId) return null;
+    return configuration;
+  }
+
+  private async load(id: number): Promise<TelephonyConfiguration | null> {
+    const rows: ConfigurationRow[] = await this.dataSource.query(`SELECT * FROM telephony_configurations WHERE id = $1`, [id]);
+    return rows.length ? configurationFromRow(rows[0]) : null;
+  }
+}
+
+function configurationFromRow(row: ConfigurationRow): TelephonyConfiguration {
+  return Object.assign(new TelephonyConfiguration(), {
+    id: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    provider: row.provider,
+    credentialsEncrypted: row.credentials_encrypted,
+    fromNumbers: row.from_numbers,
+    isDefaultOutbound: row.is_default_outbound,
+    callsPerSecond: row.calls_per_second,
+    maxConcurrentCalls: row.max_concurrent_calls,
+    maxCallDurationSeconds: row.max_call_duration_seconds,
+    settings: row.settings,
+    createdAt: new Date(row.created_at as string),
+    updatedAt: new Date(row.updated_at as string),
+  });
+}

@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { Batcher } from '@app/common';
+import { RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRunStore } from '@app/persistence';
+
+interface Move {
+  runId: number;
+  fields: RunTransitionFields;
+  detail?: Record<string, unknown>;
+}
+
+const GROUPING = { maxBatch: 500, maxInFlight: 4 };
+
+/**
+ * The run writes every call makes once, grouped: the ones that arrive
+ * together leave as one statement (group commit), each still conditional
+ * per run, so a busy dialer sends a few large statements instead of one
+ * round trip per call.
+ */
+@Injectable()
+export class GroupedRunWrites {
+  private readonly providerCallIds = new Batcher<{ runId: number; providerCallId: string }, void>(async (calls) => {
+    await this.runs.recordProviderCallIds(calls);
+    return calls.map(() => undefined);
+  }, GROUPING);
+
+  private readonly artifacts = new Batcher<{ runId: number; transcriptKey: string | null; recordingKey: string | null }, boolean>(
+    async (runs) => {
+      const completed = new Set(await this.runs.completeArtifactsMany(runs));
+      return runs.map((run) => completed.has(run.runId));
+    },
+    GROUPING,
+  );
+
+  /** One group per kind of move (target status, event, fields set): only alike moves share a statement. */
+  private readonly transitions = new Map<string, Batcher<Move, TransitionOutcome | null>>();
+
+  constructor(private readonly runs: WorkflowRunStore) {}
+
+  /** `WorkflowRunStore.transition`, grouped with alike moves of other runs; null when the run did not move. */
+  transition(runId: number, to: RunStatus, event: string, fields: RunTransitionFields, detail?: Record<string, unknown>): Promise<TransitionOutcome | null> {
+    const keys = Object.keys(fields).filter((key) => fields[key as keyof RunTransitionFields] !== undefined);
+    const kind = `${to} ${event} ${keys.sort().join(',')}`;
+    let group = this.transitions.get(kind);
+    if (!group) {
+      group = new Batcher((moves) => this.moveOnce(to, event, moves), GROUPING);
+      this.transitions.set(kind, group);
+    }
+    return group.submit({ runId, fields, detail });
+  }
+
+  /**
+   * A run named twice in one group moves once: the first move of it is
+   * applied, the later ones find it already moved (as they would one
+   * statement later), so two jobs of one run never both win a claim.
+   */
+  private async moveOnce(to: RunStatus, event: string, moves: Move[]): Promise<Array<TransitionOutcome | null>> {
+    const seen = new Set<number>();
+    const first = moves.filter((move) => !seen.has(move.runId) && seen.add(move.runId));
+    const outcomes = await this.runs.transitionMany(to, event, first);
+    const byMove = new Map(first.map((move, index) => [move, outcomes[index]]));
+    return moves.map((move) => byMove.get(move) ?? null);
+  }
+
+  /** Records the carrier's id for the call, unless the run already has one. */
+  recordProviderCallId(runId: number, providerCallId: string): Promise<void> {
+    return this.providerCallIds.submit({ runId, providerCallId });
+  }
+
+  /** Stores artifact keys and marks a completed run complete; false when it was not (or already) completable. */
+  completeArtifacts(runId: number, keys: { transcriptKey: string | null; recordingKey: string | null }): Promise<boolean> {
+    return this.artifacts.submit({ runId, ...keys });
+  }
+}
