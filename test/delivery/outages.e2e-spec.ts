@@ -1,5 +1,6 @@
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { TcpProxy } from '../support/tcp-proxy';
+import { createIsolatedResources, IsolatedResources } from '../support/isolated-resources';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
@@ -11,10 +12,13 @@ describe('outages of Redis and Postgres', () => {
     let org: TestOrganization;
     let uuid: string;
     let workflowId: number;
+    let own: IsolatedResources;
 
     beforeAll(async () => {
       const port = await redis.start();
-      apps = await startTestApps({ env: { REDIS_URL: `redis://127.0.0.1:${port}`, DISPATCH_INTERVAL_MS: '200' } });
+      // Its own database and queue: the dispatcher sweeps every queued run, and must find only this suite's.
+      own = await createIsolatedResources('redis_outage');
+      apps = await startTestApps({ env: { ...own.env, REDIS_URL: `redis://127.0.0.1:${port}`, DISPATCH_INTERVAL_MS: '200' } });
       org = await createOrganization(apps.dataSource);
       await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
       const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
@@ -25,6 +29,7 @@ describe('outages of Redis and Postgres', () => {
       await redis.restore();
       await apps.close();
       await redis.stop();
+      await own.drop();
     });
 
     it('still answers 200 within 1 s, and the run is dialed within 5 s of Redis returning', async () => {

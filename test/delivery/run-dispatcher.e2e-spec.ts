@@ -1,15 +1,22 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { agentGraph, createOrganization, runsWhenComplete, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { createIsolatedResources, IsolatedResources } from '../support/isolated-resources';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 /** The safety net under the gateway's enqueue: a stored run without a dial job is found and dialed once. */
 describe('run dispatcher', () => {
   let apps: TestApps;
+  let own: IsolatedResources;
 
   beforeAll(async () => {
-    apps = await startTestApps({ env: { DISPATCH_INTERVAL_MS: '200' } });
+    // Its own database and queue: the dispatcher sweeps every queued run, and must find only this suite's.
+    own = await createIsolatedResources('dispatcher');
+    apps = await startTestApps({ env: { ...own.env, DISPATCH_INTERVAL_MS: '200' } });
   });
-  afterAll(() => apps.close());
+  afterAll(async () => {
+    await apps.close();
+    await own.drop();
+  });
 
   it('dials, once each, runs stored while everything is up but never enqueued, a few seconds after they settle', async () => {
     const org = await createOrganization(apps.dataSource);
