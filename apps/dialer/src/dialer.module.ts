@@ -16,7 +16,6 @@ import { DefinitionPicker } from './calls/definition-picker.service';
 import { PlaceCallProcessor } from './calls/place-call.processor';
 import { ConfigurationLookup } from './lookups/configuration-lookup.service';
 import { GroupedRunWrites } from './runs/grouped-run-writes.service';
-import { RunReader } from './runs/run-reader.service';
 import { CallPacer } from './pacing/call-pacer';
 import { ConcurrencyLimiter } from './pacing/concurrency-limiter';
 import { RunDispatcher } from './recovery/run-dispatcher.service';
@@ -40,7 +39,6 @@ export class DialerModule {
       ],
       providers: [
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
-        RunReader,
         GroupedRunWrites,
         ConfigurationLookup,
         CallPacer,

@@ -7,3 +7,4 @@ export * from './run-status';
 export * from './pending-schema-changes';
 export * from './persistence.module';
 export * from './workflow-run.store';
+export * from './run-reader.service';

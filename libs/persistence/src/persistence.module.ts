@@ -2,6 +2,7 @@ import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { createDataSource } from './create-data-source';
+import { RunReader } from './run-reader.service';
 import { WorkflowRunStore } from './workflow-run.store';
 
 /**
@@ -20,8 +21,9 @@ import { WorkflowRunStore } from './workflow-run.store';
       },
     },
     WorkflowRunStore,
+    RunReader,
   ],
-  exports: [DataSource, WorkflowRunStore],
+  exports: [DataSource, WorkflowRunStore, RunReader],
 })
 export class PersistenceModule implements OnApplicationShutdown {
   constructor(@Inject(DataSource) private readonly dataSource: DataSource) {}

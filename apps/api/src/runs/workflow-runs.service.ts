@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, FindOptionsWhere, LessThan } from 'typeorm';
 import { ArtifactKind } from '@app/artifacts';
-import { Batcher, Errors } from '@app/common';
-import { WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { Errors } from '@app/common';
+import { RunReader, WorkflowRun } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { ListRunsQuery } from './list-runs.query';
 import { CancelOutcome, RunCancellation } from './run-cancellation.service';
@@ -11,22 +11,17 @@ import { RunPage, RunView } from './run-view';
 import { DownloadLinkDto } from './create-download.dto';
 
 const DEFAULT_PAGE_SIZE = 50;
-const MAX_READ_BATCH = 500;
 
 /** Reading runs back, scoped to the key's organization and workflows. */
 @Injectable()
 export class WorkflowRunsService {
-  /** Concurrent reads of single runs (dashboards polling) go to Postgres as one query. */
-  private readonly reads: Batcher<number, WorkflowRun | null>;
-
   constructor(
     private readonly dataSource: DataSource,
     private readonly presenter: RunPresenter,
     private readonly cancellation: RunCancellation,
-    private readonly runs: WorkflowRunStore,
-  ) {
-    this.reads = new Batcher((ids) => this.readMany(ids), { maxBatch: MAX_READ_BATCH, maxInFlight: 2 });
-  }
+    /** Concurrent reads of single runs (dashboards polling) go to Postgres as one query. */
+    private readonly reads: RunReader,
+  ) {}
 
   async cancel(key: AuthenticatedKey, workflowId: number, runId: number): Promise<{ outcome: CancelOutcome; run: RunView }> {
     const outcome = await this.cancellation.cancel(await this.find(key, workflowId, runId));
@@ -67,15 +62,10 @@ export class WorkflowRunsService {
   }
 
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
-    const run = await this.reads.submit(runId);
+    const run = await this.reads.findById(runId);
     if (!run || run.workflowId !== workflowId || run.organizationId !== key.organizationId) throw runNotFound();
     this.assertWorkflowAccess(key, workflowId);
     return run;
-  }
-
-  private async readMany(ids: number[]): Promise<Array<WorkflowRun | null>> {
-    const byId = new Map((await this.runs.findManyById([...new Set(ids)])).map((run) => [run.id, run]));
-    return ids.map((id) => byId.get(id) ?? null);
   }
 
   private assertWorkflowAccess(key: AuthenticatedKey, workflowId: number): void {

@@ -1,10 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { isFinalRunStatus, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
+import { isFinalRunStatus, RunReader, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
 import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { RunReader } from '../runs/run-reader.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 

@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
-import { WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { RunReader, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { RunReader } from '../runs/run-reader.service';
 
 /** How long a completed call waits for the agent runtime to close its session before it is finished anyway. */
 export const AGENT_REPORT_GRACE_MS = 20_000;

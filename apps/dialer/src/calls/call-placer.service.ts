@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import {
   AgentSessionTokens,
   agentStreamFor,
@@ -14,7 +14,6 @@ import {
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { RunReader } from '../runs/run-reader.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { CallPacer } from '../pacing/call-pacer';
 import { DefinitionPicker } from './definition-picker.service';

@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { Batcher } from '@app/common';
-import { WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { WorkflowRun } from './entities';
+import { WorkflowRunStore } from './workflow-run.store';
 
 /**
- * Reads runs for the jobs in flight. Each job starts by reloading its run;
- * the reads that arrive together leave as one `id = ANY(...)` query instead
- * of one round trip each. A read always goes to Postgres: nothing is cached.
+ * Reads single runs by id for many concurrent callers (dialer jobs reloading
+ * their run, dashboards polling one run each): the reads that arrive together
+ * leave as one `id = ANY(...)` query instead of one round trip each. A read
+ * always goes to Postgres: nothing is cached.
  */
 @Injectable()
 export class RunReader {
