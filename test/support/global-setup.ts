@@ -1,10 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-// Global setup runs outside Jest's module mapping: import the files, not the `@app/*` barrels.
-import { createDataSource } from '../../libs/persistence/src/create-data-source';
-import { ensureDatabase } from '../../libs/persistence/src/ensure-database';
-import { runMigrations } from '../../libs/persistence/src/run-migrations';
+import { createMigratedDatabase } from './test-resource-lifecycle';
 
 const BASE_DATABASE_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -14,14 +11,7 @@ export default async function globalSetup(): Promise<void> {
   const url = new URL(BASE_DATABASE_URL);
   url.pathname = `/va_test_${runId}`;
   const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
-  const dataSource = createDataSource({ url: databaseUrl, poolSize: 2 });
-  await dataSource.initialize();
-  try {
-    await runMigrations(dataSource);
-  } finally {
-    await dataSource.destroy();
-  }
+  await createMigratedDatabase(databaseUrl);
   process.env.TEST_DATABASE_URL = databaseUrl;
   process.env.TEST_QUEUE_PREFIX = `{va-test-${runId}}`;
   process.env.TEST_ARTIFACTS_DIR = mkdtempSync(join(tmpdir(), `va-test-${runId}-`));

@@ -1,8 +1,4 @@
-import { Redis } from 'ioredis';
-import { Client } from 'pg';
-import { createDataSource } from '../../libs/persistence/src/create-data-source';
-import { ensureDatabase } from '../../libs/persistence/src/ensure-database';
-import { runMigrations } from '../../libs/persistence/src/run-migrations';
+import { createMigratedDatabase, deleteQueueKeys, dropDatabase } from './test-resource-lifecycle';
 import { testRunResources } from './test-run-id';
 
 export interface IsolatedResources {
@@ -22,38 +18,13 @@ export async function createIsolatedResources(name: string): Promise<IsolatedRes
   const url = new URL(databaseUrl);
   url.pathname = `${url.pathname}_${name}`;
   const isolatedUrl = url.toString();
-  await ensureDatabase(isolatedUrl);
-  const dataSource = createDataSource({ url: isolatedUrl, poolSize: 2 });
-  await dataSource.initialize();
-  try {
-    await runMigrations(dataSource);
-  } finally {
-    await dataSource.destroy();
-  }
+  await createMigratedDatabase(isolatedUrl);
   const prefix = `${queuePrefix.slice(0, -1)}-${name}}`;
   return {
     env: { DATABASE_URL: isolatedUrl, QUEUE_PREFIX: prefix },
     drop: async () => {
-      const redis = new Redis(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
-      try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          if (keys.length) await redis.del(...keys);
-          cursor = next;
-        } while (cursor !== '0');
-      } finally {
-        redis.disconnect();
-      }
-      const admin = new URL(isolatedUrl);
-      admin.pathname = '/postgres';
-      const client = new Client({ connectionString: admin.toString() });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS "${url.pathname.slice(1)}" WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
+      await deleteQueueKeys(prefix);
+      await dropDatabase(isolatedUrl);
     },
   };
 }
