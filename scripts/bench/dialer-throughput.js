@@ -36,7 +36,8 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
         `${count} dialer(s), round ${round + 1}: ${fmt(result.perSecond)} dials/s steady ` +
           `(${fmt(result.min)}–${fmt(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
           `dialed ${result.dialed}, finished ${result.finished} at ${fmt(result.finishedPerSecond)}/s, ` +
-          `CPU: ${fmt(result.cpuPercent)} % per dialer, ${fmt(result.postgresPercent)} % Postgres, ${fmt(result.machinePercent)} % the whole machine`,
+          `dialer CPU ${result.cpuMsPerCall.toFixed(2)} ms per call; CPU: ${fmt(result.cpuPercent)} % per dialer, ${fmt(result.postgresPercent)} % Postgres, ${fmt(result.redisPercent)} % Redis, ` +
+          `${fmt(result.machinePercent)} % the whole machine`,
       );
     }
     rows.push({
@@ -49,6 +50,8 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       finishedPerSecond: median(results.map((r) => r.finishedPerSecond)),
       cpuPercent: median(results.map((r) => r.cpuPercent)),
       postgresPercent: median(results.map((r) => r.postgresPercent)),
+      redisPercent: median(results.map((r) => r.redisPercent)),
+      cpuMsPerCall: median(results.map((r) => r.cpuMsPerCall)),
       machinePercent: median(results.map((r) => r.machinePercent)),
       unfinished: results.reduce((sum, r) => sum + (r.backlog - r.finished), 0),
     });
@@ -70,6 +73,8 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const dialers = await stack.startDialers(count, `throughput, ${count} dialer(s)`);
   const cpuFrom = dialers.map((child) => cpuSeconds(child.pid));
   const postgresFrom = await postgresCpu(stack);
+  const redisPid = await stack.redisPid();
+  const redisFrom = cpuSeconds(redisPid);
   const machineFrom = machineCpu();
   const busyFrom = Date.now();
   await stack.waitForCount(`SELECT count(*)::int AS n FROM sandbox_calls WHERE run_id > $1`, [before], queued);
@@ -81,7 +86,11 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   // Backends that connected during the window used all their CPU in it.
   const postgresSeconds = [...postgresTo].reduce((sum, [pid, seconds]) => sum + seconds - (postgresFrom.get(pid) ?? 0), 0);
   const postgresPercent = (postgresSeconds / busySeconds) * 100;
+  // NaN when Redis runs elsewhere (its pid is not one of this machine's processes).
+  const redisPercent = ((cpuSeconds(redisPid) - redisFrom) / busySeconds) * 100;
   await stack.waitForCount(`SELECT count(*)::int AS n FROM workflow_runs WHERE id > $1 AND is_completed`, [before], queued);
+  // The whole cost of a call to the dialers (dial, events, artifacts), from ready to the last run finished: steadier than the rates.
+  const dialerSeconds = dialers.reduce((sum, child, i) => sum + cpuSeconds(child.pid) - cpuFrom[i], 0);
   await stack.stopDialers(dialers);
 
   const dials = (
@@ -98,8 +107,10 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const steady = steadyPerSecond(dials);
   return {
     ...steady,
+    cpuMsPerCall: finished ? (dialerSeconds * 1000) / finished : NaN,
     cpuPercent,
     postgresPercent,
+    redisPercent,
     machinePercent,
     backlog: queued,
     dialed: dials.length,

@@ -9,9 +9,12 @@ const { createServer } = require('node:net');
 
 const live = new Set();
 
+/** Node flags for the apps (BENCH_NODE_FLAGS, space-separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them. */
+const nodeFlags = (process.env.BENCH_NODE_FLAGS || '').split(' ').filter(Boolean);
+
 /** Starts `node args...`; its stderr is passed through, prefixed with `name`. */
 function startNode(name, args, env, cwd) {
-  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeFlags, ...args], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr.on('data', (chunk) => process.stderr.write(`[${name}] ${chunk}`));
   child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   live.add(child);
@@ -30,6 +33,11 @@ async function stopChild(child, graceMs = 20000) {
 
 function killAll() {
   for (const child of live) child.kill('SIGKILL');
+}
+
+/** Stops every live child gracefully (so `--cpu-prof` profiles get written), SIGKILL after `graceMs`. */
+async function stopAll(graceMs = 5000) {
+  await Promise.all([...live].map((child) => stopChild(child, graceMs)));
 }
 
 /** Memory of a live process from /proc, in MiB: `VmHWM` is its peak resident set, `VmRSS` the current one. */
@@ -94,4 +102,4 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-module.exports = { startNode, stopChild, killAll, memoryMiB, cpuSeconds, machineCpu, busyPercent, waitUp, freePort, sleep };
+module.exports = { startNode, stopChild, stopAll, killAll, memoryMiB, cpuSeconds, machineCpu, busyPercent, waitUp, freePort, sleep };

@@ -16,12 +16,12 @@ function httpTable(rows, ceilingRps) {
 function dialerTable(rows) {
   return [
     '| dialer (sandbox, ring 0, talk 0) | dials/s (median per-second, steady) | per-second min–max | steady s | backlog | runs finished/s | unfinished ' +
-      `| CPU % per dialer | CPU % Postgres | CPU % machine (${cpus().length * 100} = all cores busy) |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      `| dialer CPU ms per call | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
         `| ${r.name} | ${cell(r.perSecond)} | ${cell(r.min)}–${cell(r.max)} | ${cell(r.steadySeconds)} | ${cell(r.backlog)} | ` +
-        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.machinePercent)} |`,
+        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${Number.isFinite(r.cpuMsPerCall) ? r.cpuMsPerCall.toFixed(2) : '–'} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
     ),
   ].join('\n');
 }

@@ -9,12 +9,21 @@ export interface RenderResult {
 
 const CACHE_LIMIT = 2000;
 
+/** The variable paths a template reads, as Liquid's static analysis answers them. */
+type VariablePaths = ReturnType<Liquid['globalVariableSegmentsSync']>;
+
+/** A template parsed once, with the variable paths it reads (a static analysis that costs more than most renders). */
+interface CompiledTemplate {
+  templates: Template[];
+  variables: VariablePaths;
+}
+
 /**
  * Renders prompt templates with Liquid: `{{ initial_context.user.name }}`,
  * `{{ initial_context.x | default: "fallback" }}`. Liquid never evaluates code
  * from a template; includes have no file system to read, and parse/render are
  * bounded so a hostile template cannot hang the dialer. Each distinct
- * template is compiled once.
+ * template is compiled and analysed once.
  */
 @Injectable()
 export class PromptRenderer {
@@ -27,7 +36,7 @@ export class PromptRenderer {
     renderLimit: 1_000,
     memoryLimit: 10_000_000,
   });
-  private readonly compiled = new Map<string, Template[]>();
+  private readonly compiled = new Map<string, CompiledTemplate>();
 
   /** Throws with Liquid's message when `source` is not a valid template. */
   validate(source: string): void {
@@ -35,12 +44,12 @@ export class PromptRenderer {
   }
 
   async render(source: string, data: Record<string, unknown>): Promise<RenderResult> {
-    const templates = this.compile(source);
+    const { templates, variables } = this.compile(source);
     const text = String(await this.liquid.render(templates, data));
-    return { text, missingPaths: this.missingPaths(templates, data) };
+    return { text, missingPaths: missingPaths(variables, data) };
   }
 
-  private compile(source: string): Template[] {
+  private compile(source: string): CompiledTemplate {
     const cached = this.compiled.get(source);
     if (cached) {
       // Refresh recency: Map iteration order is insertion order.
@@ -49,28 +58,29 @@ export class PromptRenderer {
       return cached;
     }
     const templates = this.liquid.parse(source);
-    this.compiled.set(source, templates);
+    const compiled = { templates, variables: this.liquid.globalVariableSegmentsSync(templates) };
+    this.compiled.set(source, compiled);
     if (this.compiled.size > CACHE_LIMIT) {
       this.compiled.delete(this.compiled.keys().next().value as string);
     }
-    return templates;
+    return compiled;
   }
+}
 
-  private missingPaths(templates: Template[], data: Record<string, unknown>): string[] {
-    const missing = new Set<string>();
-    for (const segments of this.liquid.globalVariableSegmentsSync(templates)) {
-      // A computed segment (`a[b]`) ends what can be checked statically.
-      const computed = segments.findIndex((s) => typeof s !== 'string' && typeof s !== 'number');
-      const checkable = (computed === -1 ? segments : segments.slice(0, computed)) as Array<string | number>;
-      let value: unknown = data;
-      for (const segment of checkable) {
-        if (value === null || typeof value !== 'object' || !Object.hasOwn(value, segment)) {
-          missing.add(checkable.join('.'));
-          break;
-        }
-        value = (value as Record<string | number, unknown>)[segment];
+function missingPaths(variables: VariablePaths, data: Record<string, unknown>): string[] {
+  const missing = new Set<string>();
+  for (const segments of variables) {
+    // A computed segment (`a[b]`) ends what can be checked statically.
+    const computed = segments.findIndex((s) => typeof s !== 'string' && typeof s !== 'number');
+    const checkable = (computed === -1 ? segments : segments.slice(0, computed)) as Array<string | number>;
+    let value: unknown = data;
+    for (const segment of checkable) {
+      if (value === null || typeof value !== 'object' || !Object.hasOwn(value, segment)) {
+        missing.add(checkable.join('.'));
+        break;
       }
+      value = (value as Record<string | number, unknown>)[segment];
     }
-    return [...missing];
   }
+  return [...missing];
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RedisClient } from '@app/queue';
+import { RedisClient, RedisScript } from '@app/queue';
 
 /**
  * GCRA on Redis time: each call reserves the next free instant of its
@@ -25,16 +25,15 @@ export interface PaceSlot {
 
 @Injectable()
 export class CallPacer {
-  constructor(private readonly client: RedisClient) {}
+  private readonly reserveScript: RedisScript;
+
+  constructor(private readonly client: RedisClient) {
+    this.reserveScript = client.script('vaPaceReserve', RESERVE, 1);
+  }
 
   async reserve(configurationId: number, callsPerSecond: number): Promise<PaceSlot> {
     const interval = 1000 / Math.max(callsPerSecond, 0.001);
-    const [slot, now] = (await this.client.redis.eval(
-      RESERVE,
-      1,
-      this.client.keyFor('pace', configurationId),
-      String(interval),
-    )) as [string, string];
+    const [slot, now] = (await this.reserveScript([this.client.keyFor('pace', configurationId)], [String(interval)])) as [string, string];
     return { waitMs: Math.max(0, Number(slot) - Number(now)) };
   }
 }

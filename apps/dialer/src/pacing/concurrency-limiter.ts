@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RedisClient } from '@app/queue';
+import { RedisClient, RedisScript } from '@app/queue';
 
 /**
  * Caps calls that are live at once per configuration. A slot is a lease in a
@@ -21,17 +21,14 @@ return 0
 
 @Injectable()
 export class ConcurrencyLimiter {
-  constructor(private readonly client: RedisClient) {}
+  private readonly acquireScript: RedisScript;
+
+  constructor(private readonly client: RedisClient) {
+    this.acquireScript = client.script('vaSlotAcquire', ACQUIRE, 1);
+  }
 
   async acquire(configurationId: number, runId: number, max: number, leaseMs: number): Promise<boolean> {
-    const granted = await this.client.redis.eval(
-      ACQUIRE,
-      1,
-      this.key(configurationId),
-      String(runId),
-      String(max),
-      String(Math.ceil(leaseMs)),
-    );
+    const granted = await this.acquireScript([this.key(configurationId)], [String(runId), String(max), String(Math.ceil(leaseMs))]);
     return granted === 1;
   }
 
