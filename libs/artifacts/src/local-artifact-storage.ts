@@ -1,6 +1,7 @@
-import { createReadStream } from 'node:fs';
-import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { createReadStream, writeFile } from 'node:fs';
+import { mkdir, rename, stat } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
+import { promisify } from 'node:util';
 import { ArtifactStorage, StoredArtifact } from './artifact-storage';
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -9,12 +10,20 @@ const CONTENT_TYPES: Record<string, string> = {
   '.json': 'application/json',
 };
 
+/** The callback form: it chains open, write and close without a FileHandle object and its promises for each. */
+const writeFileOnce = promisify(writeFile);
+/** Directories known to exist, so most writes skip the mkdir (bounded: oldest forgotten first). */
+const KNOWN_DIRECTORIES_LIMIT = 1000;
+
 /**
  * Stores artifacts as files under one directory. Writes go to a temporary
  * file first and are renamed into place, so a reader never sees half a file.
  */
 export class LocalArtifactStorage implements ArtifactStorage {
   private readonly root: string;
+  private readonly knownDirectories = new Set<string>();
+  /** Makes each temporary name unique within the process, even for two writes of one key at once. */
+  private writes = 0;
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -22,9 +31,17 @@ export class LocalArtifactStorage implements ArtifactStorage {
 
   async put(key: string, body: Buffer): Promise<void> {
     const path = this.pathOf(key);
-    await mkdir(dirname(path), { recursive: true });
-    const temporary = `${path}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(temporary, body);
+    const temporary = `${path}.${process.pid}.${++this.writes}.tmp`;
+    const directory = dirname(path);
+    if (!this.knownDirectories.has(directory)) await this.makeDirectory(directory);
+    try {
+      await writeFileOnce(temporary, body);
+    } catch (error) {
+      // The directory was removed since it was made (a clean-up, say): make it again, once.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await this.makeDirectory(directory);
+      await writeFileOnce(temporary, body);
+    }
     await rename(temporary, path);
   }
 
@@ -40,6 +57,14 @@ export class LocalArtifactStorage implements ArtifactStorage {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
+    }
+  }
+
+  private async makeDirectory(directory: string): Promise<void> {
+    await mkdir(directory, { recursive: true });
+    this.knownDirectories.add(directory);
+    if (this.knownDirectories.size > KNOWN_DIRECTORIES_LIMIT) {
+      this.knownDirectories.delete(this.knownDirectories.values().next().value as string);
     }
   }
 
