@@ -11,7 +11,9 @@
  *   trigger             POST /api/v1/public/agent/{uuid}, ~1 KiB initial_context (autocannon);
  *   trigger-idempotent  the same with a fresh Idempotency-Key on every request;
  *   get-run             GET /api/v1/workflow/{id}/runs/{run_id} over the 2000 newest runs;
- *                       (the dialer runs alongside these four and works through the calls they create)
+ *                       (the dialer runs alongside these four and works through the calls they create; each
+ *                       scenario after the first trigger one starts once the dialer has finished the calls
+ *                       the previous one left, so no figure depends on the backlog of the scenario before it)
  *   latency             trigger→dial: a fixed-rate client offers BENCH_LATENCY_RATE triggers/s for
  *                       BENCH_LATENCY_SECONDS per round with the dialer running; for each answered trigger,
  *                       (sandbox_calls.created_at, when the carrier was asked to dial) − (when the answer
@@ -36,6 +38,7 @@
  *   BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (100)  rounds, seconds per round and connections
  *                       of the autocannon scenarios; the dialer and latency scenarios repeat BENCH_ROUNDS too
  *   BENCH_ONLY          comma-separated scenario names to run (default: all)
+ *   BENCH_DIALERS       dialer process counts of the dialer scenario (default 1,2)
  *   BENCH_DIAL_BACKLOG  runs per dialer round (default: sized from the rate seen so far for ~BENCH_SECONDS
  *                       of steady dialing)
  *   BENCH_LATENCY_RATE (1000; a comma-separated list gives a row per rate), BENCH_LATENCY_SECONDS (15)
@@ -43,6 +46,8 @@
  *                       req/s; measured with one round first when the trigger scenario is not run)
  *   BENCH_HISTORY_RUNS (1000000)
  *   BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432), REDIS_URL (redis://127.0.0.1:6379)
+ *   BENCH_NODE_FLAGS    node flags for the API and dialer processes (space-separated), e.g.
+ *                       `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them
  *   BENCH_KEEP_DATA=1   keep the database, queue keys and artifacts afterwards, to look into them
  * The apps' own settings (DIALER_CONCURRENCY, DATABASE_POOL_SIZE, ...) pass through from the environment.
  * Other work on the machine skews every figure; the report ends with the load average before and after.
@@ -77,6 +82,7 @@ const knobs = {
   soakSampleSeconds: number('BENCH_SOAK_SAMPLE_SECONDS', 10),
   soakRate: number('BENCH_SOAK_RATE', null),
   historyRuns: integer('BENCH_HISTORY_RUNS', 1000000),
+  dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
 };
 const GET_RUN_IDS = 2000;
 /** Other work on the machine skews every figure: the report shows how busy it was. */
@@ -147,6 +153,7 @@ async function main() {
     report.http.push(row);
   }
   if (wants('trigger-idempotent')) {
+    await stack.waitDrained();
     let sequence = 0;
     const idempotent = () => ({
       ...trigger,
@@ -156,6 +163,7 @@ async function main() {
   }
   if (wants('get-run')) {
     await ensureRuns(trigger, GET_RUN_IDS);
+    await stack.waitDrained();
     const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
     report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), harness));
   }
@@ -183,7 +191,7 @@ async function main() {
     await stack.waitDrained();
     await stack.stopDialers();
     report.dialer = await dialerThroughput(stack, trigger, {
-      dialerCounts: [1, 2],
+      dialerCounts: knobs.dialerCounts,
       rounds: knobs.rounds,
       seconds: knobs.seconds,
       backlog: knobs.dialBacklog,
@@ -197,6 +205,7 @@ async function main() {
     report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
     const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
     report.http.push(await throughputRounds(`POST trigger (${stored})`, () => trigger, harness));
+    await stack.waitDrained();
     const ids = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
     report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), harness));
   }
@@ -218,7 +227,8 @@ function print(report, ceilingRps, apiPeak) {
   out.push(
     `peak RSS: api ${cell(apiPeak)} MiB; dialer ${[...dialerPeaks].map(([role, mib]) => `${cell(mib)} MiB (${role})`).join(', ')}\n` +
       `(medians of ${knobs.rounds} rounds × ${knobs.seconds} s, ${knobs.connections} connections; node ${process.version}; ` +
-      `${cpus().length} cores; load average ${loadAtStart} at the start, ${loadNow()} at the end)`,
+      `${cpus().length} cores; load average ${loadAtStart} at the start, ${loadNow()} at the end` +
+      `${stack.vacuumsItself ? '; autovacuum off on this server: the bench ran VACUUM ANALYZE after each drain' : ''})`,
   );
   process.stdout.write(`\n${out.join('\n\n')}\n`);
 }

@@ -9,7 +9,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Redis } = require('ioredis');
 const { Client } = require('pg');
-const { freePort, killAll, memoryMiB, sleep, startNode, stopChild, waitUp } = require('./processes');
+const { freePort, memoryMiB, sleep, startNode, stopAll, stopChild, waitUp } = require('./processes');
 
 const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
 const DIALER_MAIN = 'dist/apps/dialer/apps/dialer/src/main.js';
@@ -61,6 +61,11 @@ class BenchStack {
     this.key = JSON.parse(this.cli('bootstrap', '--org', 'Bench', '--json')).api_key;
     this.db = new Client({ connectionString: this.databaseUrl });
     await this.db.connect();
+    const [{ autovacuum }] = await this.query('SHOW autovacuum');
+    this.vacuumsItself = autovacuum !== 'on';
+    if (this.vacuumsItself) {
+      this.log('autovacuum is off on this Postgres server: the bench runs VACUUM ANALYZE on its database after each drain');
+    }
     this.api = startNode('api', [join(this.root, API_MAIN)], this.env, this.root);
     await waitUp(`${this.base}/health/ready`);
   }
@@ -105,6 +110,17 @@ class BenchStack {
     return memoryMiB(this.api.pid, 'VmRSS');
   }
 
+  /** The Redis server's process id (from INFO), to read its CPU use when it runs on this machine. */
+  async redisPid() {
+    const redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await redis.connect();
+      return Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   async query(sql, params) {
     return (await this.db.query(sql, params)).rows;
   }
@@ -112,13 +128,22 @@ class BenchStack {
   /**
    * Waits until no run is left unfinished (the dialers worked through what
    * earlier scenarios triggered), so one scenario's backlog does not load the
-   * next. Gives up after `stallMs` without progress.
+   * next. Gives up after `stallMs` without progress. Where autovacuum is off
+   * (as on some shared development servers), it then vacuums the database, as
+   * autovacuum would have: every run is updated several times, and without it
+   * the dead row versions of one scenario would slow every later one.
    */
   async waitDrained(stallMs = 30000) {
+    const drained = await this.pollDrained(stallMs);
+    if (drained && this.vacuumsItself) await this.query('VACUUM ANALYZE');
+    return drained;
+  }
+
+  async pollDrained(stallMs) {
     let last = Infinity;
     let lastChange = Date.now();
     for (;;) {
-      const [{ open }] = await this.query(`SELECT count(*)::int AS open FROM workflow_runs WHERE NOT is_completed`);
+      const open = await this.openRuns();
       if (open === 0) return true;
       if (last === Infinity) this.log(`waiting for the dialers to finish ${open} open runs`);
       if (open < last) {
@@ -132,6 +157,21 @@ class BenchStack {
         return false;
       }
       await sleep(500);
+    }
+  }
+
+  /**
+   * Runs not yet complete, counted on the partial index of open runs: with
+   * statistics from before a burst of inserts the planner may choose to scan
+   * the whole table instead, twice a second, and load Postgres in the bench's name.
+   */
+  async openRuns() {
+    await this.query('SET enable_seqscan = off');
+    try {
+      const [{ open }] = await this.query(`SELECT count(*)::int AS open FROM workflow_runs WHERE NOT is_completed`);
+      return open;
+    } finally {
+      await this.query('RESET enable_seqscan');
     }
   }
 
@@ -152,12 +192,11 @@ class BenchStack {
     }
   }
 
-  /** Kills every child, drops the database, the queue keys and the artifacts folder. Safe to call twice. */
+  /** Stops every child, drops the database, the queue keys and the artifacts folder. Safe to call twice. */
   async close() {
     if (this.closed) return;
     this.closed = true;
-    killAll();
-    await sleep(500);
+    await stopAll();
     await this.db?.end().catch(() => undefined);
     if (!this.artifacts) return;
     if (this.keepDatabase) {
