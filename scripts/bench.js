@@ -19,7 +19,10 @@
  *                       (sandbox_calls.created_at, when the carrier was asked to dial) − (when the answer
  *                       arrived), p50/p99 after 2 s of warm-up. The client keeps BENCH_CONNECTIONS requests in
  *                       flight at most and sheds (and counts) any that would queue behind more than a second's
- *                       worth of them, so "answered/s" shows what the API kept up with;
+ *                       worth of them, so "answered/s" shows what the API kept up with. A second table splits
+ *                       the time by stage: stored→queued (run insert → BullMQ job added), queued→taken (→ a
+ *                       dialer took the job), taken→claiming (run read, pacing, slot, definition → the claim
+ *                       asked for), claiming→dialed (claim, render, carrier ledger insert);
  *   soak                API (and dialer) RSS every BENCH_SOAK_SAMPLE_SECONDS while triggers arrive at half
  *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope
  *                       (a verdict needs 5 samples in the last half);
@@ -61,11 +64,11 @@ const { dialerThroughput } = require('./bench/dialer-throughput');
 const { insertHistory, sampledRunIds } = require('./bench/history');
 const { sendAmount, throughputRounds } = require('./bench/load');
 const { freePort, killAll, startNode, waitUp } = require('./bench/processes');
-const { dialerTable, httpTable, latencyTable, soakTable } = require('./bench/report');
+const { dialerTable, httpTable, latencyStagesTable, latencyTable, soakTable } = require('./bench/report');
 const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
-const { triggerToDial } = require('./bench/trigger-to-dial');
+const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
 
 const SCENARIOS = ['ceiling', 'trigger', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
 const ROOT = join(__dirname, '..');
@@ -220,7 +223,7 @@ function print(report, ceilingRps, apiPeak) {
   if (report.http.length) out.push(httpTable(report.http, ceilingRps));
   if (report.historySize) out.push(`History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs.`);
   if (report.dialer.length) out.push(dialerTable(report.dialer));
-  if (report.latency.length) out.push(latencyTable(report.latency));
+  if (report.latency.length) out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES));
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
   const dialerPeaks = new Map();
   for (const { role, mib } of stack.dialerPeaks) dialerPeaks.set(role, Math.max(dialerPeaks.get(role) ?? 0, mib));

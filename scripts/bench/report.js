@@ -38,6 +38,20 @@ function latencyTable(rows) {
   ].join('\n');
 }
 
+/** Where the trigger→dial time goes: p50 / p99 of each stage, per offered rate. */
+function latencyStagesTable(rows, stages) {
+  return [
+    `| trigger→dial by stage, ms p50 / p99 | offered/s | ${stages.map(({ name }) => name).join(' | ')} |`,
+    `|---|---:|${stages.map(() => '---:').join('|')}|`,
+    ...rows.map(
+      (r) =>
+        `| ${r.seconds} s per round | ${r.rate} | ` +
+        stages.map(({ name }) => `${cell(r.stages[name].p50)} / ${cell(r.stages[name].p99)}`).join(' | ') +
+        ' |',
+    ),
+  ].join('\n');
+}
+
 function soakTable(r, growingThreshold) {
   const row = (name, m) =>
     `| ${name} | ${cell(m.first)} | ${cell(m.last)} | ${cell(m.max)} | ${cell(m.slope, 2)} |`;
@@ -53,4 +67,4 @@ function soakTable(r, growingThreshold) {
   ].join('\n');
 }
 
-module.exports = { httpTable, dialerTable, latencyTable, soakTable };
+module.exports = { httpTable, dialerTable, latencyTable, latencyStagesTable, soakTable };

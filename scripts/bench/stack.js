@@ -192,6 +192,29 @@ class BenchStack {
     }
   }
 
+  /**
+   * When each run's place-call job was added to the queue and when a dialer
+   * took it (BullMQ's own `timestamp` and `processedOn`, Node clocks on this
+   * machine), by run id; runs whose job is gone are left out.
+   */
+  async placeCallJobTimes(runIds) {
+    const redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await redis.connect();
+      const pipeline = redis.pipeline();
+      // The `calls` queue; the job id is `run-<id>` (libs/queue/src/jobs.ts).
+      for (const runId of runIds) pipeline.hmget(`{va-bench-${this.id}}:calls:run-${runId}`, 'timestamp', 'processedOn');
+      const replies = await pipeline.exec();
+      const times = new Map();
+      replies.forEach(([error, [addedAt, takenAt]], index) => {
+        if (!error && addedAt && takenAt) times.set(runIds[index], { addedAt: Number(addedAt), takenAt: Number(takenAt) });
+      });
+      return times;
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   /** Stops every child, drops the database, the queue keys and the artifacts folder. Safe to call twice. */
   async close() {
     if (this.closed) return;

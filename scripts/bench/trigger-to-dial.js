@@ -19,15 +19,8 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     const measured = load.answers.filter((answer) => answer.runId !== null && answer.dueAt >= load.start + WARMUP_MS);
     const runIds = measured.map((answer) => answer.runId);
     await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id = ANY($1::int[])`, [runIds], runIds.length);
-    const dialedAt = new Map(
-      (
-        await stack.query(
-          `SELECT run_id, extract(epoch FROM min(created_at)) * 1000 AS at FROM sandbox_calls
-            WHERE run_id = ANY($1::int[]) GROUP BY run_id`,
-          [runIds],
-        )
-      ).map((row) => [row.run_id, Number(row.at)]),
-    );
+    const timeline = await runTimeline(stack, runIds);
+    const dialedAt = new Map([...timeline].map(([runId, run]) => [runId, run.dialedAt]));
     const lags = measured.filter((answer) => dialedAt.has(answer.runId)).map((answer) => dialedAt.get(answer.runId) - answer.answeredAt);
     const result = {
       ...answered,
@@ -36,11 +29,13 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
       dialP50: percentile(lags, 50),
       dialP99: percentile(lags, 99),
       dialMax: lags.length ? Math.max(...lags) : NaN,
+      stages: stagesOf(timeline, await stack.placeCallJobTimes(runIds)),
     };
     log(
       `trigger→dial round ${round + 1}: offered ${rate}/s, answered ${Math.round(result.answeredPerSecond)}/s ` +
         `(shed ${result.shed}, failed ${result.failed}), dial lag p50 ${Math.round(result.dialP50)} ms, ` +
-        `p99 ${Math.round(result.dialP99)} ms, ${result.dialed}/${result.measured} dialed`,
+        `p99 ${Math.round(result.dialP99)} ms, ${result.dialed}/${result.measured} dialed; p50 by stage: ` +
+        STAGES.map(({ name }) => `${name} ${Math.round(result.stages[name].p50)} ms`).join(', '),
     );
     results.push(result);
   }
@@ -59,7 +54,50 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     dialed: sum('dialed'),
     shed: sum('shed'),
     failed: sum('failed'),
+    stages: Object.fromEntries(
+      STAGES.map(({ name }) => [name, { p50: median(results.map((r) => r.stages[name].p50)), p99: median(results.map((r) => r.stages[name].p99)) }]),
+    ),
   };
 }
 
-module.exports = { triggerToDial };
+/**
+ * Where a run's trigger-to-dial time goes, from the run's insert to the
+ * carrier's ledger entry. The first and last instants are Postgres' now(), the
+ * others Node's Date.now() in the API and dialer: one machine, one clock.
+ */
+const STAGES = [
+  { name: 'stored→queued', from: 'storedAt', to: 'addedAt' },
+  { name: 'queued→taken', from: 'addedAt', to: 'takenAt' },
+  { name: 'taken→claiming', from: 'takenAt', to: 'claimingAt' },
+  { name: 'claiming→dialed', from: 'claimingAt', to: 'dialedAt' },
+];
+
+/** Per run: stored (insert), claiming (the dialer asked to move it to `dialing`), dialed (carrier ledger). */
+async function runTimeline(stack, runIds) {
+  const rows = await stack.query(
+    `SELECT r.id, extract(epoch FROM r.created_at) * 1000 AS stored_at,
+            (SELECT extract(epoch FROM (e->>'at')::timestamptz) * 1000 FROM jsonb_array_elements(r.logs->'events') e
+              WHERE e->>'event' = 'dialer.dialing' LIMIT 1) AS claiming_at,
+            (SELECT extract(epoch FROM min(s.created_at)) * 1000 FROM sandbox_calls s WHERE s.run_id = r.id) AS dialed_at
+       FROM workflow_runs r WHERE r.id = ANY($1::int[])`,
+    [runIds],
+  );
+  return new Map(
+    rows
+      .filter((row) => row.dialed_at !== null)
+      .map((row) => [row.id, { storedAt: Number(row.stored_at), claimingAt: Number(row.claiming_at), dialedAt: Number(row.dialed_at) }]),
+  );
+}
+
+function stagesOf(timeline, jobTimes) {
+  const spans = Object.fromEntries(STAGES.map(({ name }) => [name, []]));
+  for (const [runId, run] of timeline) {
+    const times = { ...run, ...jobTimes.get(runId) };
+    for (const { name, from, to } of STAGES) {
+      if (Number.isFinite(times[from]) && Number.isFinite(times[to])) spans[name].push(times[to] - times[from]);
+    }
+  }
+  return Object.fromEntries(STAGES.map(({ name }) => [name, { p50: percentile(spans[name], 50), p99: percentile(spans[name], 99) }]));
+}
+
+module.exports = { triggerToDial, STAGES };
