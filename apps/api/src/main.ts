@@ -1,23 +1,7 @@
-import 'reflect-metadata';
-import { ConfigError, loadAppConfig } from '@app/config';
-import { closeOnSignal, createRootLogger } from '@app/common';
-import { createApiApp } from './create-api-app';
+// Loading the application's modules takes a second or more. The signal handlers go in before them, so a
+// SIGTERM in that time is held and honoured once the app exists (a clean stop, exit 0) instead of killing
+// the process with the signal.
+import { closeOnSignal } from '@app/common/close-on-signal';
 
-async function main(): Promise<void> {
-  const shutdown = closeOnSignal();
-  const config = loadAppConfig();
-  const logger = createRootLogger('api', config.logLevel);
-  const app = await createApiApp(config, logger);
-  shutdown.attach(app, logger);
-  await app.listen(config.apiPort, config.apiHost);
-  logger.info({ port: config.apiPort, docs: `${config.publicBaseUrl}/docs` }, 'api listening');
-}
-
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(`api failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  }
-  process.exit(1);
-});
+const shutdown = closeOnSignal();
+void import('./start-api').then(({ startApi }) => startApi(shutdown));

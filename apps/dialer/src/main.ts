@@ -1,23 +1,7 @@
-import 'reflect-metadata';
-import { closeOnSignal, createRootLogger } from '@app/common';
-import { ConfigError, loadAppConfig } from '@app/config';
-import { createDialerApp } from './create-dialer-app';
+// Loading the application's modules takes a second or more. The signal handlers go in before them, so a
+// SIGTERM in that time is held and honoured once the app exists (a clean stop, exit 0) instead of killing
+// the process with the signal.
+import { closeOnSignal } from '@app/common/close-on-signal';
 
-async function main(): Promise<void> {
-  const shutdown = closeOnSignal();
-  const config = loadAppConfig();
-  const logger = createRootLogger('dialer', config.logLevel);
-  const app = await createDialerApp(config, logger);
-  shutdown.attach(app, logger);
-  await app.listen(config.dialerHealthPort, config.apiHost);
-  logger.info({ health_port: config.dialerHealthPort, concurrency: config.dialerConcurrency }, 'dialer started');
-}
-
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(`dialer failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  }
-  process.exit(1);
-});
+const shutdown = closeOnSignal();
+void import('./start-dialer').then(({ startDialer }) => startDialer(shutdown));
