@@ -111,14 +111,8 @@ class BenchStack {
   }
 
   /** The Redis server's process id (from INFO), to read its CPU use when it runs on this machine. */
-  async redisPid() {
-    const redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
-      return Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
-    } finally {
-      redis.disconnect();
-    }
+  redisPid() {
+    return withRedis(this.redisUrl, async (redis) => Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]));
   }
 
   async query(sql, params) {
@@ -197,10 +191,8 @@ class BenchStack {
    * took it (BullMQ's own `timestamp` and `processedOn`, Node clocks on this
    * machine), by run id; runs whose job is gone are left out.
    */
-  async placeCallJobTimes(runIds) {
-    const redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
+  placeCallJobTimes(runIds) {
+    return withRedis(this.redisUrl, async (redis) => {
       const pipeline = redis.pipeline();
       // The `calls` queue; the job id is `run-<id>` (libs/queue/src/jobs.ts).
       for (const runId of runIds) pipeline.hmget(`{va-bench-${this.id}}:calls:run-${runId}`, 'timestamp', 'processedOn');
@@ -210,9 +202,7 @@ class BenchStack {
         if (!error && addedAt && takenAt) times.set(runIds[index], { addedAt: Number(addedAt), takenAt: Number(takenAt) });
       });
       return times;
-    } finally {
-      redis.disconnect();
-    }
+    });
   }
 
   /** Stops every child, drops the database, the queue keys and the artifacts folder. Safe to call twice. */
@@ -242,15 +232,22 @@ function dropDatabase(postgres, url, log) {
 }
 
 async function deleteQueueKeys(redisUrl, pattern) {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
+  await withRedis(redisUrl, async (redis) => {
     let cursor = '0';
     do {
       const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
       if (keys.length) await redis.unlink(...keys);
       cursor = next;
     } while (cursor !== '0');
+  });
+}
+
+/** Runs `use` on a connection of its own, closed afterwards. */
+async function withRedis(redisUrl, use) {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    return await use(redis);
   } finally {
     redis.disconnect();
   }

@@ -12,3 +12,4 @@ export * from './database-unavailable';
 export * from './with-timeout';
 export * from './batcher';
 export * from './expiring-cache';
+export * from './start-app';
