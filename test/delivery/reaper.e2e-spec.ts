@@ -10,12 +10,18 @@ import {
 } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
-/** A run as a dialer would leave it when it died in the middle of its work. */
+/**
+ * A run as a dialer would leave it when it died in the middle of its work.
+ * `beforeStale` sets up whatever else that moment left behind (a carrier's
+ * record of the call) while the run is still fresh, so the reaper, which
+ * polls every 200 ms, cannot look at the run before the scene is complete.
+ */
 async function strandedRun(
   dataSource: DataSource,
   seed: { organizationId: number; workflowId: number; triggerUuid: string; configId: number; definitionId: number | null },
   status: 'dialing' | 'ringing' | 'in_progress',
   providerCallId: string | null,
+  beforeStale: (runId: number) => Promise<unknown> = async () => undefined,
 ): Promise<number> {
   const run = await dataSource.getRepository(WorkflowRun).save({
     organizationId: seed.organizationId,
@@ -32,6 +38,7 @@ async function strandedRun(
     providerCallId,
     logs: { events: [] },
   });
+  await beforeStale(run.id);
   await dataSource.query(
     `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - interval '10 minutes' WHERE id = $1`,
     [run.id],
@@ -78,18 +85,19 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
   });
 
   it('reconciles a run whose dialer died after the carrier accepted the call, without dialing again', async () => {
-    const runId = await strandedRun(apps.dataSource, seed, 'dialing', null);
     // The carrier has the call (placed 5 s ago, long finished), but the run never learned its id.
-    await apps.dataSource.getRepository(SandboxCall).save({
-      callId: `SB-reconcile-${runId}`,
-      runId,
-      toNumber: '+14155550100',
-      outcome: 'answer',
-      ringMs: 20,
-      talkMs: 50,
-      canceledAt: null,
-      createdAt: new Date(Date.now() - 5000),
-    });
+    const runId = await strandedRun(apps.dataSource, seed, 'dialing', null, (id) =>
+      apps.dataSource.getRepository(SandboxCall).save({
+        callId: `SB-reconcile-${id}`,
+        runId: id,
+        toNumber: '+14155550100',
+        outcome: 'answer',
+        ringMs: 20,
+        talkMs: 50,
+        canceledAt: null,
+        createdAt: new Date(Date.now() - 5000),
+      }),
+    );
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run.status).toBe('completed');
     const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
