@@ -2,6 +2,7 @@ import { createReadStream, writeFile } from 'node:fs';
 import { mkdir, rename, stat } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { RecentMap } from '@app/common';
 import { ArtifactStorage, StoredArtifact } from './artifact-storage';
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -21,7 +22,7 @@ const KNOWN_DIRECTORIES_LIMIT = 1000;
  */
 export class LocalArtifactStorage implements ArtifactStorage {
   private readonly root: string;
-  private readonly knownDirectories = new Set<string>();
+  private readonly knownDirectories = new RecentMap<string, true>(KNOWN_DIRECTORIES_LIMIT);
   /** Makes each temporary name unique within the process, even for two writes of one key at once. */
   private writes = 0;
 
@@ -62,10 +63,7 @@ export class LocalArtifactStorage implements ArtifactStorage {
 
   private async makeDirectory(directory: string): Promise<void> {
     await mkdir(directory, { recursive: true });
-    this.knownDirectories.add(directory);
-    if (this.knownDirectories.size > KNOWN_DIRECTORIES_LIMIT) {
-      this.knownDirectories.delete(this.knownDirectories.values().next().value as string);
-    }
+    this.knownDirectories.set(directory, true);
   }
 
   private pathOf(key: string): string {

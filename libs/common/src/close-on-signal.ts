@@ -1,6 +1,11 @@
 import type { INestApplication } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
 
+/** Hands the booted app to the signal handling that `closeOnSignal` installed. */
+export interface SignalShutdown {
+  attach(app: INestApplication, logger: PinoLogger): void;
+}
+
 /**
  * Closes the app on SIGTERM or SIGINT and exits 0 once it has shut down
  * cleanly (1 if closing failed). Nest's own shutdown hooks re-raise the
@@ -8,7 +13,7 @@ import type { Logger as PinoLogger } from 'pino';
  * Call it first thing in `main`: a signal that arrives while the app is
  * still booting is held until `attach` hands over the app, then honoured.
  */
-export function closeOnSignal(): { attach(app: INestApplication, logger: PinoLogger): void } {
+export function closeOnSignal(): SignalShutdown {
   let requested: NodeJS.Signals | null = null;
   let attached: { app: INestApplication; logger: PinoLogger } | null = null;
   let closing = false;

@@ -13,3 +13,4 @@ export * from './with-timeout';
 export * from './batcher';
 export * from './expiring-cache';
 export * from './start-app';
+export * from './recent-map';

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
 import { AppConfig, ConfigError, loadAppConfig } from '@app/config';
-import { closeOnSignal } from './close-on-signal';
+import type { SignalShutdown } from './close-on-signal';
 import { createRootLogger } from './create-root-logger';
 
 /**
@@ -12,7 +12,7 @@ import { createRootLogger } from './create-root-logger';
  */
 export async function startApp<App extends INestApplication>(
   name: string,
-  shutdown: ReturnType<typeof closeOnSignal>,
+  shutdown: SignalShutdown,
   build: (config: AppConfig, logger: PinoLogger) => Promise<App>,
   listen: (app: App, config: AppConfig, logger: PinoLogger) => Promise<void>,
 ): Promise<void> {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Liquid, Template } from 'liquidjs';
+import { RecentMap } from '@app/common';
 
 export interface RenderResult {
   text: string;
@@ -36,7 +37,7 @@ export class PromptRenderer {
     renderLimit: 1_000,
     memoryLimit: 10_000_000,
   });
-  private readonly compiled = new Map<string, CompiledTemplate>();
+  private readonly compiled = new RecentMap<string, CompiledTemplate>(CACHE_LIMIT);
 
   /** Throws with Liquid's message when `source` is not a valid template. */
   validate(source: string): void {
@@ -52,17 +53,12 @@ export class PromptRenderer {
   private compile(source: string): CompiledTemplate {
     const cached = this.compiled.get(source);
     if (cached) {
-      // Refresh recency: Map iteration order is insertion order.
-      this.compiled.delete(source);
-      this.compiled.set(source, cached);
+      this.compiled.set(source, cached); // used again: the most recent now
       return cached;
     }
     const templates = this.liquid.parse(source);
     const compiled = { templates, variables: this.liquid.globalVariableSegmentsSync(templates) };
     this.compiled.set(source, compiled);
-    if (this.compiled.size > CACHE_LIMIT) {
-      this.compiled.delete(this.compiled.keys().next().value as string);
-    }
     return compiled;
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ArtifactKind, DownloadTokens } from '@app/artifacts';
+import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { WorkflowRun } from '@app/persistence';
 import { RunView } from './run-view';
@@ -25,7 +26,7 @@ interface DownloadLink {
  */
 @Injectable()
 export class RunPresenter {
-  private readonly recordLinks = new Map<string, { expiresAt: number; link: DownloadLink }>();
+  private readonly recordLinks = new RecentMap<string, { expiresAt: number; link: DownloadLink }>(RECORD_LINKS_KEPT);
 
   constructor(
     private readonly tokens: DownloadTokens,
@@ -77,10 +78,7 @@ export class RunPresenter {
     const known = this.recordLinks.get(cacheKey);
     if (known?.expiresAt === expiresAt) return known.link;
     const link = this.link(runId, artifact, expiresAt);
-    // Re-inserted at the end, so the oldest entry is the first one out.
-    this.recordLinks.delete(cacheKey);
     this.recordLinks.set(cacheKey, { expiresAt, link });
-    if (this.recordLinks.size > RECORD_LINKS_KEPT) this.recordLinks.delete(this.recordLinks.keys().next().value as string);
     return link;
   }
 
