@@ -13,7 +13,9 @@ COPY libs ./libs
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
+# The heap limit (see scripts/app-node-flags.js) keeps the old generation near the live heap.
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-old-space-size=1024 \
     ARTIFACTS_DIR=/app/var/artifacts
 WORKDIR /app
 COPY --from=build /app/package.json ./

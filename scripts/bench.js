@@ -9,9 +9,11 @@
  * Scenarios, in the order they run (names for BENCH_ONLY):
  *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon);
  *   trigger             POST /api/v1/public/agent/{uuid}, ~1 KiB initial_context (autocannon);
+ *   trigger-alone       the same with the dialer stopped, so the gateway has the machine to itself as it
+ *                       would beside dialers on other hosts; the dialer restarts afterwards and dials the runs;
  *   trigger-idempotent  the same with a fresh Idempotency-Key on every request;
  *   get-run             GET /api/v1/workflow/{id}/runs/{run_id} over the 2000 newest runs;
- *                       (the dialer runs alongside these four and works through the calls they create; each
+ *                       (the dialer runs alongside these (but trigger-alone) and works through the calls they create; each
  *                       scenario after the first trigger one starts once the dialer has finished the calls
  *                       the previous one left, so no figure depends on the backlog of the scenario before it)
  *   latency             trigger→dial: a fixed-rate client offers BENCH_LATENCY_RATE triggers/s for
@@ -34,8 +36,11 @@
  *   history             inserts BENCH_HISTORY_RUNS finished runs (30 days of history, one INSERT ... SELECT
  *                       generate_series), VACUUM ANALYZE, then trigger and get-run again (reads spread over
  *                       old and new runs).
+ * Every HTTP row also gives the server's CPU time per answered request (utime + stime from /proc over
+ * each round, the ceiling's server included), which other load on the machine moves far less than req/s.
  * Peak RSS (VmHWM) of the API and of every dialer process closes the report. All of it takes about
- * 25 minutes on 2 cores; BENCH_ONLY and smaller knobs make a part quick to re-run.
+ * 35 minutes on 2 cores; BENCH_ONLY and smaller knobs make a part quick to re-run. The apps run with
+ * the Node flags of scripts/app-node-flags.js, as npm start runs them.
  *
  * Knobs (environment):
  *   BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (100)  rounds, seconds per round and connections
@@ -70,7 +75,7 @@ const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
 const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
 
-const SCENARIOS = ['ceiling', 'trigger', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
+const SCENARIOS = ['ceiling', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
 const ROOT = join(__dirname, '..');
 const env = process.env;
 const knobs = {
@@ -138,6 +143,7 @@ async function main() {
     });
   };
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
+  const apiHarness = { ...harness, pid: stack.api.pid };
   const report = { http: [], dialer: [], latency: [], soak: null, historySize: null };
   let ceilingRps = null;
   let triggerRps = null;
@@ -145,15 +151,24 @@ async function main() {
   log(`measuring: ${knobs.rounds} rounds of ${knobs.seconds} s, ${knobs.connections} connections`);
   if (wants('ceiling')) {
     const ceiling = await startCeiling();
-    const row = await throughputRounds('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/` }), harness);
+    const row = await throughputRounds('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/` }), {
+      ...harness,
+      pid: ceiling.child.pid,
+    });
     ceiling.child.kill('SIGKILL');
     ceilingRps = row.rps;
     report.http.push(row);
   }
   if (wants('trigger')) {
-    const row = await throughputRounds('POST trigger', () => trigger, harness);
+    const row = await throughputRounds('POST trigger', () => trigger, apiHarness);
     triggerRps = row.rps;
     report.http.push(row);
+  }
+  if (wants('trigger-alone')) {
+    await stack.waitDrained();
+    await stack.stopDialers();
+    report.http.push(await throughputRounds('POST trigger, dialer stopped', () => trigger, apiHarness));
+    await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
   if (wants('trigger-idempotent')) {
     await stack.waitDrained();
@@ -162,13 +177,13 @@ async function main() {
       ...trigger,
       setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } }),
     });
-    report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, harness));
+    report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness));
   }
   if (wants('get-run')) {
     await ensureRuns(trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), harness));
+    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness));
   }
   if (wants('latency')) {
     for (const rate of knobs.latencyRates) {
@@ -207,10 +222,10 @@ async function main() {
     await stack.waitDrained();
     report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
     const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
-    report.http.push(await throughputRounds(`POST trigger (${stored})`, () => trigger, harness));
+    report.http.push(await throughputRounds(`POST trigger (${stored})`, () => trigger, apiHarness));
     await stack.waitDrained();
     const ids = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
-    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), harness));
+    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), apiHarness));
   }
 
   const apiPeak = stack.apiPeakMiB();

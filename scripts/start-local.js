@@ -9,6 +9,7 @@ const { randomBytes } = require('node:crypto');
 const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs');
 const { connect } = require('node:net');
 const { join, resolve } = require('node:path');
+const { APP_NODE_FLAGS } = require('./app-node-flags');
 
 const ROOT = join(__dirname, '..');
 const API_ENTRY = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
@@ -137,7 +138,7 @@ async function runCli(args, env, { capture = false } = {}) {
 function startApp(name, entry, env) {
   // Own process group: a terminal Ctrl-C reaches the app once, forwarded by
   // onSignal, instead of twice (twice makes Nest skip its graceful shutdown).
-  const child = spawn(process.execPath, [entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  const child = spawn(process.execPath, [...APP_NODE_FLAGS, entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
   apps.set(name, child);
   say(`${name} started (pid ${child.pid})`);
   child.once('exit', (code, signal) => {

@@ -6,18 +6,26 @@
 const http = require('node:http');
 const autocannon = require('autocannon');
 const { median, percentile } = require('./stats');
-const { sleep } = require('./processes');
+const { cpuSeconds, sleep } = require('./processes');
 
-/** Rounds of autocannon against one request; medians of throughput and latency over the rounds. */
-async function throughputRounds(name, options, { rounds, seconds, connections, log }) {
+/**
+ * Rounds of autocannon against one request; medians of throughput and latency
+ * over the rounds, and of the server's CPU time per answered request when its
+ * process id (`pid`) is given: a figure the machine's other load moves far less
+ * than requests/s.
+ */
+async function throughputRounds(name, options, { rounds, seconds, connections, log, pid }) {
   const results = [];
   for (let round = 0; round < rounds; round++) {
+    const cpuFrom = pid ? cpuSeconds(pid) : NaN;
     const result = await autocannon({ ...options(), connections, duration: seconds });
+    const answered = result.requests.total;
     results.push({
       rps: result.requests.average,
       p50: result.latency.p50,
       p99: result.latency.p99,
       errors: result.errors + result.timeouts + result.non2xx,
+      cpuMicros: pid && answered > 0 ? ((cpuSeconds(pid) - cpuFrom) * 1e6) / answered : NaN,
     });
   }
   const row = {
@@ -26,8 +34,10 @@ async function throughputRounds(name, options, { rounds, seconds, connections, l
     p50: median(results.map((r) => r.p50)),
     p99: median(results.map((r) => r.p99)),
     errors: results.reduce((sum, r) => sum + r.errors, 0),
+    cpuMicros: median(results.map((r) => r.cpuMicros)),
   };
-  log(`${name}: ${Math.round(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}`);
+  const cpu = Number.isFinite(row.cpuMicros) ? `, server CPU ${Math.round(row.cpuMicros)} µs/request` : '';
+  log(`${name}: ${Math.round(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}${cpu}`);
   return row;
 }
 

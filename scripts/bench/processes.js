@@ -12,9 +12,12 @@ const live = new Set();
 /** Node flags for the apps (BENCH_NODE_FLAGS, space-separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them. */
 const nodeFlags = (process.env.BENCH_NODE_FLAGS || '').split(' ').filter(Boolean);
 
-/** Starts `node args...`; its stderr is passed through, prefixed with `name`. */
-function startNode(name, args, env, cwd) {
-  const child = spawn(process.execPath, [...nodeFlags, ...args], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * Starts `node appFlags... args...` (BENCH_NODE_FLAGS between the two, so they
+ * can override the app's own flags); its stderr is passed through, prefixed with `name`.
+ */
+function startNode(name, args, env, cwd, appFlags = []) {
+  const child = spawn(process.execPath, [...appFlags, ...nodeFlags, ...args], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr.on('data', (chunk) => process.stderr.write(`[${name}] ${chunk}`));
   child.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   live.add(child);

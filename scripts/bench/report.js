@@ -7,9 +7,12 @@ const { cell } = require('./stats');
 function httpTable(rows, ceilingRps) {
   const ratio = (rps) => (ceilingRps ? cell(rps / ceilingRps, 2) : '–');
   return [
-    '| scenario | req/s | × ceiling | p50 ms | p99 ms | errors |',
-    '|---|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.name} | ${cell(r.rps)} | ${ratio(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} |`),
+    '| scenario | req/s | × ceiling | p50 ms | p99 ms | errors | server CPU µs per request |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| ${r.name} | ${cell(r.rps)} | ${ratio(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} | ${Number.isFinite(r.cpuMicros) ? cell(r.cpuMicros) : '–'} |`,
+    ),
   ].join('\n');
 }
 

@@ -9,6 +9,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Redis } = require('ioredis');
 const { Client } = require('pg');
+const { APP_NODE_FLAGS } = require('../app-node-flags');
 const { freePort, memoryMiB, sleep, startNode, stopAll, stopChild, waitUp } = require('./processes');
 
 const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
@@ -23,6 +24,8 @@ class BenchStack {
     this.log = log;
     this.id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
     this.databaseUrl = `${postgres}/va_bench_${this.id}`;
+    /** The apps' QUEUE_PREFIX: a Redis Cluster hash tag, as in production. */
+    this.queuePrefix = `{va-bench-${this.id}}`;
     this.dialers = new Set();
     /** Peak RSS (MiB) of every dialer process stopped so far, by the role it was started for. */
     this.dialerPeaks = [];
@@ -50,7 +53,7 @@ class BenchStack {
       NODE_ENV: 'production',
       DATABASE_URL: this.databaseUrl,
       REDIS_URL: this.redisUrl,
-      QUEUE_PREFIX: `{va-bench-${this.id}}`,
+      QUEUE_PREFIX: this.queuePrefix,
       SECRETS_KEY: randomBytes(32).toString('hex'),
       ARTIFACTS_DIR: this.artifacts,
       LOG_LEVEL: 'warn',
@@ -66,7 +69,7 @@ class BenchStack {
     if (this.vacuumsItself) {
       this.log('autovacuum is off on this Postgres server: the bench runs VACUUM ANALYZE on its database after each drain');
     }
-    this.api = startNode('api', [join(this.root, API_MAIN)], this.env, this.root);
+    this.api = startNode('api', [join(this.root, API_MAIN)], this.env, this.root, APP_NODE_FLAGS);
     await waitUp(`${this.base}/health/ready`);
   }
 
@@ -85,7 +88,13 @@ class BenchStack {
     for (let i = 0; i < count; i++) {
       const port = await freePort();
       const name = count > 1 ? `dialer ${i + 1}` : 'dialer';
-      const child = startNode(name, [join(this.root, DIALER_MAIN)], { ...this.env, DIALER_HEALTH_PORT: String(port) }, this.root);
+      const child = startNode(
+        name,
+        [join(this.root, DIALER_MAIN)],
+        { ...this.env, DIALER_HEALTH_PORT: String(port) },
+        this.root,
+        APP_NODE_FLAGS,
+      );
       child.role = role;
       child.healthUrl = `http://127.0.0.1:${port}/health/ready`;
       this.dialers.add(child);
@@ -195,7 +204,7 @@ class BenchStack {
     return withRedis(this.redisUrl, async (redis) => {
       const pipeline = redis.pipeline();
       // The `calls` queue; the job id is `run-<id>` (libs/queue/src/jobs.ts).
-      for (const runId of runIds) pipeline.hmget(`{va-bench-${this.id}}:calls:run-${runId}`, 'timestamp', 'processedOn');
+      for (const runId of runIds) pipeline.hmget(`${this.queuePrefix}:calls:run-${runId}`, 'timestamp', 'processedOn');
       const replies = await pipeline.exec();
       const times = new Map();
       replies.forEach(([error, [addedAt, takenAt]], index) => {
@@ -213,11 +222,11 @@ class BenchStack {
     await this.db?.end().catch(() => undefined);
     if (!this.artifacts) return;
     if (this.keepDatabase) {
-      this.log(`kept ${this.databaseUrl}, queue prefix {va-bench-${this.id}} and ${this.artifacts}`);
+      this.log(`kept ${this.databaseUrl}, queue prefix ${this.queuePrefix} and ${this.artifacts}`);
       return;
     }
     dropDatabase(this.postgres, this.databaseUrl, this.log);
-    await deleteQueueKeys(this.redisUrl, `{va-bench-${this.id}}:*`).catch((error) => this.log(`could not delete queue keys: ${error.message}`));
+    await deleteQueueKeys(this.redisUrl, `${this.queuePrefix}:*`).catch((error) => this.log(`could not delete queue keys: ${error.message}`));
     rmSync(this.artifacts, { recursive: true, force: true });
   }
 }

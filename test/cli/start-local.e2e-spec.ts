@@ -81,6 +81,10 @@ describe('npm start (scripts/start-local.js)', () => {
       throw new Error(`${error.message}\nstart-local stderr:\n${stderr}`, { cause: error });
     });
     expect(appPids()).toHaveLength(2);
+    // Both apps run with the heap limit of scripts/app-node-flags.js (it keeps the old generation near the live heap).
+    for (const pid of appPids()) {
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--max-old-space-size=1024');
+    }
     const commands = stdout.split('\n').filter((line) => /^(curl |RUN_ID=)/.test(line));
     const [trigger, runIdLine, readRun, download] = commands;
     expect(trigger).toMatch(/^curl -sS -X POST '.*\/api\/v1\/public\/agent\/[0-9a-f-]{36}' -H 'X-API-Key: vak_/);
