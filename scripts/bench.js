@@ -33,9 +33,11 @@
  *                       sandbox_calls rows between 2 s after the first dial and 95 % of the backlog dialed
  *                       (each run also goes through its events and artifacts), with the CPU use of each dialer,
  *                       of the Postgres backends serving the bench database and of the whole machine;
- *   history             inserts BENCH_HISTORY_RUNS finished runs (30 days of history, one INSERT ... SELECT
- *                       generate_series), VACUUM ANALYZE, then trigger and get-run again (reads spread over
- *                       old and new runs).
+ *   history             trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
+ *                       of history, one INSERT ... SELECT generate_series), VACUUM ANALYZE and CHECKPOINT, then trigger and
+ *                       get-run again (reads spread over old and new runs); a table sets each figure against
+ *                       the one measured just before the insert (not at the start of the run: the machine's
+ *                       speed drifts over half an hour) and says whether any got worse by more than 10 %.
  * Every HTTP row also gives the server's CPU time per answered request (utime + stime from /proc over
  * each round, the ceiling's server included), which other load on the machine moves far less than req/s.
  * Peak RSS (VmHWM) of the API and of every dialer process closes the report. All of it takes about
@@ -69,7 +71,7 @@ const { dialerThroughput } = require('./bench/dialer-throughput');
 const { insertHistory, sampledRunIds } = require('./bench/history');
 const { sendAmount, throughputRounds } = require('./bench/load');
 const { freePort, killAll, startNode, waitUp } = require('./bench/processes');
-const { dialerTable, httpTable, latencyStagesTable, latencyTable, soakTable } = require('./bench/report');
+const { dialerTable, historyTable, httpTable, latencyStagesTable, latencyTable, soakTable } = require('./bench/report');
 const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
@@ -93,6 +95,8 @@ const knobs = {
   dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
 };
 const GET_RUN_IDS = 2000;
+/** The history may cost at most this share of any figure (req/s, p50, p99, CPU per request). */
+const HISTORY_TOLERANCE = 0.1;
 /** Other work on the machine skews every figure: the report shows how busy it was. */
 const loadNow = () => loadavg().map((load) => load.toFixed(1)).join(' ');
 const loadAtStart = loadNow();
@@ -144,7 +148,7 @@ async function main() {
   };
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
   const apiHarness = { ...harness, pid: stack.api.pid };
-  const report = { http: [], dialer: [], latency: [], soak: null, historySize: null };
+  const report = { http: [], dialer: [], latency: [], soak: null, historySize: null, history: [] };
   let ceilingRps = null;
   let triggerRps = null;
 
@@ -219,13 +223,25 @@ async function main() {
     await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
   if (wants('history')) {
+    // This machine's speed drifts over a run, so the history is judged against figures taken just before it.
+    await ensureRuns(trigger, GET_RUN_IDS);
+    await stack.waitDrained();
+    const before = { trigger: await throughputRounds('POST trigger (just before the history)', () => trigger, apiHarness) };
+    await stack.waitDrained();
+    const recent = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
+    before.getRun = await throughputRounds(`GET run (${recent.length} distinct runs, just before the history)`, getRun(recent), apiHarness);
     await stack.waitDrained();
     report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
     const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
-    report.http.push(await throughputRounds(`POST trigger (${stored})`, () => trigger, apiHarness));
+    const after = { trigger: await throughputRounds(`POST trigger (${stored})`, () => trigger, apiHarness) };
     await stack.waitDrained();
     const ids = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
-    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), apiHarness));
+    after.getRun = await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), apiHarness);
+    report.http.push(before.trigger, before.getRun, after.trigger, after.getRun);
+    report.history = [
+      { name: 'POST trigger', before: before.trigger, after: after.trigger },
+      { name: 'GET run', before: before.getRun, after: after.getRun },
+    ];
   }
 
   const apiPeak = stack.apiPeakMiB();
@@ -236,7 +252,10 @@ async function main() {
 function print(report, ceilingRps, apiPeak) {
   const out = [];
   if (report.http.length) out.push(httpTable(report.http, ceilingRps));
-  if (report.historySize) out.push(`History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs.`);
+  if (report.historySize) {
+    out.push(`History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs.`);
+    out.push(historyTable(report.history, HISTORY_TOLERANCE));
+  }
   if (report.dialer.length) out.push(dialerTable(report.dialer));
   if (report.latency.length) out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES));
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));

@@ -55,6 +55,28 @@ function latencyStagesTable(rows, stages) {
   ].join('\n');
 }
 
+/**
+ * Each figure with the history against the same figure measured just before
+ * it was inserted, and whether any got worse by more than `tolerance`.
+ */
+function historyTable(rows, tolerance) {
+  const change = (before, after) => (before > 0 ? `${after >= before ? '+' : '−'}${cell((Math.abs(after - before) / before) * 100)} %` : '–');
+  const pair = (before, after) => `${cell(before)} → ${cell(after)} (${change(before, after)})`;
+  return [
+    `| with the history, against just before it | req/s | p50 ms | p99 ms | server CPU µs per request | no figure worse by more than ${cell(tolerance * 100)} % |`,
+    '|---|---:|---:|---:|---:|---|',
+    ...rows.map(({ name, before, after }) => {
+      const worse =
+        after.rps < before.rps * (1 - tolerance) || after.p50 > before.p50 * (1 + tolerance) || after.p99 > before.p99 * (1 + tolerance) ||
+        after.cpuMicros > before.cpuMicros * (1 + tolerance);
+      return (
+        `| ${name} | ${pair(before.rps, after.rps)} | ${pair(before.p50, after.p50)} | ${pair(before.p99, after.p99)} | ` +
+        `${pair(before.cpuMicros, after.cpuMicros)} | ${worse ? 'no' : 'yes'} |`
+      );
+    }),
+  ].join('\n');
+}
+
 function soakTable(r, growingThreshold) {
   const row = (name, m) =>
     `| ${name} | ${cell(m.first)} | ${cell(m.last)} | ${cell(m.max)} | ${cell(m.slope, 2)} |`;
@@ -70,4 +92,4 @@ function soakTable(r, growingThreshold) {
   ].join('\n');
 }
 
-module.exports = { httpTable, dialerTable, latencyTable, latencyStagesTable, soakTable };
+module.exports = { httpTable, dialerTable, historyTable, latencyTable, latencyStagesTable, soakTable };
