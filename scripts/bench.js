@@ -183,12 +183,14 @@ async function main() {
     });
     report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness));
   }
-  if (wants('get-run')) {
+  /** GET run over the newest runs, once the dialer has finished the calls before it. */
+  const getRecentRuns = async (label = '') => {
     await ensureRuns(trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness));
-  }
+    return throughputRounds(`GET run (${ids.length} distinct runs${label})`, getRun(ids), apiHarness);
+  };
+  if (wants('get-run')) report.http.push(await getRecentRuns());
   if (wants('latency')) {
     for (const rate of knobs.latencyRates) {
       report.latency.push(
@@ -224,12 +226,9 @@ async function main() {
   }
   if (wants('history')) {
     // This machine's speed drifts over a run, so the history is judged against figures taken just before it.
-    await ensureRuns(trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const before = { trigger: await throughputRounds('POST trigger (just before the history)', () => trigger, apiHarness) };
-    await stack.waitDrained();
-    const recent = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    before.getRun = await throughputRounds(`GET run (${recent.length} distinct runs, just before the history)`, getRun(recent), apiHarness);
+    before.getRun = await getRecentRuns(', just before the history');
     await stack.waitDrained();
     report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
     const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;

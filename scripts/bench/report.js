@@ -60,19 +60,21 @@ function latencyStagesTable(rows, stages) {
  * it was inserted, and whether any got worse by more than `tolerance`.
  */
 function historyTable(rows, tolerance) {
+  // Each figure, and whether more (+1) or less (−1) of it is worse.
+  const figures = [
+    { key: 'rps', title: 'req/s', worse: -1 },
+    { key: 'p50', title: 'p50 ms', worse: 1 },
+    { key: 'p99', title: 'p99 ms', worse: 1 },
+    { key: 'cpuMicros', title: 'server CPU µs per request', worse: 1 },
+  ];
   const change = (before, after) => (before > 0 ? `${after >= before ? '+' : '−'}${cell((Math.abs(after - before) / before) * 100)} %` : '–');
-  const pair = (before, after) => `${cell(before)} → ${cell(after)} (${change(before, after)})`;
   return [
-    `| with the history, against just before it | req/s | p50 ms | p99 ms | server CPU µs per request | no figure worse by more than ${cell(tolerance * 100)} % |`,
-    '|---|---:|---:|---:|---:|---|',
+    `| with the history, against just before it | ${figures.map((f) => f.title).join(' | ')} | no figure worse by more than ${cell(tolerance * 100)} % |`,
+    `|---|${figures.map(() => '---:').join('|')}|---|`,
     ...rows.map(({ name, before, after }) => {
-      const worse =
-        after.rps < before.rps * (1 - tolerance) || after.p50 > before.p50 * (1 + tolerance) || after.p99 > before.p99 * (1 + tolerance) ||
-        after.cpuMicros > before.cpuMicros * (1 + tolerance);
-      return (
-        `| ${name} | ${pair(before.rps, after.rps)} | ${pair(before.p50, after.p50)} | ${pair(before.p99, after.p99)} | ` +
-        `${pair(before.cpuMicros, after.cpuMicros)} | ${worse ? 'no' : 'yes'} |`
-      );
+      const cells = figures.map(({ key }) => `${cell(before[key])} → ${cell(after[key])} (${change(before[key], after[key])})`);
+      const worse = figures.some(({ key, worse: sign }) => sign * (after[key] - before[key]) > tolerance * before[key]);
+      return `| ${name} | ${cells.join(' | ')} | ${worse ? 'no' : 'yes'} |`;
     }),
   ].join('\n');
 }
