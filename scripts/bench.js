@@ -33,13 +33,17 @@
  *                       sandbox_calls rows between 2 s after the first dial and 95 % of the backlog dialed
  *                       (each run also goes through its events and artifacts), with the CPU use of each dialer,
  *                       of the Postgres backends serving the bench database and of the whole machine;
- *   history             trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
+ *   history             CHECKPOINT, trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
  *                       of history, one INSERT ... SELECT generate_series), VACUUM ANALYZE and CHECKPOINT, then trigger and
  *                       get-run again (reads spread over old and new runs); a table sets each figure against
  *                       the one measured just before the insert (not at the start of the run: the machine's
  *                       speed drifts over half an hour) and says whether any got worse by more than 10 %.
  * Every HTTP row also gives the server's CPU time per answered request (utime + stime from /proc over
- * each round, the ceiling's server included), which other load on the machine moves far less than req/s.
+ * each round, the ceiling's server included), which other load on the machine moves far less than req/s,
+ * and every API row the CPU time of the Postgres backends serving the bench database per answered
+ * request (when Postgres runs on this machine; the dialer's queries included while it runs alongside); the history table adds Postgres' WAL bytes, full-page
+ * images and blocks read from outside its shared buffers per request, to explain a change. The log shows
+ * each round's figures, not only the medians.
  * Peak RSS (VmHWM) of the API and of every dialer process closes the report. All of it takes about
  * 35 minutes on 2 cores; BENCH_ONLY and smaller knobs make a part quick to re-run. The apps run with
  * the Node flags of scripts/app-node-flags.js, as npm start runs them.
@@ -147,7 +151,7 @@ async function main() {
     });
   };
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
-  const apiHarness = { ...harness, pid: stack.api.pid };
+  const apiHarness = { ...harness, pid: stack.api.pid, measure: () => stack.measurePostgres() };
   const report = { http: [], dialer: [], latency: [], soak: null, historySize: null, history: [] };
   let ceilingRps = null;
   let triggerRps = null;
@@ -225,8 +229,10 @@ async function main() {
     await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
   if (wants('history')) {
-    // This machine's speed drifts over a run, so the history is judged against figures taken just before it.
+    // This machine's speed drifts over a run, so the history is judged against figures taken just before it,
+    // starting, as the figures after it do, from a checkpoint.
     await stack.waitDrained();
+    await stack.checkpoint();
     const before = { trigger: await throughputRounds('POST trigger (just before the history)', () => trigger, apiHarness) };
     before.getRun = await getRecentRuns(', just before the history');
     await stack.waitDrained();

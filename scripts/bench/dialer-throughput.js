@@ -36,7 +36,7 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
         `${count} dialer(s), round ${round + 1}: ${fmt(result.perSecond)} dials/s steady ` +
           `(${fmt(result.min)}–${fmt(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
           `dialed ${result.dialed}, finished ${result.finished} at ${fmt(result.finishedPerSecond)}/s, ` +
-          `dialer CPU ${result.cpuMsPerCall.toFixed(2)} ms per call; CPU: ${fmt(result.cpuPercent)} % per dialer, ${fmt(result.postgresPercent)} % Postgres, ${fmt(result.redisPercent)} % Redis, ` +
+          `CPU ms per call: dialer ${result.cpuMsPerCall.toFixed(2)}, Postgres ${result.postgresMsPerCall.toFixed(2)}, Redis ${result.redisMsPerCall.toFixed(2)}; CPU: ${fmt(result.cpuPercent)} % per dialer, ${fmt(result.postgresPercent)} % Postgres, ${fmt(result.redisPercent)} % Redis, ` +
           `${fmt(result.machinePercent)} % the whole machine`,
       );
     }
@@ -52,6 +52,8 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       postgresPercent: median(results.map((r) => r.postgresPercent)),
       redisPercent: median(results.map((r) => r.redisPercent)),
       cpuMsPerCall: median(results.map((r) => r.cpuMsPerCall)),
+      postgresMsPerCall: median(results.map((r) => r.postgresMsPerCall)),
+      redisMsPerCall: median(results.map((r) => r.redisMsPerCall)),
       machinePercent: median(results.map((r) => r.machinePercent)),
       unfinished: results.reduce((sum, r) => sum + (r.backlog - r.finished), 0),
     });
@@ -72,7 +74,7 @@ async function oneRound(stack, trigger, count, size, connections, log) {
 
   const dialers = await stack.startDialers(count, `throughput, ${count} dialer(s)`);
   const cpuFrom = dialers.map((child) => cpuSeconds(child.pid));
-  const postgresFrom = await postgresCpu(stack);
+  const postgresFrom = await stack.postgresCpu();
   const redisPid = await stack.redisPid();
   const redisFrom = cpuSeconds(redisPid);
   const machineFrom = machineCpu();
@@ -82,15 +84,15 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const busySeconds = (Date.now() - busyFrom) / 1000;
   const cpuPercent = median(dialers.map((child, i) => ((cpuSeconds(child.pid) - cpuFrom[i]) / busySeconds) * 100));
   const machinePercent = busyPercent(machineFrom, machineCpu());
-  const postgresTo = await postgresCpu(stack);
-  // Backends that connected during the window used all their CPU in it.
-  const postgresSeconds = [...postgresTo].reduce((sum, [pid, seconds]) => sum + seconds - (postgresFrom.get(pid) ?? 0), 0);
-  const postgresPercent = (postgresSeconds / busySeconds) * 100;
+  const postgresPercent = ((await stack.postgresCpuSince(postgresFrom)) / busySeconds) * 100;
   // NaN when Redis runs elsewhere (its pid is not one of this machine's processes).
   const redisPercent = ((cpuSeconds(redisPid) - redisFrom) / busySeconds) * 100;
   await stack.waitForCount(`SELECT count(*)::int AS n FROM workflow_runs WHERE id > $1 AND is_completed`, [before], queued);
-  // The whole cost of a call to the dialers (dial, events, artifacts), from ready to the last run finished: steadier than the rates.
+  // The whole cost of a call (dial, events, artifacts) to the dialers, Postgres and Redis, from ready to the last run
+  // finished: steadier than the rates, and where each millisecond of a call goes.
   const dialerSeconds = dialers.reduce((sum, child, i) => sum + cpuSeconds(child.pid) - cpuFrom[i], 0);
+  const postgresSeconds = await stack.postgresCpuSince(postgresFrom);
+  const redisSeconds = cpuSeconds(redisPid) - redisFrom;
   await stack.stopDialers(dialers);
 
   const dials = (
@@ -108,6 +110,8 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   return {
     ...steady,
     cpuMsPerCall: finished ? (dialerSeconds * 1000) / finished : NaN,
+    postgresMsPerCall: finished ? (postgresSeconds * 1000) / finished : NaN,
+    redisMsPerCall: finished ? (redisSeconds * 1000) / finished : NaN,
     cpuPercent,
     postgresPercent,
     redisPercent,
@@ -130,12 +134,6 @@ function steadyPerSecond(dials) {
   }
   if (counts.length === 0) return { perSecond: NaN, min: NaN, max: NaN, steadySeconds: 0 };
   return { perSecond: median(counts), min: Math.min(...counts), max: Math.max(...counts), steadySeconds: counts.length };
-}
-
-/** CPU seconds used so far by each Postgres backend serving the bench database (same machine), by pid. */
-async function postgresCpu(stack) {
-  const rows = await stack.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
-  return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]).filter(([, seconds]) => Number.isFinite(seconds)));
 }
 
 function fmt(value) {

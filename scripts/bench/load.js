@@ -12,12 +12,16 @@ const { cpuSeconds, sleep } = require('./processes');
  * Rounds of autocannon against one request; medians of throughput and latency
  * over the rounds, and of the server's CPU time per answered request when its
  * process id (`pid`) is given: a figure the machine's other load moves far less
- * than requests/s.
+ * than requests/s. `measure`, when given, is started before each round and
+ * its result called with the number of answered requests after it (as
+ * BenchStack.measurePostgres does); the medians of the figures it gives per
+ * request join the row.
  */
-async function throughputRounds(name, options, { rounds, seconds, connections, log, pid }) {
+async function throughputRounds(name, options, { rounds, seconds, connections, log, pid, measure }) {
   const results = [];
   for (let round = 0; round < rounds; round++) {
     const cpuFrom = pid ? cpuSeconds(pid) : NaN;
+    const measured = measure ? await measure() : null;
     const result = await autocannon({ ...options(), connections, duration: seconds });
     const answered = result.requests.total;
     results.push({
@@ -26,19 +30,26 @@ async function throughputRounds(name, options, { rounds, seconds, connections, l
       p99: result.latency.p99,
       errors: result.errors + result.timeouts + result.non2xx,
       cpuMicros: pid && answered > 0 ? ((cpuSeconds(pid) - cpuFrom) * 1e6) / answered : NaN,
+      ...(measured ? await measured(answered) : {}),
     });
+    log(`${name}, round ${round + 1}: ${roundLine(results[round])}`);
   }
-  const row = {
-    name,
-    rps: median(results.map((r) => r.rps)),
-    p50: median(results.map((r) => r.p50)),
-    p99: median(results.map((r) => r.p99)),
-    errors: results.reduce((sum, r) => sum + r.errors, 0),
-    cpuMicros: median(results.map((r) => r.cpuMicros)),
-  };
-  const cpu = Number.isFinite(row.cpuMicros) ? `, server CPU ${Math.round(row.cpuMicros)} µs/request` : '';
-  log(`${name}: ${Math.round(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}${cpu}`);
+  const row = { name, errors: results.reduce((sum, r) => sum + r.errors, 0) };
+  for (const key of Object.keys(results[0])) if (key !== 'errors') row[key] = median(results.map((r) => r[key]));
+  log(`${name} (medians): ${roundLine(row)}`);
   return row;
+}
+
+function roundLine(figures) {
+  const parts = [`${Math.round(figures.rps)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms, errors ${figures.errors}`];
+  if (Number.isFinite(figures.cpuMicros)) parts.push(`server CPU ${Math.round(figures.cpuMicros)} µs/request`);
+  if (Number.isFinite(figures.postgresCpuMicros)) {
+    parts.push(
+      `Postgres ${Math.round(figures.postgresCpuMicros)} µs, WAL ${Math.round(figures.walBytes)} B, ` +
+        `${figures.fullPageImages.toFixed(2)} full-page images, ${figures.blocksRead.toFixed(2)} blocks read per request`,
+    );
+  }
+  return parts.join(', ');
 }
 
 /** Sends exactly `amount` requests as fast as the server takes them; answers how many failed. */

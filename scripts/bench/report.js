@@ -7,11 +7,11 @@ const { cell } = require('./stats');
 function httpTable(rows, ceilingRps) {
   const ratio = (rps) => (ceilingRps ? cell(rps / ceilingRps, 2) : '–');
   return [
-    '| scenario | req/s | × ceiling | p50 ms | p99 ms | errors | server CPU µs per request |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| scenario | req/s | × ceiling | p50 ms | p99 ms | errors | server CPU µs per request | Postgres CPU µs per request |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
-        `| ${r.name} | ${cell(r.rps)} | ${ratio(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} | ${Number.isFinite(r.cpuMicros) ? cell(r.cpuMicros) : '–'} |`,
+        `| ${r.name} | ${cell(r.rps)} | ${ratio(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} | ${cell(r.cpuMicros)} | ${cell(r.postgresCpuMicros)} |`,
     ),
   ].join('\n');
 }
@@ -19,12 +19,12 @@ function httpTable(rows, ceilingRps) {
 function dialerTable(rows) {
   return [
     '| dialer (sandbox, ring 0, talk 0) | dials/s (median per-second, steady) | per-second min–max | steady s | backlog | runs finished/s | unfinished ' +
-      `| dialer CPU ms per call | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
+      `| CPU ms per call: dialer / Postgres / Redis | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
         `| ${r.name} | ${cell(r.perSecond)} | ${cell(r.min)}–${cell(r.max)} | ${cell(r.steadySeconds)} | ${cell(r.backlog)} | ` +
-        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${Number.isFinite(r.cpuMsPerCall) ? r.cpuMsPerCall.toFixed(2) : '–'} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
+        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuMsPerCall, 2)} / ${cell(r.postgresMsPerCall, 2)} / ${cell(r.redisMsPerCall, 2)} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
     ),
   ].join('\n');
 }
@@ -57,22 +57,30 @@ function latencyStagesTable(rows, stages) {
 
 /**
  * Each figure with the history against the same figure measured just before
- * it was inserted, and whether any got worse by more than `tolerance`.
+ * it was inserted, and whether any of the judged ones got worse by more than
+ * `tolerance`. The Postgres figures after them are there to explain a change,
+ * not judged.
  */
 function historyTable(rows, tolerance) {
-  // Each figure, and whether more (+1) or less (−1) of it is worse.
+  // Each figure, and whether more (+1) or less (−1) of it is worse; 0 for the explanatory ones.
   const figures = [
     { key: 'rps', title: 'req/s', worse: -1 },
     { key: 'p50', title: 'p50 ms', worse: 1 },
     { key: 'p99', title: 'p99 ms', worse: 1 },
     { key: 'cpuMicros', title: 'server CPU µs per request', worse: 1 },
+    { key: 'postgresCpuMicros', title: 'Postgres CPU µs per request', worse: 0 },
+    { key: 'walBytes', title: 'WAL bytes per request', worse: 0 },
+    { key: 'fullPageImages', title: 'WAL full-page images per request', worse: 0, digits: 2 },
+    { key: 'blocksRead', title: 'blocks read from outside shared buffers per request', worse: 0, digits: 2 },
   ];
   const change = (before, after) => (before > 0 ? `${after >= before ? '+' : '−'}${cell((Math.abs(after - before) / before) * 100)} %` : '–');
   return [
-    `| with the history, against just before it | ${figures.map((f) => f.title).join(' | ')} | no figure worse by more than ${cell(tolerance * 100)} % |`,
+    `| with the history, against just before it | ${figures.map((f) => f.title).join(' | ')} | no judged figure (the first four) worse by more than ${cell(tolerance * 100)} % |`,
     `|---|${figures.map(() => '---:').join('|')}|---|`,
     ...rows.map(({ name, before, after }) => {
-      const cells = figures.map(({ key }) => `${cell(before[key])} → ${cell(after[key])} (${change(before[key], after[key])})`);
+      const cells = figures.map(
+        ({ key, digits }) => `${cell(before[key], digits)} → ${cell(after[key], digits)} (${change(before[key], after[key])})`,
+      );
       const worse = figures.some(({ key, worse: sign }) => sign * (after[key] - before[key]) > tolerance * before[key]);
       return `| ${name} | ${cells.join(' | ')} | ${worse ? 'no' : 'yes'} |`;
     }),

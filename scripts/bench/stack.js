@@ -10,7 +10,7 @@ const { join } = require('node:path');
 const { Redis } = require('ioredis');
 const { Client } = require('pg');
 const { APP_NODE_FLAGS } = require('../app-node-flags');
-const { freePort, memoryMiB, sleep, startNode, stopAll, stopChild, waitUp } = require('./processes');
+const { cpuSeconds, freePort, memoryMiB, sleep, startNode, stopAll, stopChild, waitUp } = require('./processes');
 
 const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
 const DIALER_MAIN = 'dist/apps/dialer/apps/dialer/src/main.js';
@@ -126,6 +126,57 @@ class BenchStack {
 
   async query(sql, params) {
     return (await this.db.query(sql, params)).rows;
+  }
+
+  /**
+   * Writes out every dirty page. The first change to a page after a checkpoint
+   * puts a full copy of the page in the WAL, so two measurements compare only
+   * when both start right after one. Logged and skipped if refused.
+   */
+  async checkpoint() {
+    await this.query('CHECKPOINT').catch((error) => this.log(`CHECKPOINT refused (${error.message}); measuring without it`));
+  }
+
+  /** CPU seconds used so far by each Postgres backend serving the bench database (same machine), by pid. */
+  async postgresCpu() {
+    const rows = await this.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+    return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]).filter(([, seconds]) => Number.isFinite(seconds)));
+  }
+
+  /** CPU seconds the bench database's backends used since a postgresCpu() reading (a backend new since then: all of its). */
+  async postgresCpuSince(from) {
+    return [...(await this.postgresCpu())].reduce((sum, [pid, seconds]) => sum + seconds - (from.get(pid) ?? 0), 0);
+  }
+
+  /**
+   * Starts measuring what Postgres does for a stretch of requests; the function
+   * it answers takes the number of requests and gives, per request: CPU µs of
+   * the bench database's backends, WAL bytes and full-page images written (the
+   * whole server's), and blocks the bench database read from outside its shared
+   * buffers (from the OS cache or the disk; Postgres counts the new pages a
+   * table grows by as read too).
+   */
+  async measurePostgres() {
+    const counters = async () => {
+      const [row] = await this.query(
+        `SELECT w.wal_bytes::float8 AS wal_bytes, w.wal_fpi::float8 AS fpi, d.blks_read::float8 AS blocks_read
+           FROM pg_stat_wal w, pg_stat_database d WHERE d.datname = current_database()`,
+      );
+      return row;
+    };
+    const cpuFrom = await this.postgresCpu();
+    const from = await counters();
+    return async (requests) => {
+      const to = await counters();
+      const cpu = await this.postgresCpuSince(cpuFrom);
+      const per = (value) => (requests > 0 ? value / requests : NaN);
+      return {
+        postgresCpuMicros: per(cpu * 1e6),
+        walBytes: per(to.wal_bytes - from.wal_bytes),
+        fullPageImages: per(to.fpi - from.fpi),
+        blocksRead: per(to.blocks_read - from.blocks_read),
+      };
+    };
   }
 
   /**
