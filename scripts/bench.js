@@ -41,9 +41,9 @@
  * Every HTTP row also gives the server's CPU time per answered request (utime + stime from /proc over
  * each round, the ceiling's server included), which other load on the machine moves far less than req/s,
  * and every API row the CPU time of the Postgres backends serving the bench database per answered
- * request (when Postgres runs on this machine; the dialer's queries included while it runs alongside); the history table adds Postgres' WAL bytes, full-page
- * images and blocks read from outside its shared buffers per request, to explain a change. The log shows
- * each round's figures, not only the medians.
+ * request (when Postgres runs on this machine; the dialer's queries included while it runs alongside);
+ * the history table adds Postgres' WAL bytes, full-page images and blocks read from outside its shared
+ * buffers per request, to explain a change. The log shows each round's figures, not only the medians.
  * Peak RSS (VmHWM) of the API and of every dialer process closes the report. All of it takes about
  * 35 minutes on 2 cores; BENCH_ONLY and smaller knobs make a part quick to re-run. The apps run with
  * the Node flags of scripts/app-node-flags.js, as npm start runs them.

@@ -7,7 +7,7 @@
 // the carrier stored the dial request.
 
 const { sendAmount } = require('./load');
-const { median } = require('./stats');
+const { cell, median } = require('./stats');
 const { busyPercent, cpuSeconds, machineCpu } = require('./processes');
 
 /** Dials before this much time after the first one are warm-up (JIT, pools, the second process booting). */
@@ -33,11 +33,12 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       results.push(result);
       if (Number.isFinite(result.perSecond)) perDialerEstimate = result.perSecond / count;
       log(
-        `${count} dialer(s), round ${round + 1}: ${fmt(result.perSecond)} dials/s steady ` +
-          `(${fmt(result.min)}–${fmt(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
-          `dialed ${result.dialed}, finished ${result.finished} at ${fmt(result.finishedPerSecond)}/s, ` +
-          `CPU ms per call: dialer ${result.cpuMsPerCall.toFixed(2)}, Postgres ${result.postgresMsPerCall.toFixed(2)}, Redis ${result.redisMsPerCall.toFixed(2)}; CPU: ${fmt(result.cpuPercent)} % per dialer, ${fmt(result.postgresPercent)} % Postgres, ${fmt(result.redisPercent)} % Redis, ` +
-          `${fmt(result.machinePercent)} % the whole machine`,
+        `${count} dialer(s), round ${round + 1}: ${cell(result.perSecond)} dials/s steady ` +
+          `(${cell(result.min)}–${cell(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
+          `dialed ${result.dialed}, finished ${result.finished} at ${cell(result.finishedPerSecond)}/s, ` +
+          `CPU ms per call: dialer ${cell(result.cpuMsPerCall, 2)}, Postgres ${cell(result.postgresMsPerCall, 2)}, Redis ${cell(result.redisMsPerCall, 2)}; ` +
+          `CPU: ${cell(result.cpuPercent)} % per dialer, ${cell(result.postgresPercent)} % Postgres, ${cell(result.redisPercent)} % Redis, ` +
+          `${cell(result.machinePercent)} % the whole machine`,
       );
     }
     rows.push({
@@ -134,10 +135,6 @@ function steadyPerSecond(dials) {
   }
   if (counts.length === 0) return { perSecond: NaN, min: NaN, max: NaN, steadySeconds: 0 };
   return { perSecond: median(counts), min: Math.min(...counts), max: Math.max(...counts), steadySeconds: counts.length };
-}
-
-function fmt(value) {
-  return Number.isFinite(value) ? String(Math.round(value)) : '–';
 }
 
 module.exports = { dialerThroughput };
