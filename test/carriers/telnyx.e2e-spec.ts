@@ -126,6 +126,9 @@ describe('placing calls through Telnyx', () => {
     const recording = await fetch(run.recording_url);
     expect(recording.status).toBe(200);
     expect(Buffer.from(await recording.arrayBuffer())).toEqual(audio);
+    // Telnyx's call look-up carries no price (it comes on call.cost): the hang-up without one is not followed by a look-up.
+    const lookups = fake.requests.filter((request) => request.method === 'GET' && request.path === `/v2/calls/${call.callControlId}`);
+    expect(lookups).toEqual([]);
   });
 
   describe('webhooks that Telnyx did not send', () => {

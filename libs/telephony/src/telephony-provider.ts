@@ -97,6 +97,13 @@ export interface CallEventSink {
  */
 export interface TelephonyProvider {
   readonly name: string;
+  /**
+   * Whether a look-up of a finished call can tell its price. A hang-up that
+   * came without one is followed by a look-up only at such carriers (Twilio
+   * prices the Call resource, not its status callback); the others would be
+   * asked for nothing on every call.
+   */
+  readonly pricesOnLookup: boolean;
   /** Checks the shape of credentials; returns problems, empty when valid. */
   validateCredentials(credentials: Record<string, unknown> | null): string[];
   /** Checks provider `settings`; returns problems, empty when valid. */

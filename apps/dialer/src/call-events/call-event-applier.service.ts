@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { isFinalRunStatus, RunReader, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
-import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
+import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -91,15 +91,16 @@ export class CallEventApplier {
   }
 
   /**
-   * Carriers that report no price on the hang-up (Twilio shows it on the Call
-   * resource only) are asked once. A price is worth a look-up, not a failed
-   * event: without one the run keeps what it has.
+   * A hang-up that came without a price is followed by one look-up at
+   * carriers whose look-up can tell it (Twilio shows it on the Call resource
+   * only). A price is worth a look-up, not a failed event: without one the
+   * run keeps what it has.
    */
   private async fetchPrice(event: CallEventJob, configurationId: number | null): Promise<void> {
     const config = await this.configurations.find(configurationId);
     if (!config || !this.providers.has(config.provider)) return;
     const provider = this.providers.get(config.provider);
-    if (!hasWebhooks(provider)) return;
+    if (!provider.pricesOnLookup) return;
     try {
       const lookup = await provider.lookupCall({
         runId: event.runId,

@@ -53,6 +53,7 @@ import { plivoCallRecordEvents, plivoLiveCallEvents, plivoRecordingEvents, plivo
 @Injectable()
 export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'plivo';
+  readonly pricesOnLookup = true;
   /** How long one REST request may take; tests shorten it. */
   requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: PlivoApi;

@@ -71,6 +71,8 @@ interface StoredSandboxCall {
 @Injectable()
 export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'sandbox';
+  /** It never bills a call. */
+  readonly pricesOnLookup = false;
   private readonly signature: SandboxSignature;
   private readonly ledger = new Batcher<NewSandboxCall, StoredSandboxCall>((calls) => this.storeCalls(calls), GROUPING);
   private readonly callsById = new Batcher<string, SandboxCall | null>((callIds) => this.findCallsById(callIds), GROUPING);
@@ -268,7 +270,7 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     return this.dataSource.getRepository(SandboxCall).findOne({ where: { runId: reference.runId }, order: { createdAt: 'DESC' } });
   }
 
-  /** Look-ups by call id (one for every completed call: the dialer asks for its price) that arrive together, in one query. */
+  /** Look-ups by call id (one for every answered call when the built-in agent talks) that arrive together, in one query. */
   private async findCallsById(callIds: string[]): Promise<Array<SandboxCall | null>> {
     const calls = await this.dataSource.getRepository(SandboxCall).findBy({ callId: In([...new Set(callIds)]) });
     const byId = new Map(calls.map((call) => [call.callId, call]));

@@ -39,6 +39,8 @@ const ACTIVE_CALLS_MAX_PAGES = 20;
 @Injectable()
 export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'telnyx';
+  /** Its look-up says only whether a call is alive; the price comes on the `call.cost` webhook. */
+  readonly pricesOnLookup = false;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 

@@ -36,6 +36,7 @@ const RECORDING_HOSTS = /(^|\.)(nexmo|vonage)\.com$/;
 @Injectable()
 export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'vonage';
+  readonly pricesOnLookup = true;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
