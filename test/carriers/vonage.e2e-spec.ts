@@ -1,8 +1,9 @@
+import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { VonageFake, VonageFakeCall } from '../fakes/vonage-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
-import { AGENT_TURNS, CALLEE, FROM, useCarrierHarness } from './carrier-harness';
+import { AGENT_TURNS, CALLEE, eventsOf, FROM, useCarrierHarness } from './carrier-harness';
 
 describe('placing calls through Vonage', () => {
   const fake = new VonageFake();
@@ -25,6 +26,7 @@ describe('placing calls through Vonage', () => {
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
   });
 
+  const slotsInUse = (configId: number) => apps.dialer!.get(ConcurrencyLimiter).inUse(configId);
   const dialsFor = (runId: number) =>
     fake.dialRequests().filter((request) => JSON.stringify((request.body as { answer_url?: unknown } | null)?.answer_url ?? '').includes(`/answer/${runId}"`));
 
@@ -192,6 +194,23 @@ describe('placing calls through Vonage', () => {
     expect([...fake.calls.values()].filter((placed) => placed.answerUrl === call.answerUrl)).toHaveLength(1);
     await fake.sendCallEvent(call.uuid, 'busy');
     expect(await runReaches(runId, (run) => run.is_completed === true, 'the run to end')).toMatchObject({ status: 'busy' });
+  });
+
+  it('keeps a run whose dial answer was lost dialing (Vonage cannot be asked by run), follows its call to the end, and never dials again', async () => {
+    fake.failNext('reset');
+    const runId = await trigger(recordedConfigId, '+14155550176');
+    const call = await callFor(runId);
+    const unknown = await runReaches(runId, (run) => eventsOf(run).includes('dialer.outcome_unknown'), 'the dialer to give up asking');
+    // The call may be live: the run neither fails nor frees its slot, and is not dialed again.
+    expect(unknown).toMatchObject({ status: 'dialing', provider_call_id: null, is_completed: false });
+    expect(await slotsInUse(recordedConfigId)).toBe(1);
+
+    await fake.sendCallEvent(call.uuid, 'ringing');
+    await fake.sendCallEvent(call.uuid, 'busy');
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'busy', provider_call_id: call.uuid });
+    expect(dialsFor(runId)).toHaveLength(1);
+    await waitFor(async () => ((await slotsInUse(recordedConfigId)) === 0 ? true : undefined), { what: 'the slot to be freed' });
   });
 
   it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {

@@ -11,6 +11,8 @@ import {
   TestOrganization,
 } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
+import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 
 
 describe('every accepted trigger becomes exactly one call attempt', () => {
@@ -100,5 +102,47 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
     expect(maxLive).toBe(2);
     const runs = await runsWhenComplete(apps.dataSource, runIds);
     expect(runs.every((run) => run.status === 'completed')).toBe(true);
+  });
+});
+
+describe('a run whose dial job is duplicated', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    // No dialer yet: the jobs are all waiting when the first one starts, so they race for the same run.
+    apps = await startTestApps({ dialer: false });
+  });
+  afterAll(() => apps.close());
+
+  it("keeps the winning job's concurrency slot while its call is live when the other jobs lose the claim", async () => {
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+      settings: { ring_ms: 20, talk_ms: 3000 },
+      maxConcurrentCalls: 1,
+      callsPerSecond: 100,
+    });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    const runId: number = response.body.workflow_run_id;
+    const queue = apps.api.get<Queue>(getQueueToken(QueueName.Calls));
+    await Promise.all(
+      [1, 2, 3].map((n) => queue.add(JobName.PlaceCall, { runId, organizationId: org.organizationId }, { jobId: `dup-${runId}-${n}` })),
+    );
+
+    const dialer = await apps.addDialer();
+    const slots = dialer.get(ConcurrencyLimiter);
+    await waitFor(
+      async () => {
+        const [run] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
+        return run.status === 'in_progress' ? true : undefined;
+      },
+      { what: 'the call to be answered' },
+    );
+    expect(await slots.inUse(config.id)).toBe(1);
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run.status).toBe('completed');
+    expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+    expect(await slots.inUse(config.id)).toBe(0);
   });
 });

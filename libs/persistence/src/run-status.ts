@@ -15,6 +15,9 @@ export type RunEnvironment = 'production' | 'test';
 
 export const FINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'busy', 'no_answer', 'failed', 'canceled'];
 
+/** A run in one of these has a call the carrier may be placing or connecting: it holds its concurrency slot. */
+export const LIVE_STATUSES: readonly RunStatus[] = ['dialing', 'ringing', 'in_progress'];
+
 export function isFinalRunStatus(status: RunStatus): boolean {
   return FINAL_RUN_STATUSES.includes(status);
 }

@@ -4,8 +4,8 @@ import { testRunResources } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
 import { NewRun, WorkflowRunStore } from './workflow-run.store';
 
-/** Against this test run's Postgres: the duration rules are conditional updates, which only the database can prove. */
-describe('WorkflowRunStore durations', () => {
+/** Against this test run's Postgres: the duration and transition rules are conditional updates, which only the database can prove. */
+describe('WorkflowRunStore durations and transitions', () => {
   let dataSource: DataSource;
   let store: WorkflowRunStore;
 
@@ -102,5 +102,21 @@ describe('WorkflowRunStore durations', () => {
     await store.fillDuration(runId);
 
     expect(await durationOf(runId)).toEqual({ duration: null, costInfo: {} });
+  });
+
+  it('moves a run only from the statuses `from` names, and never from one its target does not allow', async () => {
+    const statusOf = async (runId: number) => (await store.findById(runId))?.status;
+    const [queued, dialing, ringing] = await store.insertQueued([queuedRun(), queuedRun(), queuedRun()]);
+    await store.transition(dialing, 'dialing', 'dialer.dialing');
+    await store.transition(ringing, 'dialing', 'dialer.dialing');
+    await store.transition(ringing, 'ringing', 'carrier.ringing');
+
+    expect(await store.transition(dialing, 'failed', 'dialer.gave_up', {}, undefined, ['queued'])).toBeNull();
+    expect(await statusOf(dialing)).toBe('dialing');
+    expect(await store.transition(queued, 'failed', 'dialer.gave_up', {}, undefined, ['queued'])).not.toBeNull();
+    expect(await statusOf(queued)).toBe('failed');
+    // `from` narrows: a ringing run cannot go back to dialing even when asked.
+    expect(await store.transition(ringing, 'dialing', 'test.backwards', {}, undefined, ['ringing'])).toBeNull();
+    expect(await statusOf(ringing)).toBe('ringing');
   });
 });

@@ -180,6 +180,7 @@ export class WorkflowRunStore {
   /**
    * Moves the run to `to` if its current status allows it, sets `fields`, and
    * appends one entry to `logs.events`. Returns null when the row did not change.
+   * `from` narrows the statuses the move is allowed from (never widens them).
    */
   async transition(
     runId: number,
@@ -187,8 +188,9 @@ export class WorkflowRunStore {
     event: string,
     fields: RunTransitionFields = {},
     detail?: Record<string, unknown>,
+    from: readonly RunStatus[] = RUN_TRANSITIONS[to],
   ): Promise<TransitionOutcome | null> {
-    const params: unknown[] = [runId, to, RUN_TRANSITIONS[to]];
+    const params: unknown[] = [runId, to, from.filter((status) => RUN_TRANSITIONS[to].includes(status))];
     const sets = ['status = $2', 'updated_at = now()', 'status_changed_at = now()'];
     for (const [key, value] of Object.entries(fields) as Array<[keyof RunTransitionFields, unknown]>) {
       if (value === undefined) continue;

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { LIVE_STATUSES, RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import {
   AgentSessionTokens,
   agentStreamFor,
@@ -8,6 +8,7 @@ import {
   CarrierError,
   CredentialsCipher,
   DialAttempt,
+  PlaceCallResult,
   TelephonyProvider,
   TelephonyProviders,
 } from '@app/telephony';
@@ -90,24 +91,34 @@ export class CallPlacer {
       fromNumber,
     });
     if (!claimed) {
-      await this.slots.release(config.id, run.id);
+      // A slot belongs to the run, not to the job: when another job for this run won the claim, the slot is the
+      // winner's (acquiring it again only renewed its lease) and stays with the live call.
+      const current = await this.reader.findById(run.id);
+      if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, run.id);
       return done('skipped');
     }
     if (!definition) {
       return this.fail(run, 'definition_not_found', 'No definition of the workflow contains this trigger any more', config);
     }
+    let missingPaths: string[];
     try {
-      const agent = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext });
-      if (agent.missingPaths.length) await this.runs.setLog(run.id, 'template_missing_paths', agent.missingPaths);
+      ({ missingPaths } = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext }));
     } catch (error) {
       return this.fail(run, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, config);
+    }
+    if (missingPaths.length) {
+      // A note for the run's history: losing it must not stop the call.
+      await this.runs.setLog(run.id, 'template_missing_paths', missingPaths).catch((error: unknown) => {
+        this.logger.warn({ run_id: run.id, err: error }, 'could not note the missing template paths');
+      });
     }
 
     const provider = this.providers.get(config.provider);
     const credentials = config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
+    let result: PlaceCallResult;
     try {
-      const result = await provider.placeCall({
+      result = await provider.placeCall({
         runId: run.id,
         organizationId: run.organizationId,
         to: dial.to,
@@ -122,16 +133,30 @@ export class CallPlacer {
           ttlSeconds: this.config.agentSessionTtlSeconds,
         }),
       });
-      await this.writes.recordProviderCallId(run.id, result.providerCallId);
-      return done('placed');
     } catch (error) {
       return this.afterDialError(run, config, provider, credentials, dial, progress, error);
     }
+    // The call is placed: if storing its id fails, the job's retry finds the run claimed and leaves it, and the
+    // id still arrives with the call's status events (or the reaper's look-up).
+    await this.writes.recordProviderCallId(run.id, result.providerCallId);
+    return done('placed');
   }
 
-  /** Ends a run whose job ran out of attempts while it was still queued. */
+  /**
+   * Ends a run whose job ran out of attempts while it was still queued, and
+   * frees a slot the last attempt may have taken. A run the job had claimed
+   * is left alone: its call may be live, and the reaper settles it.
+   */
   async giveUp(runId: number, message: string): Promise<void> {
-    await this.runs.transition(runId, 'failed', 'dialer.gave_up', { endReason: 'dial_retries_exhausted', endedAt: new Date() }, { message });
+    const ended = await this.runs.transition(
+      runId,
+      'failed',
+      'dialer.gave_up',
+      { endReason: 'dial_retries_exhausted', endedAt: new Date() },
+      { message },
+      ['queued'],
+    );
+    if (ended?.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, runId);
   }
 
   private async afterDialError(
@@ -174,15 +199,11 @@ export class CallPlacer {
     if (lookup.kind === 'not_found') {
       return this.retryLater(run, config, progress, 'carrier_no_call', (error as Error).message);
     }
-    await this.slots.release(config.id, run.id);
-    await this.runs.transition(
-      run.id,
-      'failed',
-      'dialer.outcome_unknown',
-      { endReason: 'dial_outcome_unknown', endedAt: new Date() },
-      { message: error instanceof Error ? error.message : String(error) },
-    );
-    return done('failed');
+    // The carrier cannot tell, so the call may be live: the run stays `dialing` and keeps its slot. Never dialed
+    // again, it is moved on by the call's own status events, or settled by the reaper, which asks the carrier once
+    // more and ends it `dial_outcome_unknown` past DIAL_TIMEOUT_SECONDS.
+    await this.runs.appendEvent(run.id, 'dialer.outcome_unknown', { message: error instanceof Error ? error.message : String(error) });
+    return done('unknown');
   }
 
   /** The carrier did nothing: hand the run back to `queued` and come back after a jittered backoff. */
