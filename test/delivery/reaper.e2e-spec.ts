@@ -19,9 +19,10 @@ import { startTestApps, TestApps } from '../support/test-apps';
 async function strandedRun(
   dataSource: DataSource,
   seed: { organizationId: number; workflowId: number; triggerUuid: string; configId: number; definitionId: number | null },
-  status: 'dialing' | 'ringing' | 'in_progress',
+  status: 'dialing' | 'ringing' | 'in_progress' | 'completed',
   providerCallId: string | null,
   beforeStale: (runId: number) => Promise<unknown> = async () => undefined,
+  stoppedAgo = '10 minutes',
 ): Promise<number> {
   const run = await dataSource.getRepository(WorkflowRun).save({
     organizationId: seed.organizationId,
@@ -40,8 +41,8 @@ async function strandedRun(
   });
   await beforeStale(run.id);
   await dataSource.query(
-    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - interval '10 minutes' WHERE id = $1`,
-    [run.id],
+    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - $2::interval WHERE id = $1`,
+    [run.id, stoppedAgo],
   );
   return run.id;
 }
@@ -112,6 +113,61 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'no_carrier_response' });
     expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(0);
+  });
+
+  it('ends a run at its limit even when its carrier cannot be asked about the call', async () => {
+    // Credentials that no longer decrypt (a rotated key): every look-up and hang-up fails.
+    const broken = await seedSandboxConfiguration(apps.dataSource, seed.organizationId, {
+      settings: { ring_ms: 20, talk_ms: 50 },
+      isDefaultOutbound: false,
+    });
+    await apps.dataSource.query(`UPDATE telephony_configurations SET credentials_encrypted = 'v1.broken.envelope.x' WHERE id = $1`, [broken.id]);
+    const runId = await strandedRun(apps.dataSource, { ...seed, configId: broken.id }, 'ringing', 'SB-unreachable');
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+  });
+
+  it('hangs up the call of a run that rings past its limit before ending the run', async () => {
+    // The carrier still rings the call (ringing for a minute, placed 5 s ago), though no event reached the run.
+    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
+      await apps.dataSource.getRepository(SandboxCall).save({
+        callId: `SB-still-ringing-${id}`,
+        runId: id,
+        toNumber: '+14155550100',
+        outcome: 'no_answer',
+        ringMs: 60_000,
+        talkMs: 0,
+        canceledAt: null,
+        createdAt: new Date(Date.now() - 5000),
+      });
+      await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [id, `SB-still-ringing-${id}`]);
+    });
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('reaper.hung_up');
+    const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId: `SB-still-ringing-${runId}` });
+    expect(call.canceledAt).not.toBeNull();
+  });
+
+  it('completes a run without the carrier recording it could not fetch for an hour, and says so in its log', async () => {
+    const runId = await strandedRun(
+      apps.dataSource,
+      seed,
+      'completed',
+      'SB-expired-recording',
+      (id) =>
+        apps.dataSource.query(
+          `UPDATE workflow_runs SET carrier_recording_url = 'https://carrier.invalid/expired.wav', ended_at = now() - interval '2 hours',
+                  answered_at = now() - interval '2 hours' WHERE id = $1`,
+          [id],
+        ),
+      '2 hours',
+    );
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run.status).toBe('completed');
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('artifacts.recording_unavailable');
+    const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
+    expect(stored.transcriptKey).not.toBeNull();
   });
 
   it('fails an answered call that outlives the maximum call duration', async () => {

@@ -20,6 +20,15 @@ export class RecentMap<K, V> {
     return this.entries.has(key);
   }
 
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+
+  /** Oldest first. */
+  [Symbol.iterator](): IterableIterator<[K, V]> {
+    return this.entries.entries();
+  }
+
   /** Stores `value` under `key` as the most recent entry; past the limit the oldest entry goes. */
   set(key: K, value: V): void {
     this.entries.delete(key);

@@ -31,8 +31,13 @@ export class RunArtifactsCollector {
     @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
   ) {}
 
-  /** `force`: finish even if the agent runtime has not closed its session (the reaper, later). */
-  async collect(runId: number, force = false): Promise<void> {
+  /**
+   * `force`: finish even if the agent runtime has not closed its session (the
+   * reaper, later). `giveUpOnCarrierRecording`: a carrier recording that
+   * cannot be fetched is left out (noted in the run's log) rather than
+   * keeping the run from completing (the reaper, much later).
+   */
+  async collect(runId: number, force = false, giveUpOnCarrierRecording = false): Promise<void> {
     const run = await this.reader.findById(runId);
     if (!run || run.status !== 'completed' || run.isCompleted) return;
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
@@ -45,15 +50,23 @@ export class RunArtifactsCollector {
     const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl && run.answeredAt !== null;
     if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return;
     const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
-    const credentials = config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
 
     let turns: unknown[] = run.agentTranscript;
     let recordingKey: string | null = null;
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
-      const recording = await provider.fetchRecording(run.carrierRecordingUrl, credentials);
-      recordingKey = artifactKey(run.id, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
-      await this.storage.put(recordingKey, recording.body, recording.contentType);
-      await this.runs.recordRecording(run.id, recordingKey);
+      const url = run.carrierRecordingUrl;
+      const recording = await Promise.resolve()
+        .then(() => provider.fetchRecording(url, config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null))
+        .catch(async (error: unknown) => {
+          if (!giveUpOnCarrierRecording) throw error;
+          await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
+          return null;
+        });
+      if (recording) {
+        recordingKey = artifactKey(run.id, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
+        await this.storage.put(recordingKey, recording.body, recording.contentType);
+        await this.runs.recordRecording(run.id, recordingKey);
+      }
     }
     if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).

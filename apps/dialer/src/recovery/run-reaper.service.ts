@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
@@ -15,6 +16,13 @@ const BATCH = 200;
 const IN_PROGRESS_GRACE_SECONDS = 60;
 /** A completed run whose artifacts are not stored after this long gets another try. */
 const ARTIFACTS_RETRY_SECONDS = 30;
+/** After this long a completed run is finished without a carrier recording that cannot be fetched (an expired link, revoked credentials). */
+export const ARTIFACTS_GIVE_UP_SECONDS = 3600;
+/** A run whose reaping failed waits this long before the next try, doubling with each failure up to the cap. */
+const RETRY_FIRST_MS = 30_000;
+const RETRY_CAP_MS = 30 * 60_000;
+/** Runs remembered with a failed reaping (the oldest forgotten first: it is then simply tried again). */
+const FAILURES_LIMIT = 10_000;
 
 interface StaleRun {
   id: number;
@@ -34,6 +42,12 @@ interface StaleRun {
 export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(RunReaper.name);
   private readonly task: PeriodicTask;
+  /**
+   * Runs whose last reaping failed, and when to try them again: without the
+   * wait, runs that fail every time (a carrier that cannot be asked) would be
+   * the oldest rows of every round and crowd out the rest of the batch.
+   */
+  private readonly failures = new RecentMap<number, { count: number; retryAt: number }>(FAILURES_LIMIT);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -64,19 +78,23 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
               c.max_call_duration_seconds
          FROM workflow_runs r
          LEFT JOIN telephony_configurations c ON c.id = r.telephony_configuration_id
-        WHERE NOT r.is_completed AND (
+        WHERE NOT r.is_completed AND r.id <> ALL($5::integer[]) AND (
               (r.status IN ('dialing', 'ringing') AND r.status_changed_at < now() - make_interval(secs => $1))
            OR (r.status = 'in_progress'
                AND r.status_changed_at < now() - make_interval(secs => COALESCE(c.max_call_duration_seconds, 3600) + $2))
            OR (r.status = 'completed' AND r.status_changed_at < now() - make_interval(secs => $3)))
         ORDER BY r.status_changed_at LIMIT $4`,
-      [this.config.reconcileAfterSeconds, IN_PROGRESS_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH],
+      [this.config.reconcileAfterSeconds, IN_PROGRESS_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH, this.waiting()],
     );
     for (const candidate of stale) {
       try {
         await this.reap(candidate);
+        this.failures.delete(candidate.id);
       } catch (error) {
-        this.logger.warn({ err: error, run_id: candidate.id }, 'could not reap run');
+        const count = (this.failures.get(candidate.id)?.count ?? 0) + 1;
+        const waitMs = Math.min(RETRY_CAP_MS, RETRY_FIRST_MS * 2 ** (count - 1));
+        this.failures.set(candidate.id, { count, retryAt: Date.now() + waitMs });
+        this.logger.warn({ err: error, run_id: candidate.id, failures: count, retry_in_ms: waitMs }, 'could not reap run');
       }
     }
     // Housekeeping: idempotency keys past their 24 h, a bounded batch per round.
@@ -85,14 +103,27 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     );
   }
 
+  /** The runs still waiting after a failed reaping. */
+  private waiting(): number[] {
+    const now = Date.now();
+    return [...this.failures].filter(([, failure]) => failure.retryAt > now).map(([runId]) => runId);
+  }
+
   private async reap(candidate: StaleRun): Promise<void> {
     if (candidate.status === 'completed') {
-      await this.artifacts.collect(candidate.id, true);
+      await this.artifacts.collect(candidate.id, true, candidate.age_seconds >= ARTIFACTS_GIVE_UP_SECONDS);
       return;
     }
     const run = await this.runs.findById(candidate.id);
     if (!run || run.status !== candidate.status) return;
-    const reconciled = await this.reconcile(run);
+    const config = run.telephonyConfigurationId
+      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
+      : null;
+    // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
+    const reconciled = await this.reconcile(run, config).catch((error: unknown) => {
+      this.logger.warn({ err: error, run_id: run.id }, 'could not look the call up at the carrier');
+      return false;
+    });
     if (reconciled) return;
     const limit = this.hardLimitSeconds(candidate);
     if (candidate.age_seconds < limit) return;
@@ -108,14 +139,33 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       stuck_in: candidate.status,
       seconds: Math.round(candidate.age_seconds),
     });
-    if (ended?.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);
+    if (!ended) return;
+    if (ended.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);
+    // A call the carrier still holds (queued behind its own rate limit, or ringing) must not ring once its run has ended.
+    if (config && run.providerCallId && (candidate.status === 'dialing' || candidate.status === 'ringing')) {
+      await this.hangUp(run, config);
+    }
+  }
+
+  /** Best effort: the run ends at its limit whatever the carrier answers. */
+  private async hangUp(run: WorkflowRun, config: TelephonyConfiguration): Promise<void> {
+    if (!this.providers.has(config.provider)) return;
+    try {
+      const hungUp = await this.providers.get(config.provider).hangup({
+        runId: run.id,
+        organizationId: run.organizationId,
+        providerCallId: run.providerCallId,
+        credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
+        settings: config.settings,
+      });
+      if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: run.providerCallId });
+    } catch (error) {
+      this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');
+    }
   }
 
   /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
-  private async reconcile(run: WorkflowRun): Promise<boolean> {
-    const config = run.telephonyConfigurationId
-      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
-      : null;
+  private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<boolean> {
     if (!config || !this.providers.has(config.provider)) return false;
     const lookup = await this.providers.get(config.provider).lookupCall({
       runId: run.id,
