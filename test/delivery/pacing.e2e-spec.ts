@@ -1,3 +1,6 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { placeCallJobId, QueueName } from '@app/queue';
 import { agentGraph, createOrganization, runsWhenComplete, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
@@ -84,5 +87,46 @@ describe('calls_per_second across dialer replicas', () => {
     expect(waiting.n).toBeGreaterThan(10);
     const [failed] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE id = ANY($1) AND status = 'failed'`, [backlog]);
     expect(failed.n).toBe(0);
+  });
+});
+
+describe('calls_per_second when reserved pacing instants come due together', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    // No dialer yet: the jobs are set up as if each had waited for its instant, then one dialer takes them all at once.
+    apps = await startTestApps({ dialer: false, env: { DIALER_CONCURRENCY: '10' } });
+  });
+  afterAll(() => apps.close());
+
+  it('never dials more than calls_per_second in any rolling second, even for jobs whose instants all came due', async () => {
+    const org = await createOrganization(apps.dataSource);
+    const cps = 2;
+    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 10 }, callsPerSecond: cps });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const runIds: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+      runIds.push(response.body.workflow_run_id);
+    }
+    // Each job holds a reserved instant, as a delayed job does when it comes back behind a backlog: none waits for pacing again.
+    const queue = apps.api.get<Queue>(getQueueToken(QueueName.Calls));
+    const slotAt = Date.now() + 5000;
+    for (const runId of runIds) {
+      const job = await queue.getJob(placeCallJobId(runId));
+      await job!.updateData({ ...job!.data, slotAt });
+    }
+    await apps.addDialer();
+    await runsWhenComplete(apps.dataSource, runIds, 30000);
+
+    const dials: Array<{ at: number }> = await apps.dataSource.query(
+      `SELECT extract(epoch FROM created_at) * 1000 AS at FROM sandbox_calls WHERE run_id = ANY($1) ORDER BY created_at`,
+      [runIds],
+    );
+    const times = dials.map((dial) => Number(dial.at));
+    expect(times).toHaveLength(6);
+    for (const start of times) {
+      expect(times.filter((time) => time >= start && time < start + 1000).length).toBeLessThanOrEqual(cps);
+    }
   });
 });

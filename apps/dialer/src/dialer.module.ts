@@ -18,6 +18,7 @@ import { ConfigurationLookup } from './lookups/configuration-lookup.service';
 import { GroupedRunWrites } from './runs/grouped-run-writes.service';
 import { CallPacer } from './pacing/call-pacer';
 import { ConcurrencyLimiter } from './pacing/concurrency-limiter';
+import { DialAdmission } from './pacing/dial-admission';
 import { AutovacuumCheck } from './recovery/autovacuum-check.service';
 import { RunDispatcher } from './recovery/run-dispatcher.service';
 import { RunReaper } from './recovery/run-reaper.service';
@@ -44,6 +45,7 @@ export class DialerModule {
         ConfigurationLookup,
         CallPacer,
         ConcurrencyLimiter,
+        DialAdmission,
         DefinitionPicker,
         CallPlacer,
         PlaceCallProcessor,

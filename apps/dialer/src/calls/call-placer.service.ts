@@ -17,6 +17,7 @@ import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { CallPacer } from '../pacing/call-pacer';
+import { Admission, DialAdmission } from '../pacing/dial-admission';
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -56,6 +57,7 @@ export class CallPlacer {
     private readonly cipher: CredentialsCipher,
     private readonly pacer: CallPacer,
     private readonly slots: ConcurrencyLimiter,
+    private readonly admission: DialAdmission,
     private readonly sessions: AgentSessionTokens,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -79,8 +81,13 @@ export class CallPlacer {
       }
       if (waitMs > 0) await sleep(waitMs);
     }
-    const leaseMs = config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS;
-    if (!(await this.slots.acquire(config.id, run.id, config.maxConcurrentCalls, leaseMs))) {
+    const admission = await this.admit(config, run.id);
+    if (admission.kind === 'rate') {
+      // The window is full (reserved instants came back late together): go out when it has room, on that instant.
+      const untilMs = Date.now() + admission.waitMs;
+      return { kind: 'delay', untilMs, progress: { ...progress, slotAt: untilMs }, reason: 'pacing' };
+    }
+    if (admission.kind === 'concurrency') {
       // Every slot is taken: look again shortly, and reserve a fresh pacing instant then.
       return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: { ...progress, slotAt: undefined }, reason: 'concurrency' };
     }
@@ -140,6 +147,19 @@ export class CallPlacer {
     // id still arrives with the call's status events (or the reaper's look-up).
     await this.writes.recordProviderCallId(run.id, result.providerCallId);
     return done('placed');
+  }
+
+  /** A short wait for room in the rate window is waited out in place, like a near pacing instant. */
+  private async admit(config: TelephonyConfiguration, runId: number): Promise<Admission> {
+    const limits = {
+      callsPerSecond: config.callsPerSecond,
+      maxConcurrentCalls: config.maxConcurrentCalls,
+      leaseMs: config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS,
+    };
+    const admission = await this.admission.admit(config.id, runId, limits);
+    if (admission.kind !== 'rate' || admission.waitMs > INLINE_PACING_WAIT_MS) return admission;
+    await sleep(admission.waitMs);
+    return this.admission.admit(config.id, runId, limits);
   }
 
   /**

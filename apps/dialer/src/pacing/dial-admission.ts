@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+import { RedisClient, RedisScript } from '@app/queue';
+import { ConcurrencyLimiter } from './concurrency-limiter';
+
+/**
+ * Lets a dial go out, in one step on Redis time: at most `limit` dials of the
+ * configuration in any rolling `windowMs` (its `calls_per_second`, the way
+ * carriers count it), then a concurrency slot for the run. GCRA pacing
+ * spreads the calls; this window is what holds when reserved instants come
+ * back late together (a delayed job returns behind a backlog), which would
+ * otherwise go out as one burst.
+ */
+const ADMIT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {0, tonumber(oldest[2]) + window - now}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not (redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2])) then
+  return {-1, 0}
+end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], lease)
+redis.call('ZADD', KEYS[2], now, ARGV[1] .. ':' .. t[1] .. t[2])
+redis.call('PEXPIRE', KEYS[2], window)
+return {1, 0}
+`;
+
+export type Admission = { kind: 'admitted' } | { kind: 'rate'; waitMs: number } | { kind: 'concurrency' };
+
+export interface AdmissionLimits {
+  callsPerSecond: number;
+  maxConcurrentCalls: number;
+  /** How long the slot is held if no end event ever frees it. */
+  leaseMs: number;
+}
+
+/** `calls_per_second` as carriers count it: `limit` dials in any `windowMs` (a second, or longer below one call a second). */
+export function rateWindow(callsPerSecond: number): { limit: number; windowMs: number } {
+  const limit = Math.max(1, Math.floor(callsPerSecond));
+  return { limit, windowMs: Math.ceil((limit / callsPerSecond) * 1000) };
+}
+
+@Injectable()
+export class DialAdmission {
+  private readonly admitScript: RedisScript;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly slots: ConcurrencyLimiter,
+  ) {
+    this.admitScript = client.script('vaDialAdmit', ADMIT, 2);
+  }
+
+  async admit(configurationId: number, runId: number, limits: AdmissionLimits): Promise<Admission> {
+    const { limit, windowMs } = rateWindow(limits.callsPerSecond);
+    const [verdict, waitMs] = (await this.admitScript(
+      [this.slots.key(configurationId), this.client.keyFor('dials', configurationId)],
+      [String(runId), String(limits.maxConcurrentCalls), String(Math.ceil(limits.leaseMs)), String(windowMs), String(limit)],
+    )) as [number, number];
+    if (verdict === 1) return { kind: 'admitted' };
+    return verdict === 0 ? { kind: 'rate', waitMs: Math.max(1, waitMs) } : { kind: 'concurrency' };
+  }
+}
