@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { urlForLog } from './create-root-logger';
 import { isDatabaseUnavailable } from './database-unavailable';
 import { DomainError } from './domain-error';
 import { ErrorBody } from './error-body';
@@ -43,7 +44,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const body = this.toBody(exception, String(request.id ?? ''));
     if (body.statusCode >= 500) {
       this.logger.error(
-        { err: exception, request_id: body.request_id, method: request.method, url: request.url },
+        { err: exception, request_id: body.request_id, method: request.method, url: urlForLog(request.url) },
         'request failed',
       );
     }
