@@ -93,6 +93,22 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     expect(theirs.body.workflow_run_id).not.toBe(mine.body.workflow_run_id);
   });
 
+  it("answers 403 to a repeat from another of the organization's keys that has no access to the agent", async () => {
+    const other = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
+    const restricted = await apps.client.post(
+      '/api/v1/api-keys',
+      { name: 'other agent only', role: 'trigger', workflow_ids: [other.workflowId] },
+      { key: org.adminKey },
+    );
+    expect(restricted.status).toBe(201);
+    const first = await post('order-for-another-key');
+    expect(first.status).toBe(200);
+    const repeat = await post('order-for-another-key', body, `/api/v1/public/agent/${uuid}`, restricted.body.key);
+    expect(repeat.status).toBe(403);
+    expect(repeat.body).toMatchObject({ code: 'forbidden' });
+    expect(repeat.body.workflow_run_id).toBeUndefined();
+  });
+
   it('starts afresh once a key has expired', async () => {
     const first = await post('old-key');
     await apps.dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'old-key'`);

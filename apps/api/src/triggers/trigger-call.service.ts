@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Errors } from '@app/common';
-import { NewRun, RunEnvironment } from '@app/persistence';
+import { NewRun, RunEnvironment, WorkflowRunStore } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { IdempotencyKeys } from '../idempotency/idempotency-keys.service';
 import { RunIntake } from './run-intake.service';
@@ -25,6 +25,7 @@ export class TriggerCallService {
     private readonly lookups: TriggerLookups,
     private readonly intake: RunIntake,
     private readonly idempotency: IdempotencyKeys,
+    private readonly runs: WorkflowRunStore,
   ) {}
 
   async trigger(
@@ -37,7 +38,10 @@ export class TriggerCallService {
     if (idempotencyKey) {
       const fingerprint = IdempotencyKeys.fingerprint(`${environment} ${uuid.toLowerCase()}`, body);
       const claim = await this.idempotency.claim(key.organizationId, idempotencyKey, fingerprint);
-      if (claim.kind === 'replay') return { response: initiated(claim.runId), replayed: true };
+      if (claim.kind === 'replay') {
+        await this.mayReplay(key, claim.runId);
+        return { response: initiated(claim.runId), replayed: true };
+      }
     }
     let runId: number;
     try {
@@ -49,6 +53,19 @@ export class TriggerCallService {
       throw error;
     }
     return { response: initiated(runId), replayed: false };
+  }
+
+  /**
+   * Keys are per organization, so a repeat may come with another API key of
+   * it: that key must have access to the run's agent, as for a first request.
+   * A trigger deactivated since still replays: the call was accepted, and a
+   * 404 would tell a retrying client that it was not.
+   */
+  private async mayReplay(key: AuthenticatedKey, runId: number): Promise<void> {
+    const run = await this.runs.findById(runId);
+    if (!run || run.organizationId !== key.organizationId || !keyMayUseWorkflow(key, run.workflowId)) {
+      throw Errors.forbidden('This API key has no access to this agent');
+    }
   }
 
   /** Checks the trigger, the key's access, the definition and the configuration; answers the run to store. */
