@@ -44,6 +44,19 @@ describe('management API: workflows', () => {
     expect(trigger).toMatchObject({ organizationId: org.organizationId, workflowId: body.id, isActive: true });
   });
 
+  it('answers 400 validation_failed, and stores nothing, for text Postgres cannot store (NUL, unpaired surrogates)', async () => {
+    const before = await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId });
+    const nul = await apps.client.post('/api/v1/workflows', { name: 'a\u0000b', definition: graph({ trigger: null }) }, { key: org.adminKey });
+    expectError(nul, 400, 'validation_failed');
+    const surrogate = await apps.client.post(
+      '/api/v1/workflows',
+      { name: 'Agent', definition: graph({ trigger: null, prompt: 'half a pair: \ud800' }) },
+      { key: org.adminKey },
+    );
+    expectError(surrogate, 400, 'validation_failed');
+    expect(await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId })).toBe(before);
+  });
+
   it('keeps a trigger_path the definition gives, lower-cased', async () => {
     const uuid = randomUUID();
     const body = await createWorkflow(apps, org, graph({ trigger: uuid.toUpperCase() }));

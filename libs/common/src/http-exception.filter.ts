@@ -4,6 +4,7 @@ import { urlForLog } from './create-root-logger';
 import { isDatabaseUnavailable } from './database-unavailable';
 import { DomainError } from './domain-error';
 import { ErrorBody } from './error-body';
+import { isUnstorableValue } from './unstorable-value';
 
 const CODES_BY_STATUS: Record<number, string> = {
   400: 'bad_request',
@@ -81,6 +82,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     if (isDatabaseUnavailable(exception)) {
       return this.body(503, 'service_unavailable', 'The database is unavailable; retry shortly', requestId);
+    }
+    if (isUnstorableValue(exception)) {
+      return this.body(
+        400,
+        'validation_failed',
+        'The request holds a value that cannot be stored: a NUL character, an unpaired UTF-16 surrogate, or a value too long or out of range',
+        requestId,
+      );
     }
     return this.internal(requestId);
   }
