@@ -197,6 +197,22 @@ describe('placing calls through Twilio', () => {
     expect(fake.call(call.sid).status).toBe('canceled');
   });
 
+  it('answers 502 carrier_unreachable when Twilio fails the hang-up, and the run rings on until a cancel gets through', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550182');
+    const call = await callFor(runId);
+    await fake.ring(call.sid);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    fake.failNext('unavailable');
+    const refused = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect(refused.status).toBe(502);
+    expect(refused.body).toMatchObject({ code: 'carrier_unreachable' });
+    expect((await readRun(runId)).status).toBe('ringing');
+
+    expect((await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey })).status).toBe(202);
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'canceled' });
+  });
+
   describe('a dial whose answer was lost, so the call SID was never learned', () => {
     const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`));
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { Errors } from '@app/common';
+import { DomainError, Errors } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
 
@@ -36,13 +36,20 @@ export class RunCancellation {
         ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
         : null;
       if (config && this.providers.has(config.provider)) {
-        const hungUp = await this.providers.get(config.provider).hangup({
+        const reference = {
           runId: run.id,
           organizationId: run.organizationId,
           providerCallId: run.providerCallId,
           credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
           settings: config.settings,
-        });
+        };
+        // The carrier could not be asked (unreachable, 5xx): nothing changed, and the caller may try again.
+        const hungUp = await this.providers
+          .get(config.provider)
+          .hangup(reference)
+          .catch((error: unknown) => {
+            throw new DomainError(502, 'carrier_unreachable', `The carrier could not be asked to hang up: ${(error as Error).message}`);
+          });
         if (hungUp) {
           await this.runs.appendEvent(run.id, 'api.hangup_requested');
           return 'hangup_requested';

@@ -64,7 +64,8 @@ export class WorkflowRunsController {
     summary: 'Cancel a run that is queued or waiting, or hang up a ringing call',
     description:
       'A queued run ends `canceled` at once (200). A dialing or ringing call is hung up through its carrier ' +
-      '(202); the run ends `canceled` when the carrier confirms. An answered or finished run answers 409.',
+      '(202); the run ends `canceled` when the carrier confirms. An answered or finished run answers 409; 502 ' +
+      '`carrier_unreachable` when the carrier cannot be asked to hang up.',
   })
   @ApiOkResponse({ type: RunView })
   @ApiAcceptedResponse({ type: RunView })
