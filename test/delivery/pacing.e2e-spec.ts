@@ -4,6 +4,15 @@ import { placeCallJobId, QueueName } from '@app/queue';
 import { agentGraph, createOrganization, runsWhenComplete, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
+/** When the carrier was asked to dial each of the runs (ms since the epoch, Postgres' clock), in order. */
+async function dialTimes(apps: TestApps, runIds: number[]): Promise<number[]> {
+  const dials: Array<{ at: number }> = await apps.dataSource.query(
+    `SELECT extract(epoch FROM created_at) * 1000 AS at FROM sandbox_calls WHERE run_id = ANY($1) ORDER BY created_at`,
+    [runIds],
+  );
+  return dials.map((dial) => Number(dial.at));
+}
+
 describe('calls_per_second across dialer replicas', () => {
   let apps: TestApps;
 
@@ -33,11 +42,7 @@ describe('calls_per_second across dialer replicas', () => {
     }
     await runsWhenComplete(apps.dataSource, runIds, 30000);
 
-    const dials: Array<{ at: number }> = await apps.dataSource.query(
-      `SELECT extract(epoch FROM created_at) * 1000 AS at FROM sandbox_calls WHERE run_id = ANY($1) ORDER BY created_at`,
-      [runIds],
-    );
-    const times = dials.map((dial) => Number(dial.at));
+    const times = await dialTimes(apps, runIds);
     expect(times).toHaveLength(16);
     const spanSeconds = (times[times.length - 1] - times[0]) / 1000;
     const rate = (times.length - 1) / spanSeconds;
@@ -119,11 +124,7 @@ describe('calls_per_second when reserved pacing instants come due together', () 
     await apps.addDialer();
     await runsWhenComplete(apps.dataSource, runIds, 30000);
 
-    const dials: Array<{ at: number }> = await apps.dataSource.query(
-      `SELECT extract(epoch FROM created_at) * 1000 AS at FROM sandbox_calls WHERE run_id = ANY($1) ORDER BY created_at`,
-      [runIds],
-    );
-    const times = dials.map((dial) => Number(dial.at));
+    const times = await dialTimes(apps, runIds);
     expect(times).toHaveLength(6);
     for (const start of times) {
       expect(times.filter((time) => time >= start && time < start + 1000).length).toBeLessThanOrEqual(cps);

@@ -4,7 +4,7 @@ import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
-import { CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
+import { CallReference, CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -151,30 +151,27 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   private async hangUp(run: WorkflowRun, config: TelephonyConfiguration): Promise<void> {
     if (!this.providers.has(config.provider)) return;
     try {
-      const hungUp = await this.providers.get(config.provider).hangup({
-        runId: run.id,
-        organizationId: run.organizationId,
-        providerCallId: run.providerCallId,
-        credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
-        settings: config.settings,
-      });
+      const hungUp = await this.providers.get(config.provider).hangup(this.referenceOf(run, config));
       if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: run.providerCallId });
     } catch (error) {
       this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');
     }
   }
 
-  /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
-  private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<boolean> {
-    if (!config || !this.providers.has(config.provider)) return false;
-    const lookup = await this.providers.get(config.provider).lookupCall({
+  private referenceOf(run: WorkflowRun, config: TelephonyConfiguration): CallReference {
+    return {
       runId: run.id,
       organizationId: run.organizationId,
       providerCallId: run.providerCallId,
       credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
       settings: config.settings,
-      dial: dialOf(run),
-    });
+    };
+  }
+
+  /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
+  private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<boolean> {
+    if (!config || !this.providers.has(config.provider)) return false;
+    const lookup = await this.providers.get(config.provider).lookupCall({ ...this.referenceOf(run, config), dial: dialOf(run) });
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
       // A live dialer still holds the job's lock while its dial request is under way: leave it be.
       if (await this.dialJobIsLocked(run.id)) return false;
