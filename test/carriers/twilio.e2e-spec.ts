@@ -197,7 +197,7 @@ describe('placing calls through Twilio', () => {
     expect(fake.call(call.sid).status).toBe('canceled');
   });
 
-  it('answers 502 carrier_unreachable when Twilio fails the hang-up, and the run rings on until a cancel gets through', async () => {
+  it('answers 502 carrier_unreachable when Twilio cannot be asked to hang up, 409 when it refuses, and the run rings on until a cancel gets through', async () => {
     const runId = await trigger(recordedConfigId, '+14155550182');
     const call = await callFor(runId);
     await fake.ring(call.sid);
@@ -206,6 +206,12 @@ describe('placing calls through Twilio', () => {
     const refused = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
     expect(refused.status).toBe(502);
     expect(refused.body).toMatchObject({ code: 'carrier_unreachable' });
+    expect((await readRun(runId)).status).toBe('ringing');
+    // A refusal (here the account's credentials) is not worth retrying: 409.
+    fake.failNext({ status: 401, code: 20003, message: 'Authenticate' });
+    const rejected = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect(rejected.status).toBe(409);
+    expect(rejected.body).toMatchObject({ code: 'run_not_cancelable' });
     expect((await readRun(runId)).status).toBe('ringing');
 
     expect((await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey })).status).toBe(202);

@@ -9,6 +9,7 @@ import {
   seedWorkflow,
 } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
 
 /**
  * A run as a dialer would leave it when it died in the middle of its work.
@@ -144,7 +145,11 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     });
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
-    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('reaper.hung_up');
+    // The hang-up follows the end of the run.
+    await waitFor(async () => {
+      const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
+      return stored.logs.events?.some((event) => event.event === 'reaper.hung_up') ? true : undefined;
+    }, { what: 'the hang-up' });
     const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId: `SB-still-ringing-${runId}` });
     expect(call.canceledAt).not.toBeNull();
   });

@@ -84,10 +84,11 @@ export class HttpExceptionFilter implements ExceptionFilter {
       return this.body(503, 'service_unavailable', 'The database is unavailable; retry shortly', requestId);
     }
     if (isUnstorableValue(exception)) {
+      this.logger.warn({ err: exception, request_id: requestId }, 'a value the database cannot store');
       return this.body(
         400,
         'validation_failed',
-        'The request holds a value that cannot be stored: a NUL character, an unpaired UTF-16 surrogate, or a value too long or out of range',
+        'The request holds text the database cannot store: a NUL character, or in JSON an unpaired UTF-16 surrogate',
         requestId,
       );
     }

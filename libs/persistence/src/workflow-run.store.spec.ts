@@ -115,7 +115,10 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await statusOf(dialing)).toBe('dialing');
     expect(await store.transition(queued, 'failed', 'dialer.gave_up', {}, undefined, ['queued'])).not.toBeNull();
     expect(await statusOf(queued)).toBe('failed');
-    // `from` narrows: a ringing run cannot go back to dialing even when asked.
+    // A ringing run may fail, but not through a move narrowed to other statuses.
+    expect(await store.transition(ringing, 'failed', 'reaper.failed', {}, undefined, ['dialing'])).toBeNull();
+    expect(await statusOf(ringing)).toBe('ringing');
+    // `from` never widens: a ringing run cannot go back to dialing even when asked.
     expect(await store.transition(ringing, 'dialing', 'test.backwards', {}, undefined, ['ringing'])).toBeNull();
     expect(await statusOf(ringing)).toBe('ringing');
   });

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors } from '@app/common';
+import { DomainError, Errors, isDatabaseUnavailable } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CarrierError, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 
 export type CancelOutcome = 'canceled' | 'hangup_requested';
 
@@ -43,12 +43,11 @@ export class RunCancellation {
           credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
           settings: config.settings,
         };
-        // The carrier could not be asked (unreachable, 5xx): nothing changed, and the caller may try again.
         const hungUp = await this.providers
           .get(config.provider)
           .hangup(reference)
           .catch((error: unknown) => {
-            throw new DomainError(502, 'carrier_unreachable', `The carrier could not be asked to hang up: ${(error as Error).message}`);
+            throw hangupFailure(error);
           });
         if (hungUp) {
           await this.runs.appendEvent(run.id, 'api.hangup_requested');
@@ -57,7 +56,10 @@ export class RunCancellation {
       }
     }
     if (run.status === 'dialing' && !run.providerCallId) {
-      throw Errors.conflict('run_not_cancelable', 'The call is being placed right now; try again in a moment');
+      throw Errors.conflict(
+        'run_not_cancelable',
+        'The carrier has not given this call an id yet (it is being placed, or its outcome is not known yet); try again later',
+      );
     }
     throw Errors.conflict(
       'run_not_cancelable',
@@ -66,4 +68,23 @@ export class RunCancellation {
         : `A run that is ${run.status} cannot be canceled`,
     );
   }
+}
+
+/**
+ * What a failed hang-up answers. The carrier refused it (a 4xx other than
+ * 429: credentials, a call it will not end): 409, retrying will not help.
+ * It could not be asked (unreachable, 5xx, 429): 502, nothing changed and a
+ * retry may work. Our own failures (the database) keep their own answer.
+ */
+function hangupFailure(error: unknown): unknown {
+  if (isDatabaseUnavailable(error) || (error as Error | null)?.name === 'QueryFailedError') return error;
+  const status = (error as { status?: unknown } | null)?.status;
+  const refused =
+    error instanceof CarrierError
+      ? error.permanent || (error.notProcessed && !error.throttled)
+      : typeof status === 'number' && status >= 400 && status < 500 && status !== 429;
+  const message = (error as Error | null)?.message ?? String(error);
+  return refused
+    ? Errors.conflict('run_not_cancelable', `The carrier refused the hang-up: ${message}`)
+    : new DomainError(502, 'carrier_unreachable', `The carrier could not be asked to hang up: ${message}`);
 }

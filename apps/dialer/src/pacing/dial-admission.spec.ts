@@ -10,8 +10,8 @@ describe('rateWindow', () => {
     expect(rateWindow(0.2)).toEqual({ limit: 1, windowMs: 5000 });
   });
 
-  it('keeps a fractional rate at or under its average in any window', () => {
-    // 2.5 calls/s: 2 in any 800 ms.
-    expect(rateWindow(2.5)).toEqual({ limit: 2, windowMs: 800 });
+  it('rounds a fractional rate up to whole calls in any second (pacing keeps the average)', () => {
+    // 2.5 calls/s: at most 3 in any second; at most 2 would hold the average at 2.
+    expect(rateWindow(2.5)).toEqual({ limit: 3, windowMs: 1000 });
   });
 });

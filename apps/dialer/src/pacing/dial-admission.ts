@@ -40,10 +40,14 @@ export interface AdmissionLimits {
   leaseMs: number;
 }
 
-/** `calls_per_second` as carriers count it: `limit` dials in any `windowMs` (a second, or longer below one call a second). */
+/**
+ * `calls_per_second` as carriers count it, in whole calls: at most
+ * ceil(cps) dials in any second (GCRA keeps the average at cps); below one
+ * call a second, one dial in any 1/cps seconds.
+ */
 export function rateWindow(callsPerSecond: number): { limit: number; windowMs: number } {
-  const limit = Math.max(1, Math.floor(callsPerSecond));
-  return { limit, windowMs: Math.ceil((limit / callsPerSecond) * 1000) };
+  if (callsPerSecond >= 1) return { limit: Math.ceil(callsPerSecond), windowMs: 1000 };
+  return { limit: 1, windowMs: Math.ceil(1000 / callsPerSecond) };
 }
 
 @Injectable()

@@ -119,40 +119,42 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
-    // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
-    const reconciled = await this.reconcile(run, config).catch((error: unknown) => {
-      this.logger.warn({ err: error, run_id: run.id }, 'could not look the call up at the carrier');
-      return false;
-    });
-    if (reconciled) return;
+    if (await this.reconcile(run, config)) return;
     const limit = this.hardLimitSeconds(candidate);
     if (candidate.age_seconds < limit) return;
+    // The look-up may have taught the run its call id.
+    const providerCallId = run.providerCallId ?? (await this.runs.findById(run.id))?.providerCallId ?? null;
     const endReason =
       candidate.status === 'dialing'
-        ? run.providerCallId
+        ? providerCallId
           ? 'no_carrier_response'
           : 'dial_outcome_unknown'
         : candidate.status === 'ringing'
           ? 'ring_timeout'
           : 'max_duration_exceeded';
-    const ended = await this.runs.transition(run.id, 'failed', 'reaper.failed', { endReason, endedAt: new Date() }, {
-      stuck_in: candidate.status,
-      seconds: Math.round(candidate.age_seconds),
-    });
+    // Only from the status it was found stuck in: an event that moved it meanwhile (an answer) wins.
+    const ended = await this.runs.transition(
+      run.id,
+      'failed',
+      'reaper.failed',
+      { endReason, endedAt: new Date() },
+      { stuck_in: candidate.status, seconds: Math.round(candidate.age_seconds) },
+      [candidate.status],
+    );
     if (!ended) return;
     if (ended.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);
     // A call the carrier still holds (queued behind its own rate limit, or ringing) must not ring once its run has ended.
-    if (config && run.providerCallId && (candidate.status === 'dialing' || candidate.status === 'ringing')) {
-      await this.hangUp(run, config);
+    if (config && providerCallId && (candidate.status === 'dialing' || candidate.status === 'ringing')) {
+      await this.hangUp(run, config, providerCallId);
     }
   }
 
   /** Best effort: the run ends at its limit whatever the carrier answers. */
-  private async hangUp(run: WorkflowRun, config: TelephonyConfiguration): Promise<void> {
+  private async hangUp(run: WorkflowRun, config: TelephonyConfiguration, providerCallId: string): Promise<void> {
     if (!this.providers.has(config.provider)) return;
     try {
-      const hungUp = await this.providers.get(config.provider).hangup(this.referenceOf(run, config));
-      if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: run.providerCallId });
+      const hungUp = await this.providers.get(config.provider).hangup({ ...this.referenceOf(run, config), providerCallId });
+      if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: providerCallId });
     } catch (error) {
       this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');
     }
@@ -171,7 +173,13 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
   private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<boolean> {
     if (!config || !this.providers.has(config.provider)) return false;
-    const lookup = await this.providers.get(config.provider).lookupCall({ ...this.referenceOf(run, config), dial: dialOf(run) });
+    // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
+    const lookup = await Promise.resolve()
+      .then(() => this.providers.get(config.provider).lookupCall({ ...this.referenceOf(run, config), dial: dialOf(run) }))
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error, run_id: run.id }, 'could not look the call up at the carrier');
+        return { kind: 'unknown' as const };
+      });
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
       // A live dialer still holds the job's lock while its dial request is under way: leave it be.
       if (await this.dialJobIsLocked(run.id)) return false;
