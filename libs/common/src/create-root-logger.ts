@@ -29,6 +29,17 @@ export function urlForLog(url: string | undefined): string | undefined {
   return url === undefined ? undefined : URL_SECRETS.reduce((masked, [pattern, replacement]) => masked.replace(pattern, replacement), url);
 }
 
+/**
+ * Errors as pino writes them, less the bound values of a failed query
+ * (TypeORM's QueryFailedError carries them): they hold callers' data
+ * (`initial_context`, phone numbers, transcripts). The SQL text stays.
+ */
+function errorForLog(error: Error): Record<string, unknown> {
+  const serialized = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
+  delete serialized.parameters;
+  return serialized;
+}
+
 interface LoggedRequest {
   method?: string;
   url?: string;
@@ -48,6 +59,7 @@ export function createRootLogger(app: string, level: string, destination?: Desti
       formatters: { level: (label) => ({ level: label }) },
       // Replaces Fastify's own request serializer (it takes the logger's), which writes the URL as sent.
       serializers: {
+        err: errorForLog,
         req: (request: LoggedRequest) => ({
           method: request.method,
           url: urlForLog(request.url),

@@ -19,7 +19,9 @@ export function createDataSource(options: DataSourceOptions): DataSource {
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     migrationsRun: false,
-    logging: ['error'],
+    // TypeORM's own logger prints a failed query with its bound values (callers' data) to stdout, outside the
+    // JSON logs; the error itself reaches the caller, whose log line leaves the values out (see createRootLogger).
+    logging: false,
     applicationName: options.applicationName,
     extra: {
       max: options.poolSize ?? 10,
