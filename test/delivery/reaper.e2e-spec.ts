@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { SandboxCall, WorkflowRun } from '@app/persistence';
+import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import {
   agentGraph,
   createOrganization,
@@ -173,6 +174,30 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('artifacts.recording_unavailable');
     const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
     expect(stored.transcriptKey).not.toBeNull();
+  });
+
+  it('waits before trying again a run whose reaping failed, instead of retrying it every round', async () => {
+    // A carrier recording that cannot be fetched, 10 minutes after the call: every collection fails, short of giving up.
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox') as TelephonyProvider & CarrierWebhooks;
+    const fetches = jest.spyOn(sandbox, 'fetchRecording');
+    try {
+      const runId = await strandedRun(apps.dataSource, seed, 'completed', 'SB-unfetchable', (id) =>
+        apps.dataSource.query(
+          `UPDATE workflow_runs SET carrier_recording_url = 'https://carrier.invalid/gone.wav', ended_at = now() - interval '10 minutes',
+                  answered_at = now() - interval '10 minutes' WHERE id = $1`,
+          [id],
+        ),
+      );
+      const ofRun = () => fetches.mock.calls.filter(([url]) => url === 'https://carrier.invalid/gone.wav').length;
+      await waitFor(async () => (ofRun() > 0 ? true : undefined), { what: 'the first collection' });
+      // Ten reaper rounds (every 200 ms) later, still the one try: the next waits 30 s.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      expect(ofRun()).toBe(1);
+      const [row] = await apps.dataSource.query(`SELECT is_completed FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(row.is_completed).toBe(false);
+    } finally {
+      fetches.mockRestore();
+    }
   });
 
   it('fails an answered call that outlives the maximum call duration', async () => {
