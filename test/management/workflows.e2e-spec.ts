@@ -54,7 +54,14 @@ describe('management API: workflows', () => {
       { key: org.adminKey },
     );
     expectError(surrogate, 400, 'validation_failed');
+    // In a name (plain text) the driver would store U+FFFD in its place without a word: refused as well.
+    const loneName = await apps.client.post('/api/v1/workflows', { name: 'Agent \udc00', definition: graph({ trigger: null }) }, { key: org.adminKey });
+    expectError(loneName, 400, 'validation_failed');
+    expect(loneName.body.details).toEqual([expect.objectContaining({ field: 'name' })]);
     expect(await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId })).toBe(before);
+    const emoji = await apps.client.post('/api/v1/workflows', { name: 'Agent 😀', definition: graph({ trigger: null }) }, { key: org.adminKey });
+    expect(emoji.status).toBe(201);
+    expect(emoji.body.name).toBe('Agent 😀');
   });
 
   it('keeps a trigger_path the definition gives, lower-cased', async () => {

@@ -14,3 +14,4 @@ export * from './batcher';
 export * from './expiring-cache';
 export * from './start-app';
 export * from './recent-map';
+export * from './storable-text';

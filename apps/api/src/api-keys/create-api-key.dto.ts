@@ -13,6 +13,7 @@ import {
   MaxLength,
   Min,
 } from 'class-validator';
+import { StorableText } from '@app/common';
 import { API_KEY_ROLES, ApiKeyRole } from '@app/persistence';
 
 const MAX_KEY_WORKFLOWS = 1000;
@@ -23,6 +24,7 @@ export class CreateApiKeyDto {
   @IsString()
   @IsNotEmpty({ message: 'name must not be empty' })
   @MaxLength(200)
+  @StorableText()
   name: string;
 
   @ApiProperty({

@@ -18,7 +18,7 @@ import {
   ValidateIf,
   ValidationOptions,
 } from 'class-validator';
-import { toE164 } from '@app/common';
+import { StorableText, toE164 } from '@app/common';
 
 const MAX_FROM_NUMBERS = 100;
 const MAX_JSON_BYTES = 16 * 1024;
@@ -70,6 +70,7 @@ export class CreateTelephonyConfigurationDto {
   @IsString()
   @IsNotEmpty({ message: 'name must not be empty' })
   @MaxLength(200)
+  @StorableText()
   name: string;
 
   @ApiProperty({ example: 'sandbox', description: 'A provider the service knows: `sandbox` for now.' })

@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
+import { StorableText } from '@app/common';
 import { DefinitionProperty } from './definition-property.decorator';
 
 export class CreateWorkflowDto {
@@ -9,6 +10,7 @@ export class CreateWorkflowDto {
   @IsString()
   @IsNotEmpty({ message: 'name must not be empty' })
   @MaxLength(200)
+  @StorableText()
   name: string;
 
   @DefinitionProperty()
