@@ -219,6 +219,22 @@ describe('placing calls through Twilio', () => {
     expect(run).toMatchObject({ status: 'canceled' });
   });
 
+  it('hangs up, with no agent, a call answered after its run ended', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550183');
+    const call = await callFor(runId);
+    await fake.ring(call.sid);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    // The reaper gave the ringing call up (its hang-up did not reach Twilio); then the callee picks up.
+    await apps.dataSource.query(`UPDATE workflow_runs SET status = 'failed', end_reason = 'ring_timeout', is_completed = true WHERE id = $1`, [runId]);
+    const answer = await fake.answer(call.sid);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toContain('<Hangup/>');
+    expect(answer.body).not.toContain('<Stream');
+    const run = await readRun(runId);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+    expect(eventsOf(run)).toContain('api.answered_after_end');
+  });
+
   describe('a dial whose answer was lost, so the call SID was never learned', () => {
     const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`));
 

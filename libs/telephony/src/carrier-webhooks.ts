@@ -54,6 +54,8 @@ export interface AnswerContext {
   settings: Record<string, unknown>;
   /** Who answered, when the carrier reports it on the answer request (AMD). */
   answeredBy?: 'human' | 'machine' | 'unknown';
+  /** The run has already ended (canceled, or given up by the reaper): end the call at once, with no agent. */
+  endCall?: boolean;
 }
 
 /**

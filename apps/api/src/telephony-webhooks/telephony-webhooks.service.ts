@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { isFinalRunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { callEventJobId, CallEventsQueue, RedisClient } from '@app/queue';
 import {
   AgentSessionTokens,
@@ -105,6 +105,11 @@ export class TelephonyWebhooksService {
       await this.events.enqueueEvent(job, 0, extras ? `${callEventJobId(job)}-${extras}` : callEventJobId(job));
     }
     if (kind !== 'answer') return null;
+    if (isFinalRunStatus(run.status)) {
+      // Canceled, or given up by the reaper, before the callee picked up: no agent for a call whose record is closed.
+      await this.runs.appendEvent(run.id, 'api.answered_after_end', { status: run.status });
+      return provider.answerInstructions({ runId: run.id, streamUrl: '', sessionToken: '', settings: config?.settings ?? {}, endCall: true });
+    }
 
     const stream = agentStreamFor(this.sessions, run.id, {
       defaultUrl: this.config.agentRuntimeUrl,

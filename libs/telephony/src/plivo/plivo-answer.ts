@@ -17,7 +17,7 @@ const RECORD_MAX_SECONDS = 86_400;
  */
 export function plivoAnswer(context: AnswerContext, recordingCallbackUrl: string): AnswerInstructions {
   const settings = readPlivoSettings(context.settings);
-  if (hangsUpOnMachine(context, settings)) {
+  if (context.endCall || hangsUpOnMachine(context, settings)) {
     return xml('<Response><Hangup/></Response>');
   }
   const record = settings.record

@@ -195,7 +195,9 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
       signal: AbortSignal.timeout(10_000),
     });
     if (!response.ok) throw new Error(`sandbox answer URL answered ${response.status}`);
-    const instructions = (await response.json()) as { session_token?: string };
+    const instructions = (await response.json()) as { action?: string; session_token?: string };
+    // Told to hang up (the run already ended): the call ends without an agent, as a real carrier's would.
+    if (instructions.action === 'hangup') return;
     if (!instructions.session_token) throw new Error('sandbox answer URL gave no session token');
     await new SandboxAgent(this.config.apiInternalUrl).converse(instructions.session_token, call.talkMs);
   }
@@ -218,10 +220,10 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   answerInstructions(context: AnswerContext): AnswerInstructions {
-    return {
-      contentType: 'application/json',
-      body: JSON.stringify({ action: 'stream', stream_url: context.streamUrl, session_token: context.sessionToken }),
-    };
+    const body = context.endCall
+      ? { action: 'hangup' }
+      : { action: 'stream', stream_url: context.streamUrl, session_token: context.sessionToken };
+    return { contentType: 'application/json', body: JSON.stringify(body) };
   }
 
   async fetchRecording(): Promise<{ contentType: string; body: Buffer }> {

@@ -14,7 +14,7 @@ import { readTwilioSettings } from './twilio-settings';
  */
 export function twilioAnswer(context: AnswerContext): AnswerInstructions {
   const settings = readTwilioSettings(context.settings);
-  if (hangsUpOnMachine(context, settings)) {
+  if (context.endCall || hangsUpOnMachine(context, settings)) {
     return twiml('<Response><Hangup/></Response>');
   }
   const url = new URL(context.streamUrl);

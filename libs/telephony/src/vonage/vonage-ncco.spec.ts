@@ -35,6 +35,10 @@ describe('Vonage answer NCCO', () => {
     ]);
   });
 
+  it('ends the call with an empty NCCO, recording nothing, when the run has already ended', () => {
+    expect(answer({ endCall: true, settings: { record: true } })).toEqual([]);
+  });
+
   it('records the conversation first when the settings say so, reporting to our recording URL', () => {
     const ncco = answer({ settings: { record: true } }) as Record<string, unknown>[];
 

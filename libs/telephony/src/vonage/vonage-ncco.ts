@@ -15,7 +15,7 @@ export const VONAGE_STREAM_CONTENT_TYPE = 'audio/l16;rate=16000';
  */
 export function vonageAnswerInstructions(context: AnswerContext, callbacks: CallbackUrls): AnswerInstructions {
   const settings = readVonageSettings(context.settings);
-  if (context.answeredBy === 'machine' && settings.answeringMachineDetection && settings.machineAction === 'hangup') {
+  if (context.endCall || (context.answeredBy === 'machine' && settings.answeringMachineDetection && settings.machineAction === 'hangup')) {
     return json([]);
   }
   const agentLegEvents = new URL(callbacks.statusUrl);
