@@ -12,6 +12,8 @@ import { AppModule } from './app.module';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const RECORDING_LIMIT_BYTES = 100 * 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+/** The one route that takes audio: an agent session's recording upload. */
+const RECORDING_UPLOAD = /^\/api\/v1\/agent-sessions\/[^/?]+\/recording(?:\?|$)/;
 
 /**
  * Builds the gateway on Fastify, with everything production and tests share:
@@ -30,6 +32,12 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    // Audio bodies may be up to RECORDING_LIMIT_BYTES, read before any check: refused before reading anywhere else.
+    const type = request.headers['content-type'];
+    if (typeof type === 'string' && /^\s*audio\//i.test(type) && !(request.method === 'PUT' && RECORDING_UPLOAD.test(request.url))) {
+      done(Object.assign(new Error('Audio is accepted only by the recording upload'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
+      return;
+    }
     done();
   });
 
