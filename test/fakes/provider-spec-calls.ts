@@ -35,8 +35,14 @@ export async function dialError(promise: Promise<unknown>): Promise<CarrierError
   return error as CarrierError;
 }
 
-/** The Authorization headers a download from a host that is not the carrier's sent (one request each). */
-export async function authorizationsSentElsewhere(download: (url: string) => Promise<unknown>): Promise<Array<string | undefined>> {
+/**
+ * Points a download at a loopback host that is not the carrier's (as a forged
+ * recording callback could): what reached that host (the Authorization header
+ * of each request) and whether the download was refused.
+ */
+export async function downloadElsewhere(
+  download: (url: string) => Promise<unknown>,
+): Promise<{ authorizations: Array<string | undefined>; refused: boolean }> {
   const seen: Array<string | undefined> = [];
   const elsewhere = createServer((request, response) => {
     seen.push(request.headers.authorization);
@@ -44,8 +50,11 @@ export async function authorizationsSentElsewhere(download: (url: string) => Pro
   });
   await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
   try {
-    await download(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/recording.wav`);
-    return seen;
+    const refused = await download(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/recording.wav`).then(
+      () => false,
+      () => true,
+    );
+    return { authorizations: seen, refused };
   } finally {
     elsewhere.close();
   }

@@ -104,16 +104,17 @@ export class PlivoApi {
   }
 
   /**
-   * Downloads a recording. Credentials go only to Plivo itself (this API's
-   * origin, or an https *.plivo.com host such as media.plivo.com), never to a
-   * host a callback named.
+   * Downloads a recording from Plivo itself only (this API's origin, or an
+   * https *.plivo.com host such as media.plivo.com): never from, nor with
+   * credentials to, another host a callback named.
    */
   async download(url: string, credentials: PlivoCredentials): Promise<{ contentType: string; body: Buffer }> {
     const target = new URL(url);
-    if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`Not a recording URL: ${url}`);
+    // A recording callback can name any URL: fetching one elsewhere would let a caller point the dialer at internal hosts.
+    if (!this.isPlivo(target)) throw new Error(`Refusing to fetch a recording from ${target.origin}: not a Plivo host`);
     const response = await carrierHttp('Plivo', url, {
       method: 'GET',
-      authorization: this.isPlivo(target) ? basicAuthorization(credentials.authId, credentials.authToken) : undefined,
+      authorization: basicAuthorization(credentials.authId, credentials.authToken),
       timeoutMs: this.timeoutMs(),
       followRedirects: true,
     });

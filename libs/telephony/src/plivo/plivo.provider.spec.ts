@@ -1,6 +1,6 @@
 import { AppConfig } from '@app/config';
 import { PlivoFake } from '../../../../test/fakes/plivo-fake';
-import { authorizationsSentElsewhere, dialError, specDial, specReference } from '../../../../test/fakes/provider-spec-calls';
+import { dialError, downloadElsewhere, specDial, specReference } from '../../../../test/fakes/provider-spec-calls';
 import { rejection, waitFor, WebhookReceiver } from '../../../../test/fakes/webhook-receiver';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
@@ -561,8 +561,8 @@ describe('PlivoProvider', () => {
   });
 
   describe('recordings', () => {
-    it('never sends the credentials to a host that is not Plivo', async () => {
-      expect(await authorizationsSentElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual([undefined]);
+    it('never fetches a recording from, nor sends the credentials to, a host that is not Plivo', async () => {
+      expect(await downloadElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual({ authorizations: [], refused: true });
     });
   });
 

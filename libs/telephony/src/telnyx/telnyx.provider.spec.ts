@@ -1,6 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { AppConfig } from '@app/config';
+import { downloadElsewhere } from '../../../../test/fakes/provider-spec-calls';
 import { TelnyxFake } from '../../../../test/fakes/telnyx-fake';
 import { CarrierError } from '../carrier-error';
 import { callbackUrlsFor } from '../callback-urls';
@@ -360,6 +361,11 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       expect(fake.requests.at(-1)?.headers.authorization).toBeUndefined();
     });
 
+    it('never fetches a recording from a host that is neither Telnyx nor its storage', async () => {
+      expect(await downloadElsewhere((url) => provider.fetchRecording(url))).toEqual({ authorizations: [], refused: true });
+      await expect(provider.fetchRecording('http://169.254.169.254/latest/meta-data/')).rejects.toThrow(/Refusing/);
+    });
+
     it('says so when the link has expired', async () => {
       const url = fake.addRecording(Buffer.from('x'), 'audio/wav', -1);
 
@@ -367,7 +373,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
     });
 
     it('refuses anything but an http(s) link', async () => {
-      await expect(provider.fetchRecording('file:///etc/passwd')).rejects.toThrow(/Not a recording URL/);
+      await expect(provider.fetchRecording('file:///etc/passwd')).rejects.toThrow(/Refusing to fetch a recording/);
     });
 
     it('leaves transcripts to the agent runtime and recordings to fetchRecording', async () => {

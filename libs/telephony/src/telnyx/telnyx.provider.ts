@@ -26,6 +26,8 @@ import { TELNYX_SIGNATURE_HEADER, verifyTelnyxSignature } from './telnyx-signatu
 import { telnyxSettingsProblems } from './telnyx-settings';
 
 const RECORDING_TIMEOUT_MS = 60_000;
+/** Where Telnyx keeps recordings: its own hosts, and the pre-signed S3 links its webhooks name. */
+const TELNYX_RECORDING_HOSTS = /(^|\.)(telnyx\.com|amazonaws\.com)$/;
 const ACTIVE_CALLS_PAGE_SIZE = 250;
 const ACTIVE_CALLS_MAX_PAGES = 20;
 
@@ -171,7 +173,10 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
    */
   async fetchRecording(recordingUrl: string): Promise<{ contentType: string; body: Buffer }> {
     const url = new URL(recordingUrl);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error(`Not a recording URL: ${url.protocol}`);
+    // A webhook can name any URL: only Telnyx's own hosts and its storage are fetched, never an internal host.
+    const trusted =
+      url.origin === new URL(this.config.carrierApiUrls.telnyx).origin || (url.protocol === 'https:' && TELNYX_RECORDING_HOSTS.test(url.hostname));
+    if (!trusted) throw new Error(`Refusing to fetch a recording from ${url.protocol}//${url.host}: not a Telnyx storage host`);
     let response: Response;
     try {
       response = await fetch(url, { signal: AbortSignal.timeout(RECORDING_TIMEOUT_MS) });

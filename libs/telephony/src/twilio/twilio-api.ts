@@ -75,15 +75,17 @@ export class TwilioApi {
   }
 
   /**
-   * Downloads a recording. Credentials go only to Twilio itself (this API's
-   * origin, or an https *.twilio.com host), never to a host a callback named.
+   * Downloads a recording from Twilio itself only (this API's origin, or an
+   * https *.twilio.com host): never from, nor with credentials to, another
+   * host a callback named.
    */
   async download(url: string, credentials: TwilioCredentials): Promise<{ contentType: string; body: Buffer }> {
     const target = new URL(url);
-    if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`Not a recording URL: ${url}`);
+    // A recording callback can name any URL: fetching one elsewhere would let a caller point the dialer at internal hosts.
+    if (!this.isTwilio(target)) throw new Error(`Refusing to fetch a recording from ${target.origin}: not a Twilio host`);
     const response = await carrierHttp('Twilio', url, {
       method: 'GET',
-      authorization: this.isTwilio(target) ? this.authorization(credentials) : undefined,
+      authorization: this.authorization(credentials),
       timeoutMs: this.timeoutMs(),
       followRedirects: true,
     });

@@ -1,6 +1,6 @@
 import { AppConfig } from '@app/config';
 import { TwilioFake } from '../../../../test/fakes/twilio-fake';
-import { authorizationsSentElsewhere, dialError, specDial, specReference } from '../../../../test/fakes/provider-spec-calls';
+import { dialError, downloadElsewhere, specDial, specReference } from '../../../../test/fakes/provider-spec-calls';
 import { rejection, waitFor, WebhookReceiver } from '../../../../test/fakes/webhook-receiver';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
@@ -533,8 +533,8 @@ describe('TwilioProvider', () => {
       expect(fake.requests.at(-1)!.headers.authorization).toMatch(/^Basic /);
     });
 
-    it('never sends the credentials to a host that is not Twilio', async () => {
-      expect(await authorizationsSentElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual([undefined]);
+    it('never fetches a recording from, nor sends the credentials to, a host that is not Twilio', async () => {
+      expect(await downloadElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual({ authorizations: [], refused: true });
     });
   });
 
