@@ -422,6 +422,10 @@ describe('PlivoProvider', () => {
       const signed = fake.signedRequest(url, fields);
       expect(provider.replayKey({ ...signed })).toBe(provider.replayKey(signed));
       expect(provider.replayKey(fake.signedRequest(url, fields))).not.toBe(provider.replayKey(signed));
+      // A copy whose signature header was reworded (still verifying) is the same delivery.
+      const reworded = { ...signed, headers: { ...signed.headers, 'x-plivo-signature-v3': ` ${signed.headers['x-plivo-signature-v3']},x` } };
+      expect(() => provider.verifyWebhook(reworded, fake.credentials, Date.now())).not.toThrow();
+      expect(provider.replayKey(reworded)).toBe(provider.replayKey(signed));
     });
 
     it('verifies the callbacks the fake sends over HTTP, as our API receives them', async () => {

@@ -179,11 +179,16 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
     }
   }
 
-  /** The same for an exact replay of a request (same nonce and signature), for a short-lived store to refuse duplicates. */
+  /**
+   * Names one delivery by its nonce, for a short-lived store to refuse a
+   * replay: the nonce is signed, so a copy must keep it, while the signature
+   * header's text can be varied (spaces, extra comma-separated entries)
+   * without failing verification.
+   */
   replayKey(request: WebhookRequest): string | null {
     const nonce = request.headers[PLIVO_NONCE_HEADER];
     const signature = request.headers[PLIVO_SIGNATURE_HEADER] ?? request.headers[PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER];
-    return nonce && signature ? `plivo:${nonce}:${signature}` : null;
+    return nonce && signature ? `plivo:${nonce}` : null;
   }
 
   private async lookupDial(call: CallReference): Promise<CallLookup> {

@@ -122,12 +122,15 @@ describe('Telnyx webhook signatures', () => {
     expect(rejection(request, { api_key: fake.apiKey, connection_id: fake.connectionId }).status).toBe(403);
   });
 
-  it('names a delivery by its signature: the same for an exact copy, different for another body or time', () => {
+  it('names a delivery by what is signed: the same for any copy, different for another body or time', () => {
     const request = fake.signedRequest(URL, body, { timestampSeconds: nowSeconds });
     const key = provider.replayKey(request);
 
-    expect(key).toBe(`telnyx:${request.headers['telnyx-signature-ed25519']}`);
+    expect(key).toMatch(/^telnyx:/);
     expect(provider.replayKey({ ...request, headers: { ...request.headers } })).toBe(key);
+    // A copy whose signature is written differently (no padding) is the same delivery.
+    const unpadded = { ...request, headers: { ...request.headers, 'telnyx-signature-ed25519': request.headers['telnyx-signature-ed25519']!.replace(/=+$/, '') } };
+    expect(provider.replayKey(unpadded)).toBe(key);
     expect(provider.replayKey(fake.signedRequest(URL, { ...body, meta: { ...body.meta, attempt: 2 } }, { timestampSeconds: nowSeconds }))).not.toBe(key);
     expect(provider.replayKey(fake.signedRequest(URL, body, { timestampSeconds: nowSeconds + 1 }))).not.toBe(key);
     const { 'telnyx-signature-ed25519': _signature, ...unsigned } = request.headers;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
@@ -22,7 +23,7 @@ import { readTelnyxCredentials, telnyxCredentialProblems, TelnyxCredentials } fr
 import { telnyxDialBody, TelnyxPlaceCallRequest } from './telnyx-dial';
 import { telnyxDialError, telnyxErrors } from './telnyx-errors';
 import { parseTelnyxWebhook } from './telnyx-events';
-import { TELNYX_SIGNATURE_HEADER, verifyTelnyxSignature } from './telnyx-signature';
+import { TELNYX_SIGNATURE_HEADER, TELNYX_TIMESTAMP_HEADER, verifyTelnyxSignature } from './telnyx-signature';
 import { telnyxSettingsProblems } from './telnyx-settings';
 
 const RECORDING_TIMEOUT_MS = 60_000;
@@ -156,14 +157,17 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   /**
-   * Names one delivery, for a short-lived store to refuse an exact replay
-   * inside the 5-minute signature window: the Ed25519 signature covers the
-   * timestamp and the whole body (whose `meta.attempt` changes on Telnyx's
-   * own retries), so only a copy of this very request has it.
+   * Names one delivery, for a short-lived store to refuse a replay inside
+   * the 5-minute signature window: by the timestamp and the body the Ed25519
+   * signature covers (`meta.attempt` changes on Telnyx's own retries), so a
+   * copy is caught however its signature header is written.
    */
   replayKey(request: WebhookRequest): string | null {
     const signature = request.headers[TELNYX_SIGNATURE_HEADER]?.trim();
-    return signature ? `telnyx:${signature}` : null;
+    const timestamp = request.headers[TELNYX_TIMESTAMP_HEADER]?.trim();
+    if (!signature || !timestamp) return null;
+    // What is signed, not how the signature is written (base64 decoding forgives padding and stray characters).
+    return `telnyx:${timestamp}:${createHash('sha256').update(request.rawBody).digest('base64url')}`;
   }
 
   /**
