@@ -104,6 +104,20 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await durationOf(runId)).toEqual({ duration: null, costInfo: {} });
   });
 
+  it("notes the agent's session only on a run that has not ended, and says whether it did", async () => {
+    const [ringing, ended] = await store.insertQueued([queuedRun(), queuedRun()]);
+    for (const runId of [ringing, ended]) {
+      await store.transition(runId, 'dialing', 'dialer.dialing');
+      await store.transition(runId, 'ringing', 'carrier.ringing');
+    }
+    await store.transition(ended, 'failed', 'reaper.failed', { endReason: 'ring_timeout', endedAt: new Date() });
+
+    expect(await store.markAgentSessionStarted(ringing)).toBe(true);
+    expect(await store.markAgentSessionStarted(ended)).toBe(false);
+    expect((await store.findById(ringing))?.agentSessionStartedAt).not.toBeNull();
+    expect((await store.findById(ended))?.agentSessionStartedAt).toBeNull();
+  });
+
   it('moves a run only from the statuses `from` names, and never from one its target does not allow', async () => {
     const statusOf = async (runId: number) => (await store.findById(runId))?.status;
     const [queued, dialing, ringing] = await store.insertQueued([queuedRun(), queuedRun(), queuedRun()]);

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { RunLogEvent } from './entities';
 import { WorkflowRun } from './entities/workflow-run.entity';
-import { RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
+import { FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
 
 export interface NewRun {
   organizationId: number;
@@ -356,11 +356,14 @@ export class WorkflowRunStore {
   }
 
   /** Notes that an agent runtime was handed this call, so its report is awaited before the run is finished. */
-  async markAgentSessionStarted(runId: number): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE workflow_runs SET agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now() WHERE id = $1`,
-      [runId],
+  /** Notes that the agent runtime was given the call; false (nothing noted) when the run has already ended. */
+  async markAgentSessionStarted(runId: number): Promise<boolean> {
+    const [, changed]: [unknown, number] = await this.dataSource.query(
+      `UPDATE workflow_runs SET agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
+        WHERE id = $1 AND status <> ALL($2::text[])`,
+      [runId, FINAL_RUN_STATUSES],
     );
+    return changed > 0;
   }
 
   /** A recording stored in our artifacts (uploaded by the agent runtime or fetched from the carrier). */

@@ -105,7 +105,12 @@ export class TelephonyWebhooksService {
       await this.events.enqueueEvent(job, 0, extras ? `${callEventJobId(job)}-${extras}` : callEventJobId(job));
     }
     if (kind !== 'answer') return null;
-    if (isFinalRunStatus(run.status)) {
+    const answered = parsed.events.find((event) => event.type === 'answered');
+    // A machine the configuration hangs up on gets no agent: do not wait for one to report.
+    const hangsUpOnMachine = answered?.answeredBy === 'machine' && config?.settings.machine_action === 'hangup';
+    // Decided on the row itself, so a cancel or the reaper that ended the run since it was read wins.
+    const live = !isFinalRunStatus(run.status) && (hangsUpOnMachine || (await this.runs.markAgentSessionStarted(run.id)));
+    if (!live) {
       // Canceled, or given up by the reaper, before the callee picked up: no agent for a call whose record is closed.
       await this.runs.appendEvent(run.id, 'api.answered_after_end', { status: run.status });
       return provider.answerInstructions({ runId: run.id, streamUrl: '', sessionToken: '', settings: config?.settings ?? {}, endCall: true });
@@ -116,10 +121,6 @@ export class TelephonyWebhooksService {
       settings: config?.settings ?? {},
       ttlSeconds: this.config.agentSessionTtlSeconds,
     });
-    const answered = parsed.events.find((event) => event.type === 'answered');
-    // A machine the configuration hangs up on gets no agent: do not wait for one to report.
-    const hangsUpOnMachine = answered?.answeredBy === 'machine' && config?.settings.machine_action === 'hangup';
-    if (!hangsUpOnMachine) await this.runs.markAgentSessionStarted(run.id);
     return provider.answerInstructions({
       runId: run.id,
       streamUrl: stream.url,
