@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
-import { NewRun, WorkflowRunStore } from './workflow-run.store';
+import { AGENT_DATA_LIMITS, NewRun, WorkflowRunStore } from './workflow-run.store';
 
 /** Against this test run's Postgres: the duration and transition rules are conditional updates, which only the database can prove. */
 describe('WorkflowRunStore durations and transitions', () => {
@@ -102,6 +102,21 @@ describe('WorkflowRunStore durations and transitions', () => {
     await store.fillDuration(runId);
 
     expect(await durationOf(runId)).toEqual({ duration: null, costInfo: {} });
+  });
+
+  it("keeps an agent runtime's reports up to the run's limits, and says why it stored nothing", async () => {
+    const [runId] = await store.insertQueued([queuedRun()]);
+    const turn = { speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 1 };
+    const turns = (count: number) => Array.from({ length: count }, () => turn);
+
+    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns) })).toBe('stored');
+    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toBe('full');
+    const big = { notes: 'x'.repeat(AGENT_DATA_LIMITS.bytes) };
+    expect(await store.recordAgentReport(runId, { gatheredContext: big })).toBe('full');
+    expect((await store.findById(runId))?.agentTranscript).toHaveLength(AGENT_DATA_LIMITS.turns);
+
+    await store.transition(runId, 'failed', 'dialer.failed', { endedAt: new Date() });
+    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toBe('closed');
   });
 
   it("notes the agent's session only on a run that has not ended, and says whether it did", async () => {

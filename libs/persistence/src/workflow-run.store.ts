@@ -96,6 +96,9 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
  * updates: the row changes only when its current status may move to the new
  * one, and the affected-row count tells the caller whether it won the race.
  */
+/** What one run keeps of its agent runtime's reports: transcript turns, and bytes of transcript and gathered context. */
+export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024 };
+
 @Injectable()
 export class WorkflowRunStore {
   constructor(private readonly dataSource: DataSource) {}
@@ -325,7 +328,11 @@ export class WorkflowRunStore {
     return rows.map((row) => row.id);
   }
 
-  /** What the voice-agent runtime reports during the call; ignored once the run is complete. */
+  /**
+   * What the voice-agent runtime reports during the call: `closed` (nothing
+   * stored) once the run is complete, `full` when it would take the run past
+   * AGENT_DATA_LIMITS, which bound the row every read loads.
+   */
   async recordAgentReport(
     runId: number,
     report: {
@@ -334,8 +341,8 @@ export class WorkflowRunStore {
       usage?: Record<string, unknown>;
       ended?: boolean;
     },
-  ): Promise<boolean> {
-    const [, affected] = await this.dataSource.query(
+  ): Promise<'stored' | 'closed' | 'full'> {
+    const [, affected]: [unknown, number] = await this.dataSource.query(
       `UPDATE workflow_runs
           SET agent_transcript = agent_transcript || $2::jsonb,
               gathered_context = gathered_context || $3::jsonb,
@@ -343,16 +350,22 @@ export class WorkflowRunStore {
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
               agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
               updated_at = now()
-        WHERE id = $1 AND NOT is_completed`,
+        WHERE id = $1 AND NOT is_completed
+          AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6
+          AND octet_length(agent_transcript::text) + octet_length(gathered_context::text) + octet_length($2::jsonb::text) + octet_length($3::jsonb::text) <= $7`,
       [
         runId,
         JSON.stringify(report.turns ?? []),
         JSON.stringify(report.gatheredContext ?? {}),
         JSON.stringify(report.usage ?? {}),
         report.ended ?? false,
+        AGENT_DATA_LIMITS.turns,
+        AGENT_DATA_LIMITS.bytes,
       ],
     );
-    return affected > 0;
+    if (affected > 0) return 'stored';
+    const [row]: Array<{ is_completed: boolean }> = await this.dataSource.query(`SELECT is_completed FROM workflow_runs WHERE id = $1`, [runId]);
+    return !row || row.is_completed ? 'closed' : 'full';
   }
 
   /** Notes that an agent runtime was handed this call, so its report is awaited before the run is finished. */

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { DomainError } from '@app/common';
-import { WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { AGENT_DATA_LIMITS, WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CallEventsQueue } from '@app/queue';
 import { AgentSessionTokens } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
@@ -57,7 +57,14 @@ export class AgentSessionsService {
     const run = await this.openRun(token);
     const report = readAgentReport(body);
     const stored = await this.runs.recordAgentReport(run.id, report);
-    if (!stored) throw sessionEnded();
+    if (stored === 'closed') throw sessionEnded();
+    if (stored === 'full') {
+      throw new DomainError(
+        413,
+        'agent_report_too_large',
+        `A run keeps at most ${AGENT_DATA_LIMITS.turns} transcript turns and ${AGENT_DATA_LIMITS.bytes / 1024 / 1024} MiB of transcript and gathered context; this report was not stored`,
+      );
+    }
     if (report.ended) await this.nudgeArtifacts(run);
     return { accepted: (body as { events: unknown[] }).events.length };
   }
