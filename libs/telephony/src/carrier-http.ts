@@ -2,6 +2,30 @@ import { CarrierError } from './carrier-error';
 
 /** Requests to a carrier's API give up after this long; the outcome of a dial is then unknown. */
 export const CARRIER_REQUEST_TIMEOUT_MS = 15_000;
+/** No answer from a carrier, recordings included, is read past this (the agent's own uploads have the same limit). */
+export const MAX_CARRIER_BODY_BYTES = 100 * 1024 * 1024;
+
+/** A response's body, read until `maxBytes` and refused past it (a stream without end must not exhaust memory). */
+export async function readBody(response: Response, maxBytes = MAX_CARRIER_BODY_BYTES): Promise<Buffer> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel();
+    throw new Error(`the answer is ${declared} bytes, over the ${maxBytes}-byte limit`);
+  }
+  if (!response.body) return Buffer.alloc(0);
+  const reader = response.body.getReader();
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    total += next.value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new Error(`the answer is over the ${maxBytes}-byte limit`);
+    }
+    chunks.push(Buffer.from(next.value));
+  }
+  return Buffer.concat(chunks, total);
+}
 
 export interface CarrierHttpRequest {
   method: string;
@@ -63,7 +87,7 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
       // fetch drops the auth header when a redirect leaves the origin.
       redirect: init.followRedirects ? 'follow' : 'manual',
     });
-    bytes = Buffer.from(await response.arrayBuffer());
+    bytes = await readBody(response);
   } catch (error) {
     const code = socketErrorCode(error);
     const timedOut = (error as Error)?.name === 'TimeoutError';

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
+import { readBody } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
@@ -190,7 +191,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     if (!response.ok) {
       throw new Error(`Telnyx recording download answered ${response.status}${response.status === 403 ? ' (the link may have expired)' : ''}`);
     }
-    const body = Buffer.from(await response.arrayBuffer());
+    const body = await readBody(response);
     return { contentType: response.headers.get('content-type') ?? contentTypeOf(url.pathname), body };
   }
 
