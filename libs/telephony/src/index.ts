@@ -12,3 +12,4 @@ export * from './callback-urls';
 export * from './agent-session-tokens';
 export * from './sandbox/sandbox-signature';
 export * from './agent-stream';
+export * from './call-reference';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors, isDatabaseUnavailable } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CarrierError, CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { callReferenceOf, CarrierError, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 
 export type CancelOutcome = 'canceled' | 'hangup_requested';
 
@@ -36,16 +36,9 @@ export class RunCancellation {
         ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
         : null;
       if (config && this.providers.has(config.provider)) {
-        const reference = {
-          runId: run.id,
-          organizationId: run.organizationId,
-          providerCallId: run.providerCallId,
-          credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
-          settings: config.settings,
-        };
         const hungUp = await this.providers
           .get(config.provider)
-          .hangup(reference)
+          .hangup(callReferenceOf(run, config, this.cipher))
           .catch((error: unknown) => {
             throw hangupFailure(error);
           });

@@ -4,7 +4,7 @@ import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
-import { CallReference, CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
+import { callReferenceOf, CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -153,21 +153,11 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   private async hangUp(run: WorkflowRun, config: TelephonyConfiguration, providerCallId: string): Promise<void> {
     if (!this.providers.has(config.provider)) return;
     try {
-      const hungUp = await this.providers.get(config.provider).hangup({ ...this.referenceOf(run, config), providerCallId });
+      const hungUp = await this.providers.get(config.provider).hangup({ ...callReferenceOf(run, config, this.cipher), providerCallId });
       if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: providerCallId });
     } catch (error) {
       this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');
     }
-  }
-
-  private referenceOf(run: WorkflowRun, config: TelephonyConfiguration): CallReference {
-    return {
-      runId: run.id,
-      organizationId: run.organizationId,
-      providerCallId: run.providerCallId,
-      credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
-      settings: config.settings,
-    };
   }
 
   /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
@@ -175,7 +165,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (!config || !this.providers.has(config.provider)) return false;
     // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
     const lookup = await Promise.resolve()
-      .then(() => this.providers.get(config.provider).lookupCall({ ...this.referenceOf(run, config), dial: dialOf(run) }))
+      .then(() => this.providers.get(config.provider).lookupCall({ ...callReferenceOf(run, config, this.cipher), dial: dialOf(run) }))
       .catch((error: unknown) => {
         this.logger.warn({ err: error, run_id: run.id }, 'could not look the call up at the carrier');
         return { kind: 'unknown' as const };
