@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -37,6 +38,34 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   const run = (id: number) => apps.client.get(`/api/v1/workflow/${workflowId}/runs/${id}`, { key: org.adminKey });
   const session = (token: string) => `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
   const tokenFor = (runId: number, lifetime = 600) => tokens.sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + lifetime });
+
+  /**
+   * Sends a recording upload's head announcing 50 MiB of audio and only the
+   * first kilobyte of it: the API's answer, or 'no answer yet' when it is
+   * still waiting for the rest after a second.
+   */
+  const uploadHead = (path: string, contentType: string) =>
+    new Promise<{ status: number; code: string } | 'no answer yet'>((resolve, reject) => {
+      const { hostname, port } = new URL(apps.client.baseUrl);
+      const socket = connect(Number(port), hostname);
+      let received = '';
+      const finish = (outcome: { status: number; code: string } | 'no answer yet') => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(outcome);
+      };
+      const timer = setTimeout(() => finish('no answer yet'), 1000);
+      socket.on('error', reject);
+      socket.on('data', (chunk) => {
+        received += chunk.toString('latin1');
+        const headEnd = received.indexOf('\r\n\r\n');
+        const length = /\r\ncontent-length: *(\d+)/i.exec(received);
+        if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return;
+        finish({ status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code });
+      });
+      socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: ${contentType}\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
+      socket.write(Buffer.alloc(1024));
+    });
 
   it('is what every sandbox call goes through: the agent reports the transcript, context, usage and recording', async () => {
     const runId = await trigger(0);
@@ -117,6 +146,15 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(response.status).toBe(415);
     });
 
+    it('refuses a recording upload with a bad token or type before reading its body, and waits for the body of a good one', async () => {
+      const token = tokenFor(runId);
+      const tampered = `${token.slice(0, -2)}${token.endsWith('A') ? 'B' : 'A'}A`;
+      await expect(uploadHead(`${session(tampered)}/recording`, 'audio/wav')).resolves.toMatchObject({ status: 403, code: 'session_token_invalid' });
+      await expect(uploadHead(`${session(token)}/recording`, 'audio/ogg')).resolves.toMatchObject({ status: 415, code: 'unsupported_media_type' });
+      // The same head with a good token and type is let through: the server waits for the body it announced.
+      await expect(uploadHead(`${session(token)}/recording`, 'audio/wav')).resolves.toBe('no answer yet');
+    });
+
     it('closes the session for good once the runtime ends it', async () => {
       const token = tokenFor(runId);
       const ended = await apps.client.post(`${session(token)}/events`, { events: [{ type: 'session_ended' }] });
@@ -132,6 +170,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     await waitFor(async () => ((await run(runId)).body.is_completed ? true : undefined));
     const response = await apps.client.get(session(tokenFor(runId)));
     expect(response.status).toBe(410);
+    await expect(uploadHead(`${session(tokenFor(runId))}/recording`, 'audio/wav')).resolves.toMatchObject({ status: 410, code: 'session_ended' });
   });
 
   describe('the sandbox carrier webhooks', () => {

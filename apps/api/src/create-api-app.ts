@@ -3,9 +3,11 @@ import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { onRequestAsyncHookHandler } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
+import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
 import { AppModule } from './app.module';
 
 /** Request bodies above this answer 413 before any handler runs. */
@@ -14,6 +16,7 @@ const RECORDING_LIMIT_BYTES = 100 * 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 /** The one route that takes audio: an agent session's recording upload. */
 const RECORDING_UPLOAD = /^\/api\/v1\/agent-sessions\/[^/?]+\/recording(?:\?|$)/;
+const RECORDING_ROUTE = '/api/v1/agent-sessions/:token/recording';
 
 /**
  * Builds the gateway on Fastify, with everything production and tests share:
@@ -52,6 +55,17 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     abortOnError: false,
     // Carrier webhook signatures are over the exact bytes sent.
     rawBody: true,
+  });
+
+  // The recording upload's token and type are checked once the head has arrived, before its body is read.
+  const sessions = app.get(AgentSessionsService);
+  adapter.getInstance().addHook('onRoute', (route) => {
+    if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
+    const admit: onRequestAsyncHookHandler = async (request) => {
+      const { token } = request.params as { token: string };
+      await sessions.admitRecording(token, request.headers['content-type']);
+    };
+    route.onRequest = [admit, ...[route.onRequest ?? []].flat()];
   });
 
   const document = SwaggerModule.createDocument(

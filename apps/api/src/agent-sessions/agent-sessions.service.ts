@@ -69,10 +69,19 @@ export class AgentSessionsService {
     return { accepted: (body as { events: unknown[] }).events.length };
   }
 
+  /**
+   * The checks of an upload that need no body: the gateway runs them as soon
+   * as the request's head has arrived, so a bad token or type is refused
+   * before up to 100 MiB of audio is read.
+   */
+  async admitRecording(token: string, contentType: string | undefined): Promise<void> {
+    await this.openRun(token);
+    recordingExtension(contentType);
+  }
+
   async uploadRecording(token: string, contentType: string | undefined, body: unknown): Promise<{ stored: true }> {
     const run = await this.openRun(token);
-    const extension = RECORDING_TYPES[(contentType ?? '').split(';')[0].trim().toLowerCase()];
-    if (!extension) throw new DomainError(415, 'unsupported_media_type', 'Upload the recording as audio/wav or audio/mpeg');
+    const extension = recordingExtension(contentType);
     if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
     const key = artifactKey(run.id, 'recording', extension);
     await this.storage.put(key, body, contentType!);
@@ -114,4 +123,10 @@ export class AgentSessionsService {
 
 function sessionEnded(): DomainError {
   return new DomainError(410, 'session_ended', 'This call has ended; its agent session is closed');
+}
+
+function recordingExtension(contentType: string | undefined): string {
+  const extension = RECORDING_TYPES[(contentType ?? '').split(';')[0].trim().toLowerCase()];
+  if (!extension) throw new DomainError(415, 'unsupported_media_type', 'Upload the recording as audio/wav or audio/mpeg');
+  return extension;
 }
