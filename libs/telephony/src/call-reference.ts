@@ -12,7 +12,7 @@ export function callReferenceOf(
     runId: run.id,
     organizationId: run.organizationId,
     providerCallId: run.providerCallId,
-    credentials: config.credentialsEncrypted ? cipher.decrypt(config.credentialsEncrypted) : null,
+    credentials: cipher.credentialsOf(config),
     settings: config.settings,
   };
 }

@@ -25,6 +25,11 @@ export class CredentialsCipher {
       .join('.');
   }
 
+  /** A configuration's credentials, decrypted; null when there is no configuration or it holds none. */
+  credentialsOf(config: { credentialsEncrypted: string | null } | null | undefined): Record<string, unknown> | null {
+    return config?.credentialsEncrypted ? this.decrypt(config.credentialsEncrypted) : null;
+  }
+
   decrypt(envelope: string): Record<string, unknown> {
     const [version, iv, tag, ciphertext] = envelope.split('.');
     if (version !== VERSION || !iv || !tag || ciphertext === undefined) {

@@ -48,7 +48,7 @@ export class TelephonyWebhooksService {
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
-    const credentials = config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
+    const credentials = this.cipher.credentialsOf(config);
     try {
       provider.verifyWebhook(request, credentials, Date.now());
     } catch (error) {

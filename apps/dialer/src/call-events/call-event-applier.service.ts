@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { isFinalRunStatus, RunReader, RunStatus, RunTransitionFields, WorkflowRunStore } from '@app/persistence';
+import { isFinalRunStatus, RunReader, RunStatus, RunTransitionFields, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
-import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CallReference, callReferenceOf, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -102,13 +102,7 @@ export class CallEventApplier {
     const provider = this.providers.get(config.provider);
     if (!provider.pricesOnLookup) return;
     try {
-      const lookup = await provider.lookupCall({
-        runId: event.runId,
-        organizationId: event.organizationId,
-        providerCallId: event.providerCallId,
-        credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
-        settings: config.settings,
-      });
+      const lookup = await provider.lookupCall(this.referenceOf(event, config));
       const cost = lookup.kind === 'found' ? lookup.events.find((found) => found.type === 'completed')?.cost : undefined;
       if (cost) await this.runs.mergeCostInfo(event.runId, { total_cost: cost.amount, currency: cost.currency });
     } catch (error) {
@@ -116,18 +110,16 @@ export class CallEventApplier {
     }
   }
 
+  private referenceOf(event: CallEventJob, config: TelephonyConfiguration): CallReference {
+    return callReferenceOf({ id: event.runId, organizationId: event.organizationId, providerCallId: event.providerCallId }, config, this.cipher);
+  }
+
   private async afterAnswer(event: CallEventJob, configurationId: number | null, firstAnswer: boolean): Promise<void> {
     if (event.answeredBy) await this.runs.mergeGatheredContext(event.runId, { answered_by: event.answeredBy });
     const config = await this.configurations.find(configurationId);
     if (!config || !this.providers.has(config.provider)) return;
     const provider = this.providers.get(config.provider);
-    const reference = {
-      runId: event.runId,
-      organizationId: event.organizationId,
-      providerCallId: event.providerCallId,
-      credentials: config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null,
-      settings: config.settings,
-    };
+    const reference = this.referenceOf(event, config);
     if (event.answeredBy === 'machine' && config.settings.machine_action === 'hangup') {
       await this.runs.appendEvent(event.runId, 'dialer.machine_hangup');
       await provider.hangup(reference);

@@ -56,7 +56,7 @@ export class RunArtifactsCollector {
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
       const url = run.carrierRecordingUrl;
       const recording = await Promise.resolve()
-        .then(() => provider.fetchRecording(url, config?.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null))
+        .then(() => provider.fetchRecording(url, this.cipher.credentialsOf(config)))
         .catch(async (error: unknown) => {
           if (!giveUpOnCarrierRecording) throw error;
           await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });

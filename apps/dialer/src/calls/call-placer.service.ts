@@ -121,7 +121,7 @@ export class CallPlacer {
     }
 
     const provider = this.providers.get(config.provider);
-    const credentials = config.credentialsEncrypted ? this.cipher.decrypt(config.credentialsEncrypted) : null;
+    const credentials = this.cipher.credentialsOf(config);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
     try {
