@@ -118,7 +118,9 @@ describe('npm start (scripts/start-local.js)', () => {
 
     const pids = appPids();
     child.kill('SIGTERM');
-    expect(await exited).toEqual({ code: 0, signal: null });
+    const exit = await exited;
+    if (exit.code !== 0) throw new Error(`start-local ended with ${JSON.stringify(exit)} after SIGTERM; its stderr:\n${stderr}`);
+    expect(exit).toEqual({ code: 0, signal: null });
     expect(stderr).toMatch(/api stopped/);
     expect(stderr).toMatch(/dialer stopped/);
     for (const pid of pids) expect(isRunning(pid)).toBe(false);
