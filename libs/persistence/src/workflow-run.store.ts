@@ -99,6 +99,36 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
 /** What one run keeps of its agent runtime's reports: transcript turns, and bytes of transcript and gathered context. */
 export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024 };
 
+/**
+ * `insertQueued`'s statement. The run's name carries its own id, so ids are
+ * drawn before the insert; the answer is read from those drawn ids, which the
+ * insert (a part of the same statement, run to its end or failing it whole)
+ * stored every one of.
+ */
+const INSERT_QUEUED_RUNS = `
+  WITH numbered AS MATERIALIZED (
+    SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.*
+      FROM unnest($1::integer[], $2::integer[], $3::text[], $4::uuid[], $5::integer[], $6::integer[], $7::text[],
+                  $8::text[], $9::jsonb[], $10::text[])
+           WITH ORDINALITY AS input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                                     telephony_configuration_id, provider, phone_number, initial_context,
+                                     idempotency_key, ord)
+  ), keyed AS (
+    UPDATE idempotency_keys SET run_id = numbered.id
+      FROM numbered
+     WHERE numbered.idempotency_key IS NOT NULL
+       AND idempotency_keys.organization_id = numbered.organization_id
+       AND idempotency_keys.key = numbered.idempotency_key
+  ), inserted AS (
+    INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                               telephony_configuration_id, provider, phone_number, initial_context, logs)
+    SELECT id, 'WR-API-' || id, 'queued', organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+           telephony_configuration_id, provider, phone_number, initial_context,
+           jsonb_build_object('events', jsonb_build_array(jsonb_build_object('at', now(), 'event', 'run.queued', 'status', 'queued')))
+      FROM numbered
+  )
+  SELECT id, ord FROM numbered`;
+
 @Injectable()
 export class WorkflowRunStore {
   constructor(private readonly dataSource: DataSource) {}
@@ -111,50 +141,22 @@ export class WorkflowRunStore {
    */
   async insertQueued(runs: NewRun[], manager: EntityManager = this.dataSource.manager): Promise<number[]> {
     if (runs.length === 0) return [];
-    const params: unknown[] = [];
-    const rows = runs.map((run, index) => {
-      const values = [
-        run.organizationId,
-        run.workflowId,
-        run.environment,
-        run.triggerUuid,
-        run.apiKeyId,
-        run.telephonyConfigurationId,
-        run.provider,
-        run.phoneNumber,
-        JSON.stringify(run.initialContext),
-        run.idempotencyKey ?? null,
-      ];
-      const first = params.length + 1;
-      params.push(...values);
-      const p = (i: number) => `$${first + i}`;
-      return `(${p(0)}::integer, ${p(1)}::integer, ${p(2)}::text, ${p(3)}::uuid, ${p(4)}::integer, ${p(5)}::integer, ${p(6)}::text, ${p(7)}::text, ${p(8)}::jsonb, ${p(9)}::text, ${index})`;
-    });
-    // The run's name carries its own id, so the id is drawn before the insert.
-    const result: Array<{ id: number; ord: number }> = await manager.query(
-      `WITH input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                   telephony_configuration_id, provider, phone_number, initial_context, idempotency_key, ord) AS (
-         VALUES ${rows.join(', ')}
-       ), numbered AS MATERIALIZED (
-         SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.* FROM input
-       ), keyed AS (
-         UPDATE idempotency_keys SET run_id = numbered.id
-           FROM numbered
-          WHERE numbered.idempotency_key IS NOT NULL
-            AND idempotency_keys.organization_id = numbered.organization_id
-            AND idempotency_keys.key = numbered.idempotency_key
-       )
-       INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid,
-                                  api_key_id, telephony_configuration_id, provider, phone_number, initial_context, logs)
-       SELECT id, 'WR-API-' || id, 'queued', organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-              telephony_configuration_id, provider, phone_number, initial_context,
-              jsonb_build_object('events', jsonb_build_array(jsonb_build_object('at', now(), 'event', 'run.queued', 'status', 'queued')))
-       FROM numbered
-       RETURNING id, (SELECT ord FROM numbered WHERE numbered.id = workflow_runs.id) AS ord`,
-      params,
-    );
+    // One statement text whatever the number of runs (one array per column), so Postgres reads and plans the
+    // same short statement each time instead of a VALUES list of ten parameters a run.
+    const rows: Array<{ id: number; ord: string }> = await manager.query(INSERT_QUEUED_RUNS, [
+      runs.map((run) => run.organizationId),
+      runs.map((run) => run.workflowId),
+      runs.map((run) => run.environment),
+      runs.map((run) => run.triggerUuid),
+      runs.map((run) => run.apiKeyId),
+      runs.map((run) => run.telephonyConfigurationId),
+      runs.map((run) => run.provider),
+      runs.map((run) => run.phoneNumber),
+      runs.map((run) => JSON.stringify(run.initialContext)),
+      runs.map((run) => run.idempotencyKey ?? null),
+    ]);
     const ids: number[] = new Array<number>(runs.length);
-    for (const row of result) ids[row.ord] = row.id;
+    for (const row of rows) ids[Number(row.ord) - 1] = row.id;
     return ids;
   }
 
