@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -20,7 +20,10 @@ describe('LocalArtifactStorage', () => {
     storage = new LocalArtifactStorage(root);
   });
 
-  afterEach(() => rmSync(root, { recursive: true, force: true }));
+  afterEach(async () => {
+    await storage.onApplicationShutdown();
+    rmSync(root, { recursive: true, force: true });
+  });
 
   it('stores an artifact and reads it back with its size and content type', async () => {
     await storage.put('runs/7/transcript.json', Buffer.from('{"turns":[]}'));
@@ -51,6 +54,30 @@ describe('LocalArtifactStorage', () => {
     rmSync(join(root, 'runs'), { recursive: true, force: true });
     await storage.put('runs/9/recording.wav', large);
     expect(await readAll((await storage.get('runs/9/recording.wav'))!.body)).toBe(large.toString('utf8'));
+  });
+
+  it('stores many artifacts written at once, each whole, across new folders', async () => {
+    const keys = Array.from({ length: 300 }, (_, index) => artifactKey(index * 7, 'transcript', 'json'));
+    await Promise.all(keys.map((key, index) => storage.put(key, Buffer.from(`{"n":${index}}`))));
+    const bodies = await Promise.all(keys.map(async (key) => readAll((await storage.get(key))!.body)));
+    expect(bodies).toEqual(keys.map((_, index) => `{"n":${index}}`));
+    expect(readdirSync(join(root, 'runs')).sort()).toEqual(['0', '1', '2']);
+  });
+
+  it('fails the write that cannot be made, with its cause, and not the others of its batch', async () => {
+    writeFileSync(join(root, 'runs'), 'a file where a folder should be');
+    const failing = storage.put('runs/1/transcript.json', Buffer.from('x'));
+    const other = storage.put('other/transcript.json', Buffer.from('y'));
+    await expect(failing).rejects.toMatchObject({ code: 'ENOTDIR' });
+    await other;
+    expect(await readAll((await storage.get('other/transcript.json'))!.body)).toBe('y');
+  });
+
+  it('writes again after its writer thread was stopped', async () => {
+    await storage.put('runs/3/transcript.json', Buffer.from('before'));
+    await storage.onApplicationShutdown();
+    await storage.put('runs/3/transcript.json', Buffer.from('after'));
+    expect(await readAll((await storage.get('runs/3/transcript.json'))!.body)).toBe('after');
   });
 
   it('keys a run artifact by a folder of a thousand runs', () => {

@@ -1,9 +1,9 @@
-import { createReadStream, writeFile } from 'node:fs';
-import { mkdir, rename, stat } from 'node:fs/promises';
-import { dirname, extname, join, resolve, sep } from 'node:path';
-import { promisify } from 'node:util';
-import { RecentMap } from '@app/common';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { extname, join, resolve, sep } from 'node:path';
+import { OnApplicationShutdown } from '@nestjs/common';
 import { ArtifactStorage, StoredArtifact } from './artifact-storage';
+import { FileWriterThread } from './file-writer-thread';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.wav': 'audio/wav',
@@ -11,18 +11,15 @@ const CONTENT_TYPES: Record<string, string> = {
   '.json': 'application/json',
 };
 
-/** The callback form: it chains open, write and close without a FileHandle object and its promises for each. */
-const writeFileOnce = promisify(writeFile);
-/** Directories known to exist, so most writes skip the mkdir (bounded: oldest forgotten first). */
-const KNOWN_DIRECTORIES_LIMIT = 1000;
-
 /**
  * Stores artifacts as files under one directory. Writes go to a temporary
- * file first and are renamed into place, so a reader never sees half a file.
+ * file first and are renamed into place, so a reader never sees half a file;
+ * they are done on a thread of their own (FileWriterThread), folders made as
+ * needed.
  */
-export class LocalArtifactStorage implements ArtifactStorage {
+export class LocalArtifactStorage implements ArtifactStorage, OnApplicationShutdown {
   private readonly root: string;
-  private readonly knownDirectories = new RecentMap<string, true>(KNOWN_DIRECTORIES_LIMIT);
+  private readonly writer = new FileWriterThread();
   /** Makes each temporary name unique within the process, even for two writes of one key at once. */
   private writes = 0;
 
@@ -32,18 +29,7 @@ export class LocalArtifactStorage implements ArtifactStorage {
 
   async put(key: string, body: Buffer): Promise<void> {
     const path = this.pathOf(key);
-    const temporary = `${path}.${process.pid}.${++this.writes}.tmp`;
-    const directory = dirname(path);
-    if (!this.knownDirectories.has(directory)) await this.makeDirectory(directory);
-    try {
-      await writeFileOnce(temporary, body);
-    } catch (error) {
-      // The directory was removed since it was made (a clean-up, say): make it again, once.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      await this.makeDirectory(directory);
-      await writeFileOnce(temporary, body);
-    }
-    await rename(temporary, path);
+    await this.writer.write({ temporary: `${path}.${process.pid}.${++this.writes}.tmp`, path, body });
   }
 
   async get(key: string): Promise<StoredArtifact | null> {
@@ -61,9 +47,8 @@ export class LocalArtifactStorage implements ArtifactStorage {
     }
   }
 
-  private async makeDirectory(directory: string): Promise<void> {
-    await mkdir(directory, { recursive: true });
-    this.knownDirectories.set(directory, true);
+  async onApplicationShutdown(): Promise<void> {
+    await this.writer.close();
   }
 
   private pathOf(key: string): string {
