@@ -16,7 +16,6 @@ import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
-import { CallPacer } from '../pacing/call-pacer';
 import { Admission, DialAdmission } from '../pacing/dial-admission';
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
@@ -55,7 +54,6 @@ export class CallPlacer {
     private readonly renderer: PromptRenderer,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
-    private readonly pacer: CallPacer,
     private readonly slots: ConcurrencyLimiter,
     private readonly admission: DialAdmission,
     private readonly sessions: AgentSessionTokens,
@@ -73,15 +71,16 @@ export class CallPlacer {
     const fromNumber = config.fromNumbers.length ? config.fromNumbers[run.id % config.fromNumbers.length] : null;
     if (!fromNumber) return this.fail(run, 'no_from_number', 'The telephony configuration has no from number');
 
+    // The definition is read while the dial is admitted (it does not depend on it): one round trip less before the
+    // claim. A dial sent back to wait drops it; its error, if any, is met where it is awaited.
+    const picking = this.definitions.pick(run);
+    picking.catch(() => undefined);
     const now = Date.now();
-    if (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS) {
-      const { waitMs } = await this.pacer.reserve(config.id, config.callsPerSecond);
-      if (waitMs > INLINE_PACING_WAIT_MS) {
-        return { kind: 'delay', untilMs: now + waitMs, progress: { ...progress, slotAt: now + waitMs }, reason: 'pacing' };
-      }
-      if (waitMs > 0) await sleep(waitMs);
+    const pace = progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS;
+    const admission = await this.admit(config, run.id, pace);
+    if (admission.kind === 'paced') {
+      return { kind: 'delay', untilMs: now + admission.waitMs, progress: { ...progress, slotAt: now + admission.waitMs }, reason: 'pacing' };
     }
-    const admission = await this.admit(config, run.id);
     if (admission.kind === 'rate') {
       // The window is full (reserved instants came back late together): go out when it has room, on that instant.
       const untilMs = Date.now() + admission.waitMs;
@@ -92,7 +91,7 @@ export class CallPlacer {
       return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: { ...progress, slotAt: undefined }, reason: 'concurrency' };
     }
 
-    const definition = await this.definitions.pick(run);
+    const definition = await picking;
     const claimed = await this.writes.transition(run.id, 'dialing', 'dialer.dialing', {
       definitionId: definition?.id,
       fromNumber,
@@ -149,17 +148,28 @@ export class CallPlacer {
     return done('placed');
   }
 
-  /** A short wait for room in the rate window is waited out in place, like a near pacing instant. */
-  private async admit(config: TelephonyConfiguration, runId: number): Promise<Admission> {
+  /**
+   * Pacing (when `pace`), the rate window and a concurrency slot, in one
+   * Redis round trip. A near pacing instant, and a short wait for room in the
+   * rate window, are waited out in place before asking again (without
+   * pacing: the instant is this dial's); longer waits are answered to the caller.
+   */
+  private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission> {
     const limits = {
       callsPerSecond: config.callsPerSecond,
       maxConcurrentCalls: config.maxConcurrentCalls,
       leaseMs: config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS,
     };
-    const admission = await this.admission.admit(config.id, runId, limits);
-    if (admission.kind !== 'rate' || admission.waitMs > INLINE_PACING_WAIT_MS) return admission;
-    await sleep(admission.waitMs);
-    return this.admission.admit(config.id, runId, limits);
+    let admission = await this.admission.admit(config.id, runId, limits, pace);
+    if (admission.kind === 'paced' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
+      await sleep(admission.waitMs);
+      admission = await this.admission.admit(config.id, runId, limits, false);
+    }
+    if (admission.kind === 'rate' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
+      await sleep(admission.waitMs);
+      admission = await this.admission.admit(config.id, runId, limits, false);
+    }
+    return admission;
   }
 
   /**
