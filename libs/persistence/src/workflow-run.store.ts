@@ -103,16 +103,18 @@ export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024 };
  * `insertQueued`'s statement. The run's name carries its own id, so ids are
  * drawn before the insert; the answer is read from those drawn ids, which the
  * insert (a part of the same statement, run to its end or failing it whole)
- * stored every one of.
+ * stored every one of. The contexts come as one JSON array (element n for
+ * input row n): as a `jsonb[]` each ~1 KiB context was escaped into an array
+ * literal by the driver, character by character, and unescaped again by Postgres.
  */
 const INSERT_QUEUED_RUNS = `
   WITH numbered AS MATERIALIZED (
-    SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.*
+    SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.*, context.initial_context
       FROM unnest($1::integer[], $2::integer[], $3::text[], $4::uuid[], $5::integer[], $6::integer[], $7::text[],
-                  $8::text[], $9::jsonb[], $10::text[])
+                  $8::text[], $10::text[])
            WITH ORDINALITY AS input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                                     telephony_configuration_id, provider, phone_number, initial_context,
-                                     idempotency_key, ord)
+                                     telephony_configuration_id, provider, phone_number, idempotency_key, ord)
+      JOIN jsonb_array_elements($9::jsonb) WITH ORDINALITY AS context (initial_context, ord) ON context.ord = input.ord
   ), keyed AS (
     UPDATE idempotency_keys SET run_id = numbered.id
       FROM numbered
@@ -152,7 +154,7 @@ export class WorkflowRunStore {
       runs.map((run) => run.telephonyConfigurationId),
       runs.map((run) => run.provider),
       runs.map((run) => run.phoneNumber),
-      runs.map((run) => JSON.stringify(run.initialContext)),
+      JSON.stringify(runs.map((run) => run.initialContext)),
       runs.map((run) => run.idempotencyKey ?? null),
     ]);
     const ids: number[] = new Array<number>(runs.length);
