@@ -16,8 +16,9 @@ const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
 const DIALER_MAIN = 'dist/apps/dialer/apps/dialer/src/main.js';
 
 class BenchStack {
-  constructor({ root, postgres, redisUrl, keepDatabase, log }) {
+  constructor({ root, postgres, redisUrl, keepDatabase, artifactsParent, log }) {
     this.root = root;
+    this.artifactsParent = artifactsParent;
     this.postgres = postgres;
     this.redisUrl = redisUrl;
     this.keepDatabase = keepDatabase;
@@ -45,7 +46,7 @@ class BenchStack {
 
   /** Creates and migrates the database, bootstraps an organization, starts the API. */
   async start() {
-    this.artifacts = mkdtempSync(join(tmpdir(), 'va-bench-'));
+    this.artifacts = mkdtempSync(join(this.artifactsParent ?? tmpdir(), 'va-bench-'));
     const apiPort = await freePort();
     this.base = `http://127.0.0.1:${apiPort}`;
     this.env = {
