@@ -14,7 +14,7 @@ const { busyPercent, cpuSeconds, machineCpu } = require('./processes');
 const WARMUP_MS = 2000;
 /** The steady part ends when this share of the backlog is dialed: the tail is stragglers. */
 const STEADY_SHARE = 0.95;
-const FIRST_ESTIMATE_PER_SECOND = 300;
+const FIRST_ESTIMATE_PER_SECOND = 1000;
 
 /**
  * For each dialer count, `rounds` rounds; each answers the median of the
@@ -31,7 +31,9 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       const size = backlog ?? plannedBacklog(perDialerEstimate * count, seconds);
       const result = await oneRound(stack, trigger, count, size, connections, log);
       results.push(result);
-      if (Number.isFinite(result.perSecond)) perDialerEstimate = result.perSecond / count;
+      // A backlog dialed within the warm-up gives no steady rate: size the next one from the finishing rate.
+      const seen = Number.isFinite(result.perSecond) ? result.perSecond : result.finishedPerSecond;
+      if (Number.isFinite(seen)) perDialerEstimate = Math.max(perDialerEstimate, seen / count);
       log(
         `${count} dialer(s), round ${round + 1}: ${cell(result.perSecond)} dials/s steady ` +
           `(${cell(result.min)}–${cell(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
