@@ -15,6 +15,8 @@ const WARMUP_MS = 2000;
 /** The steady part ends when this share of the backlog is dialed: the tail is stragglers. */
 const STEADY_SHARE = 0.95;
 const FIRST_ESTIMATE_PER_SECOND = 1000;
+/** Postgres publishes a backend's statistics within a second of it going idle. */
+const STATS_DELAY_MS = 1500;
 
 /**
  * For each dialer count, `rounds` rounds; each answers the median of the
@@ -39,6 +41,8 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
           `(${cell(result.min)}–${cell(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
           `dialed ${result.dialed}, finished ${result.finished} at ${cell(result.finishedPerSecond)}/s, ` +
           `CPU ms per call: dialer ${cell(result.cpuMsPerCall, 2)}, Postgres ${cell(result.postgresMsPerCall, 2)}, Redis ${cell(result.redisMsPerCall, 2)}; ` +
+          `per call: ${cell(result.statementsPerCall, 1)} Postgres statements, ${cell(result.scriptsPerCall, 1)} Redis scripts ` +
+          `and ${cell(result.commandsPerCall, 1)} Redis commands (the scripts' included); ` +
           `CPU: ${cell(result.cpuPercent)} % per dialer, ${cell(result.postgresPercent)} % Postgres, ${cell(result.redisPercent)} % Redis, ` +
           `${cell(result.machinePercent)} % the whole machine`,
       );
@@ -57,6 +61,9 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       cpuMsPerCall: median(results.map((r) => r.cpuMsPerCall)),
       postgresMsPerCall: median(results.map((r) => r.postgresMsPerCall)),
       redisMsPerCall: median(results.map((r) => r.redisMsPerCall)),
+      statementsPerCall: median(results.map((r) => r.statementsPerCall)),
+      commandsPerCall: median(results.map((r) => r.commandsPerCall)),
+      scriptsPerCall: median(results.map((r) => r.scriptsPerCall)),
       machinePercent: median(results.map((r) => r.machinePercent)),
       unfinished: results.reduce((sum, r) => sum + (r.backlog - r.finished), 0),
     });
@@ -81,6 +88,7 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const redisPid = await stack.redisPid();
   const redisFrom = cpuSeconds(redisPid);
   const machineFrom = machineCpu();
+  const workFrom = await stack.workCounts();
   const busyFrom = Date.now();
   await stack.waitForCount(`SELECT count(*)::int AS n FROM sandbox_calls WHERE run_id > $1`, [before], queued);
   // How busy each dialer was while it dialed: near 100 % means CPU-bound, well below means it waited on something.
@@ -97,6 +105,8 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const postgresSeconds = await stack.postgresCpuSince(postgresFrom);
   const redisSeconds = cpuSeconds(redisPid) - redisFrom;
   await stack.stopDialers(dialers);
+  await sleep(STATS_DELAY_MS);
+  const workTo = await stack.workCounts();
 
   const dials = (
     await stack.query(
@@ -115,6 +125,9 @@ async function oneRound(stack, trigger, count, size, connections, log) {
     cpuMsPerCall: finished ? (dialerSeconds * 1000) / finished : NaN,
     postgresMsPerCall: finished ? (postgresSeconds * 1000) / finished : NaN,
     redisMsPerCall: finished ? (redisSeconds * 1000) / finished : NaN,
+    statementsPerCall: finished ? (workTo.transactions - workFrom.transactions) / finished : NaN,
+    commandsPerCall: finished ? (workTo.commands - workFrom.commands) / finished : NaN,
+    scriptsPerCall: finished ? (workTo.scripts - workFrom.scripts) / finished : NaN,
     cpuPercent,
     postgresPercent,
     redisPercent,
@@ -137,6 +150,10 @@ function steadyPerSecond(dials) {
   }
   if (counts.length === 0) return { perSecond: NaN, min: NaN, max: NaN, steadySeconds: 0 };
   return { perSecond: median(counts), min: Math.min(...counts), max: Math.max(...counts), steadySeconds: counts.length };
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 module.exports = { dialerThroughput };

@@ -19,12 +19,12 @@ function httpTable(rows, ceilingRps) {
 function dialerTable(rows) {
   return [
     '| dialer (sandbox, ring 0, talk 0) | dials/s (median per-second, steady) | per-second min–max | steady s | backlog | runs finished/s | unfinished ' +
-      `| CPU ms per call: dialer / Postgres / Redis | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      `| CPU ms per call: dialer / Postgres / Redis | per call: Postgres statements / Redis scripts / Redis commands (the scripts' included) | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
         `| ${r.name} | ${cell(r.perSecond)} | ${cell(r.min)}–${cell(r.max)} | ${cell(r.steadySeconds)} | ${cell(r.backlog)} | ` +
-        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuMsPerCall, 2)} / ${cell(r.postgresMsPerCall, 2)} / ${cell(r.redisMsPerCall, 2)} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
+        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuMsPerCall, 2)} / ${cell(r.postgresMsPerCall, 2)} / ${cell(r.redisMsPerCall, 2)} | ${cell(r.statementsPerCall, 1)} / ${cell(r.scriptsPerCall, 1)} / ${cell(r.commandsPerCall, 1)} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
     ),
   ].join('\n');
 }

@@ -125,6 +125,27 @@ class BenchStack {
     return withRedis(this.redisUrl, async (redis) => Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]));
   }
 
+  /**
+   * Work counted so far: the transactions Postgres committed or rolled back in
+   * the bench database (each statement outside a transaction is one, so with
+   * no explicit transactions these are the statements), the commands the Redis
+   * server ran for all of its clients (those its scripts run included), and
+   * the scripts it was asked to run (EVALSHA/EVAL, BullMQ's and the
+   * dialer's). Postgres publishes its counts within a second of a backend
+   * going idle.
+   */
+  async workCounts() {
+    const [{ transactions }] = await this.query(
+      `SELECT (xact_commit + xact_rollback)::float8 AS transactions FROM pg_stat_database WHERE datname = current_database()`,
+    );
+    return withRedis(this.redisUrl, async (redis) => {
+      const commands = Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
+      const stats = await redis.info('commandstats');
+      const scripts = [...stats.matchAll(/^cmdstat_(?:evalsha|eval|evalsha_ro|eval_ro|fcall):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+      return { transactions, commands, scripts };
+    });
+  }
+
   async query(sql, params) {
     return (await this.db.query(sql, params)).rows;
   }

@@ -14,11 +14,17 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
   const results = [];
   for (let round = 0; round < rounds; round++) {
     await stack.waitDrained();
+    const workFrom = await stack.workCounts();
     const load = await fixedRate({ ...trigger, rate, seconds, connections });
     const answered = summarizeFixedRate(load);
     const measured = load.answers.filter((answer) => answer.runId !== null && answer.dueAt >= load.start + WARMUP_MS);
     const runIds = measured.map((answer) => answer.runId);
     await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id = ANY($1::int[])`, [runIds], runIds.length);
+    // Every call of the round finished, and Postgres' counts published (within a second of its backends idling).
+    await stack.pollDrained(30000);
+    await sleep(1500);
+    const workTo = await stack.workCounts();
+    const triggers = load.answers.filter((answer) => answer.runId !== null).length;
     const timeline = await runTimeline(stack, runIds);
     const dialedAt = new Map([...timeline].map(([runId, run]) => [runId, run.dialedAt]));
     const lags = measured.filter((answer) => dialedAt.has(answer.runId)).map((answer) => dialedAt.get(answer.runId) - answer.answeredAt);
@@ -30,12 +36,16 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
       dialP99: percentile(lags, 99),
       dialMax: lags.length ? Math.max(...lags) : NaN,
       stages: stagesOf(timeline, await stack.placeCallJobTimes(runIds)),
+      statementsPerTrigger: triggers ? (workTo.transactions - workFrom.transactions) / triggers : NaN,
+      scriptsPerTrigger: triggers ? (workTo.scripts - workFrom.scripts) / triggers : NaN,
     };
     log(
       `trigger→dial round ${round + 1}: offered ${rate}/s, answered ${Math.round(result.answeredPerSecond)}/s ` +
         `(shed ${result.shed}, failed ${result.failed}), dial lag p50 ${Math.round(result.dialP50)} ms, ` +
         `p99 ${Math.round(result.dialP99)} ms, ${result.dialed}/${result.measured} dialed; p50 by stage: ` +
-        STAGES.map(({ name }) => `${name} ${Math.round(result.stages[name].p50)} ms`).join(', '),
+        STAGES.map(({ name }) => `${name} ${Math.round(result.stages[name].p50)} ms`).join(', ') +
+        `; per trigger, its call included (API and dialer): ${result.statementsPerTrigger.toFixed(1)} Postgres statements, ` +
+        `${result.scriptsPerTrigger.toFixed(1)} Redis scripts`,
     );
     results.push(result);
   }
@@ -98,6 +108,10 @@ function stagesOf(timeline, jobTimes) {
     }
   }
   return Object.fromEntries(STAGES.map(({ name }) => [name, { p50: percentile(spans[name], 50), p99: percentile(spans[name], 99) }]));
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 module.exports = { triggerToDial, STAGES };

@@ -35,6 +35,13 @@ export interface RunTransitionFields {
   costInfo?: Record<string, unknown>;
 }
 
+/** One run's part of a grouped move: the fields it sets and the detail of its log entry. */
+export interface RunMove {
+  runId: number;
+  fields: RunTransitionFields;
+  detail?: Record<string, unknown>;
+}
+
 type RunRow = Record<string, unknown>;
 
 /** Maps a `workflow_runs` row (snake_case columns) to the entity shape. */
@@ -227,11 +234,24 @@ export class WorkflowRunStore {
    * `event` and sets the same fields (each run its own values). A run may
    * appear once. Answers each move's outcome, in order.
    */
-  async transitionMany(
-    to: RunStatus,
-    event: string,
-    moves: Array<{ runId: number; fields: RunTransitionFields; detail?: Record<string, unknown> }>,
-  ): Promise<Array<TransitionOutcome | null>> {
+  async transitionMany(to: RunStatus, event: string, moves: RunMove[]): Promise<Array<TransitionOutcome | null>> {
+    const rows = await this.moveMany(to, event, moves, 'workflow_runs.id, workflow_runs.telephony_configuration_id');
+    const moved = new Map(rows.map((row) => [row.id as number, { telephonyConfigurationId: row.telephony_configuration_id as number | null }]));
+    return moves.map((move) => moved.get(move.runId) ?? null);
+  }
+
+  /**
+   * `transitionMany` answering each moved run as the move left it (null for
+   * a run that did not move): a claim and the read of what it claimed in one
+   * statement.
+   */
+  async transitionManyReturningRuns(to: RunStatus, event: string, moves: RunMove[]): Promise<Array<WorkflowRun | null>> {
+    const rows = await this.moveMany(to, event, moves, 'workflow_runs.*');
+    const moved = new Map(rows.map((row) => [row.id as number, runFromRow(row)]));
+    return moves.map((move) => moved.get(move.runId) ?? null);
+  }
+
+  private async moveMany(to: RunStatus, event: string, moves: RunMove[], returning: string): Promise<RunRow[]> {
     if (moves.length === 0) return [];
     const at = new Date().toISOString();
     const entries = moves.map(({ detail }) => JSON.stringify([{ at, event, status: to, ...(detail ? { detail } : {}) }]));
@@ -252,15 +272,14 @@ export class WorkflowRunStore {
     });
     if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
     sets.push(`logs = jsonb_set(workflow_runs.logs, '{events}', COALESCE(workflow_runs.logs->'events', '[]'::jsonb) || input.entry)`);
-    const [rows]: [Array<{ id: number; telephony_configuration_id: number | null }>, number] = await this.dataSource.query(
+    const [rows]: [RunRow[], number] = await this.dataSource.query(
       `UPDATE workflow_runs SET ${sets.join(', ')}
          FROM unnest(${inputs.join(', ')}) AS input (${names.join(', ')})
         WHERE workflow_runs.id = input.id AND workflow_runs.status = ANY($2::text[])
-        RETURNING workflow_runs.id, workflow_runs.telephony_configuration_id`,
+        RETURNING ${returning}`,
       params,
     );
-    const moved = new Map(rows.map((row) => [row.id, { telephonyConfigurationId: row.telephony_configuration_id }]));
-    return moves.map((move) => moved.get(move.runId) ?? null);
+    return rows;
   }
 
   /** Records the carrier's id for the call without changing the status. */

@@ -1,9 +1,29 @@
 import { QueueName } from './queue-names';
 
-/** Place the call of a queued run. Carries ids only; the processor reloads the run. */
+/**
+ * Place the call of a queued run. The run row stays the truth: the dialer
+ * claims it with a conditional update that also answers the row, so a job
+ * whose run has moved on does nothing.
+ */
 export interface PlaceCallJob {
   runId: number;
   organizationId: number;
+  /**
+   * What the dialer needs before the claim, copied from the run as it was
+   * stored (these columns never change afterwards), so the claim is the
+   * job's first query. Absent from jobs the dispatcher enqueues: the dialer
+   * reads those runs first.
+   */
+  route?: PlaceCallRoute;
+}
+
+/** The columns of a run that decide how it is dialed: its configuration and the definition it may pick. */
+export interface PlaceCallRoute {
+  /** Null once the configuration is deleted (a run of it still queued then fails). */
+  telephonyConfigurationId: number | null;
+  workflowId: number;
+  environment: 'production' | 'test';
+  triggerUuid: string | null;
 }
 
 /** Status events move the run; `recording` only says the carrier's recording can be fetched. */

@@ -36,7 +36,8 @@ describe('RunIntake', () => {
     expect(store.insertQueued).toHaveBeenCalledTimes(1);
     expect(store.insertQueued.mock.calls[0][0].map((run) => run.phoneNumber)).toEqual(['+1', '+2', '+3']);
     expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(1);
-    expect(queue.enqueuePlaceCall.mock.calls[0][0]).toEqual(ids.map((runId) => ({ runId, organizationId: 7 })));
+    const route = { telephonyConfigurationId: 2, workflowId: 3, environment: 'production', triggerUuid: newRun('+1').triggerUuid };
+    expect(queue.enqueuePlaceCall.mock.calls[0][0]).toEqual(ids.map((runId) => ({ runId, organizationId: 7, route })));
   });
 
   it('stores the others when the database refuses one run of the group, and fails only that one', async () => {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Batcher, isDatabaseUnavailable, withTimeout } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { NewRun, WorkflowRunStore } from '@app/persistence';
-import { CallsQueue } from '@app/queue';
+import { CallsQueue, PlaceCallJob } from '@app/queue';
 
 const MAX_BATCH = 200;
 
@@ -37,9 +37,7 @@ export class RunIntake {
 
   private async storeAndEnqueue(batch: NewRun[]): Promise<Array<number | Error>> {
     const ids = await this.store(batch);
-    const jobs = ids.flatMap((id, index) =>
-      typeof id === 'number' ? [{ runId: id, organizationId: batch[index].organizationId }] : [],
-    );
+    const jobs = ids.flatMap((id, index) => (typeof id === 'number' ? [placeCallJobOf(id, batch[index])] : []));
     await this.enqueue(jobs);
     return ids;
   }
@@ -62,7 +60,7 @@ export class RunIntake {
   }
 
   /** Best effort within ENQUEUE_TIMEOUT_MS; a run left without a job is enqueued by the dispatcher. */
-  private async enqueue(jobs: Array<{ runId: number; organizationId: number }>): Promise<void> {
+  private async enqueue(jobs: PlaceCallJob[]): Promise<void> {
     if (jobs.length === 0) return;
     try {
       await withTimeout(this.callsQueue.enqueuePlaceCall(jobs), this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');
@@ -73,4 +71,10 @@ export class RunIntake {
       );
     }
   }
+}
+
+/** The run's dial job, with what the dialer needs before its claim (see `PlaceCallJob.route`). */
+function placeCallJobOf(runId: number, run: NewRun): PlaceCallJob {
+  const { organizationId, telephonyConfigurationId, workflowId, environment, triggerUuid } = run;
+  return { runId, organizationId, route: { telephonyConfigurationId, workflowId, environment, triggerUuid } };
 }

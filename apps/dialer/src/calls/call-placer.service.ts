@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { LIVE_STATUSES, RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { PlaceCallJob, PlaceCallRoute } from '@app/queue';
 import {
   AgentSessionTokens,
   agentStreamFor,
@@ -60,24 +61,31 @@ export class CallPlacer {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async place(runId: number, progress: PlaceCallProgress = {}): Promise<PlaceDecision> {
-    const run = await this.reader.findById(runId);
-    if (!run || run.status !== 'queued') return done('skipped');
-
-    const config = await this.configurations.find(run.telephonyConfigurationId, run.organizationId);
-    if (!config || !this.providers.has(config.provider)) {
-      return this.fail(run, 'telephony_configuration_missing', 'The telephony configuration no longer exists');
+  async place(job: PlaceCallJob, progress: PlaceCallProgress = {}): Promise<PlaceDecision> {
+    const { runId, organizationId } = job;
+    let route = job.route;
+    if (!route) {
+      const stored = await this.reader.findById(runId);
+      if (!stored || stored.status !== 'queued') return done('skipped');
+      route = routeOf(stored);
     }
-    const fromNumber = config.fromNumbers.length ? config.fromNumbers[run.id % config.fromNumbers.length] : null;
-    if (!fromNumber) return this.fail(run, 'no_from_number', 'The telephony configuration has no from number');
+
+    // Nothing below the claim's answer is known to be current: a failure found before it only moves a run still
+    // `queued`, so a job of a run that already went on (a duplicate, a retry) leaves it alone.
+    const config = await this.configurations.find(route.telephonyConfigurationId, organizationId);
+    if (!config || !this.providers.has(config.provider)) {
+      return this.fail(runId, 'telephony_configuration_missing', 'The telephony configuration no longer exists', ['queued']);
+    }
+    const fromNumber = config.fromNumbers.length ? config.fromNumbers[runId % config.fromNumbers.length] : null;
+    if (!fromNumber) return this.fail(runId, 'no_from_number', 'The telephony configuration has no from number', ['queued']);
 
     // The definition is read while the dial is admitted (it does not depend on it): one round trip less before the
     // claim. A dial sent back to wait drops it; its error, if any, is met where it is awaited.
-    const picking = this.definitions.pick(run);
+    const picking = this.definitions.pick(route);
     picking.catch(() => undefined);
     const now = Date.now();
     const pace = progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS;
-    const admission = await this.admit(config, run.id, pace);
+    const admission = await this.admit(config, runId, pace);
     if (admission.kind === 'paced') {
       return { kind: 'delay', untilMs: now + admission.waitMs, progress: { ...progress, slotAt: now + admission.waitMs }, reason: 'pacing' };
     }
@@ -92,25 +100,23 @@ export class CallPlacer {
     }
 
     const definition = await picking;
-    const claimed = await this.writes.transition(run.id, 'dialing', 'dialer.dialing', {
-      definitionId: definition?.id,
-      fromNumber,
-    });
-    if (!claimed) {
+    // The claim answers the run as it moved it: the job's one read of the run, in the same statement.
+    const run = await this.writes.claim(runId, 'dialer.dialing', { definitionId: definition?.id, fromNumber });
+    if (!run) {
       // A slot belongs to the run, not to the job: when another job for this run won the claim, the slot is the
       // winner's (acquiring it again only renewed its lease) and stays with the live call.
-      const current = await this.reader.findById(run.id);
-      if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, run.id);
+      const current = await this.reader.findById(runId);
+      if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, runId);
       return done('skipped');
     }
     if (!definition) {
-      return this.fail(run, 'definition_not_found', 'No definition of the workflow contains this trigger any more', config);
+      return this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config);
     }
     let missingPaths: string[];
     try {
       ({ missingPaths } = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext }));
     } catch (error) {
-      return this.fail(run, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, config);
+      return this.fail(run.id, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, undefined, config);
     }
     if (missingPaths.length) {
       // A note for the run's history: losing it must not stop the call.
@@ -262,11 +268,22 @@ export class CallPlacer {
     };
   }
 
-  private async fail(run: WorkflowRun, reason: string, message: string, config?: TelephonyConfiguration): Promise<PlaceDecision> {
-    if (config) await this.slots.release(config.id, run.id);
-    await this.runs.transition(run.id, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message });
-    return done('failed');
+  /** Ends the run `failed` (from `from` only, when given) and frees the slot it holds under `config`. */
+  private async fail(
+    runId: number,
+    reason: string,
+    message: string,
+    from?: readonly RunStatus[],
+    config?: TelephonyConfiguration,
+  ): Promise<PlaceDecision> {
+    if (config) await this.slots.release(config.id, runId);
+    const ended = await this.runs.transition(runId, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message }, from);
+    return done(ended ? 'failed' : 'skipped');
   }
+}
+
+function routeOf(run: WorkflowRun): PlaceCallRoute {
+  return { telephonyConfigurationId: run.telephonyConfigurationId, workflowId: run.workflowId, environment: run.environment, triggerUuid: run.triggerUuid };
 }
 
 function done(outcome: 'placed' | 'skipped' | 'failed' | 'unknown'): PlaceDecision {

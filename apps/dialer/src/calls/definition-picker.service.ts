@@ -39,7 +39,7 @@ export class DefinitionPicker {
 
   constructor(private readonly dataSource: DataSource) {}
 
-  async pick(run: WorkflowRun): Promise<WorkflowDefinition | null> {
+  async pick(run: Pick<WorkflowRun, 'environment' | 'workflowId' | 'triggerUuid'>): Promise<WorkflowDefinition | null> {
     const statuses: DefinitionStatus[] = run.environment === 'test' ? ['draft', 'published'] : ['published'];
     const candidates = await this.candidates.submit(run.workflowId);
     const chosen =

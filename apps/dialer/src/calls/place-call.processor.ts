@@ -32,7 +32,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
     let decision: PlaceDecision;
     try {
-      decision = await this.placer.place(job.data.runId, { slotAt: job.data.slotAt, carrierRetries: job.data.carrierRetries });
+      decision = await this.placer.place(job.data, { slotAt: job.data.slotAt, carrierRetries: job.data.carrierRetries });
     } catch (error) {
       const attempt = job.attemptsMade + 1;
       this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');
@@ -42,7 +42,8 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
       throw error;
     }
     if (decision.kind === 'done') return decision.outcome;
-    await job.updateData({ runId: job.data.runId, organizationId: job.data.organizationId, ...decision.progress });
+    const { runId, organizationId, route } = job.data;
+    await job.updateData({ runId, organizationId, ...(route ? { route } : {}), ...decision.progress });
     await job.moveToDelayed(decision.untilMs, token);
     throw new DelayedError(`waiting for ${decision.reason}`);
   }

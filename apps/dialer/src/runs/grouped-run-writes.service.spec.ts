@@ -18,7 +18,7 @@ describe('GroupedRunWrites', () => {
   });
   afterAll(() => dataSource?.destroy());
 
-  const queuedRuns = (count: number) =>
+  const queuedRuns = (count: number, initialContext: Record<string, unknown> = {}) =>
     store.insertQueued(
       Array.from({ length: count }, () => ({
         organizationId: 1,
@@ -29,7 +29,7 @@ describe('GroupedRunWrites', () => {
         telephonyConfigurationId: 3,
         provider: 'sandbox',
         phoneNumber: '+14155550100',
-        initialContext: {},
+        initialContext,
       })),
     );
 
@@ -73,5 +73,36 @@ describe('GroupedRunWrites', () => {
     const [run] = await store.findManyById([runId]);
     expect(run).toMatchObject({ status: 'completed', providerCallId: 'SB-first', isCompleted: false, endedAt });
     expect(run.costInfo).toMatchObject({ call_duration_seconds: 3 });
+  });
+
+  it('answers a claimed run as the claim left it, and null to the second claim of the same run', async () => {
+    const [runId] = await queuedRuns(1, { name: 'Ada', order: { id: 7 } });
+    const [won, lost] = await Promise.all([
+      writes.claim(runId, 'dialer.dialing', { definitionId: 11, fromNumber: '+15005550006' }),
+      writes.claim(runId, 'dialer.dialing', { definitionId: 11, fromNumber: '+15005550007' }),
+    ]);
+    expect(lost).toBeNull();
+    expect(won).toMatchObject({
+      id: runId,
+      organizationId: 1,
+      status: 'dialing',
+      definitionId: 11,
+      fromNumber: '+15005550006',
+      phoneNumber: '+14155550100',
+      telephonyConfigurationId: 3,
+      initialContext: { name: 'Ada', order: { id: 7 } },
+    });
+    expect(won?.logs.events?.map((entry) => entry.event)).toEqual(['run.queued', 'dialer.dialing']);
+    expect(await writes.claim(runId, 'dialer.dialing', { fromNumber: '+15005550006' })).toBeNull();
+  });
+
+  it('claims only queued runs, each answered with its own row', async () => {
+    const [first, canceled, second] = await queuedRuns(3);
+    await writes.transition(canceled, 'canceled', 'api.canceled', {});
+    const claimed = await Promise.all([first, canceled, second].map((runId) => writes.claim(runId, 'dialer.dialing', { fromNumber: `+1500555${runId}` })));
+    expect(claimed.map((run) => run?.id ?? null)).toEqual([first, null, second]);
+    expect(claimed.map((run) => run?.fromNumber ?? null)).toEqual([`+1500555${first}`, null, `+1500555${second}`]);
+    const [stored] = await store.findManyById([canceled]);
+    expect(stored.status).toBe('canceled');
   });
 });

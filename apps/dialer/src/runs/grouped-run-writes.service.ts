@@ -1,12 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Batcher } from '@app/common';
-import { RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRunStore } from '@app/persistence';
-
-interface Move {
-  runId: number;
-  fields: RunTransitionFields;
-  detail?: Record<string, unknown>;
-}
+import { RunMove, RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 
 const GROUPING = { maxBatch: 500, maxInFlight: 4 };
 
@@ -32,33 +26,28 @@ export class GroupedRunWrites {
   );
 
   /** One group per kind of move (target status, event, fields set): only alike moves share a statement. */
-  private readonly transitions = new Map<string, Batcher<Move, TransitionOutcome | null>>();
+  private readonly transitions = new Map<string, Batcher<RunMove, TransitionOutcome | null>>();
+
+  /** The dialer's claims (`queued → dialing`), which answer the claimed run. */
+  private readonly claims = new Map<string, Batcher<RunMove, WorkflowRun | null>>();
 
   constructor(private readonly runs: WorkflowRunStore) {}
 
   /** `WorkflowRunStore.transition`, grouped with alike moves of other runs; null when the run did not move. */
   transition(runId: number, to: RunStatus, event: string, fields: RunTransitionFields, detail?: Record<string, unknown>): Promise<TransitionOutcome | null> {
-    const keys = Object.keys(fields).filter((key) => fields[key as keyof RunTransitionFields] !== undefined);
-    const kind = `${to} ${event} ${keys.sort().join(',')}`;
-    let group = this.transitions.get(kind);
-    if (!group) {
-      group = new Batcher((moves) => this.moveOnce(to, event, moves), GROUPING);
-      this.transitions.set(kind, group);
-    }
+    const group = groupFor(this.transitions, to, event, fields, (moves) => moveOnce(moves, (first) => this.runs.transitionMany(to, event, first)));
     return group.submit({ runId, fields, detail });
   }
 
   /**
-   * A run named twice in one group moves once: the first move of it is
-   * applied, the later ones find it already moved (as they would one
-   * statement later), so two jobs of one run never both win a claim.
+   * Moves the run to `dialing` if it is still `queued`, and answers it as
+   * claimed (null when another job, or anything else, moved it first).
    */
-  private async moveOnce(to: RunStatus, event: string, moves: Move[]): Promise<Array<TransitionOutcome | null>> {
-    const seen = new Set<number>();
-    const first = moves.filter((move) => !seen.has(move.runId) && seen.add(move.runId));
-    const outcomes = await this.runs.transitionMany(to, event, first);
-    const byMove = new Map(first.map((move, index) => [move, outcomes[index]]));
-    return moves.map((move) => byMove.get(move) ?? null);
+  claim(runId: number, event: string, fields: RunTransitionFields): Promise<WorkflowRun | null> {
+    const group = groupFor(this.claims, 'dialing', event, fields, (moves) =>
+      moveOnce(moves, (first) => this.runs.transitionManyReturningRuns('dialing', event, first)),
+    );
+    return group.submit({ runId, fields });
   }
 
   /** Records the carrier's id for the call, unless the run already has one. */
@@ -70,4 +59,34 @@ export class GroupedRunWrites {
   completeArtifacts(runId: number, keys: { transcriptKey: string | null; recordingKey: string | null }): Promise<boolean> {
     return this.artifacts.submit({ runId, ...keys });
   }
+}
+
+function groupFor<O>(
+  groups: Map<string, Batcher<RunMove, O | null>>,
+  to: RunStatus,
+  event: string,
+  fields: RunTransitionFields,
+  flush: (moves: RunMove[]) => Promise<Array<O | null>>,
+): Batcher<RunMove, O | null> {
+  const keys = Object.keys(fields).filter((key) => fields[key as keyof RunTransitionFields] !== undefined);
+  const kind = `${to} ${event} ${keys.sort().join(',')}`;
+  let group = groups.get(kind);
+  if (!group) {
+    group = new Batcher(flush, GROUPING);
+    groups.set(kind, group);
+  }
+  return group;
+}
+
+/**
+ * A run named twice in one group moves once: the first move of it is
+ * applied, the later ones find it already moved (as they would one statement
+ * later), so two jobs of one run never both win a claim.
+ */
+async function moveOnce<O>(moves: RunMove[], apply: (first: RunMove[]) => Promise<Array<O | null>>): Promise<Array<O | null>> {
+  const seen = new Set<number>();
+  const first = moves.filter((move) => !seen.has(move.runId) && seen.add(move.runId));
+  const outcomes = await apply(first);
+  const byMove = new Map(first.map((move, index) => [move, outcomes[index]]));
+  return moves.map((move) => byMove.get(move) ?? null);
 }
