@@ -1,6 +1,6 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { JobName, QueueName } from '@app/queue';
+import { JobName, placeCallJobId, QueueName } from '@app/queue';
 import {
   agentGraph,
   createOrganization,
@@ -144,5 +144,55 @@ describe('a run whose dial job is duplicated', () => {
     expect(run.status).toBe('completed');
     expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
     expect(await slots.inUse(config.id)).toBe(0);
+  });
+});
+
+describe('a dial job whose run moved on before a dialer took it', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    // No dialer yet: the API's jobs, with the run's route, wait until the runs have moved on.
+    apps = await startTestApps({ dialer: false });
+  });
+  afterAll(() => apps.close());
+
+  it('places no call and keeps no slot for a canceled run or for copies of a finished run', async () => {
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+      settings: { ring_ms: 20, talk_ms: 50 },
+      maxConcurrentCalls: 1,
+      callsPerSecond: 100,
+    });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const trigger = async () => {
+      const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+      expect(response.status).toBe(200);
+      return response.body.workflow_run_id as number;
+    };
+    const [canceled, dialed] = [await trigger(), await trigger()];
+    const queue = apps.api.get<Queue>(getQueueToken(QueueName.Calls));
+    const job = await queue.getJob(placeCallJobId(dialed));
+    expect(job?.data.route).toEqual({
+      telephonyConfigurationId: config.id,
+      workflowId: workflow.workflowId,
+      environment: 'production',
+      triggerUuid: workflow.triggerUuid,
+    });
+    const cancel = await apps.client.post(`/api/v1/workflow/${workflow.workflowId}/runs/${canceled}/cancel`, undefined, { key: org.adminKey });
+    expect(cancel.status).toBe(200);
+
+    const dialer = await apps.addDialer();
+    const [run] = await runsWhenComplete(apps.dataSource, [dialed]);
+    expect(run.status).toBe('completed');
+    // Copies of the finished run's job, route included, as a retry after a lost acknowledgement would bring back.
+    const copies = await Promise.all([1, 2, 3].map((n) => queue.add(JobName.PlaceCall, job!.data, { jobId: `copy-${dialed}-${n}` })));
+    const outcomes = await waitFor(async () => {
+      const jobs = await Promise.all([placeCallJobId(canceled), ...copies.map((copy) => copy.id!)].map((id) => queue.getJob(id)));
+      return jobs.every((each) => each?.finishedOn) ? jobs.map((each) => each!.returnvalue) : undefined;
+    });
+    expect(outcomes).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
+    const dials = await sandboxDialsByRun(apps.dataSource, [canceled, dialed]);
+    expect([dials.get(canceled), dials.get(dialed)]).toEqual([0, 1]);
+    expect(await dialer.get(ConcurrencyLimiter).inUse(config.id)).toBe(0);
   });
 });

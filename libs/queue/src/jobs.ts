@@ -11,8 +11,9 @@ export interface PlaceCallJob {
   /**
    * What the dialer needs before the claim, copied from the run as it was
    * stored (these columns never change afterwards), so the claim is the
-   * job's first query. Absent from jobs the dispatcher enqueues: the dialer
-   * reads those runs first.
+   * job's first query. Absent from jobs the dispatcher enqueues, and
+   * dropped when a job is sent back to wait: the dialer reads those runs
+   * first.
    */
   route?: PlaceCallRoute;
 }

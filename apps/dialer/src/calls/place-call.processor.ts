@@ -42,8 +42,9 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
       throw error;
     }
     if (decision.kind === 'done') return decision.outcome;
-    const { runId, organizationId, route } = job.data;
-    await job.updateData({ runId, organizationId, ...(route ? { route } : {}), ...decision.progress });
+    // A job sent back to wait reads its run first when it returns: a run canceled meanwhile is then skipped at once,
+    // instead of asking for a pacing instant and a slot it will not use, again and again while the carrier is busy.
+    await job.updateData({ runId: job.data.runId, organizationId: job.data.organizationId, ...decision.progress });
     await job.moveToDelayed(decision.untilMs, token);
     throw new DelayedError(`waiting for ${decision.reason}`);
   }
