@@ -5,6 +5,7 @@ export * from './entities';
 export * from './run-migrations';
 export * from './run-status';
 export * from './pending-schema-changes';
+export * from './prepared-query';
 export * from './persistence.module';
 export * from './workflow-run.store';
 export * from './run-reader.service';

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { RunLogEvent } from './entities';
 import { WorkflowRun } from './entities/workflow-run.entity';
+import { preparedQuery } from './prepared-query';
 import { FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
 
 export interface NewRun {
@@ -152,7 +153,7 @@ export class WorkflowRunStore {
     if (runs.length === 0) return [];
     // One statement text whatever the number of runs (one array per column), so Postgres reads and plans the
     // same short statement each time instead of a VALUES list of ten parameters a run.
-    const rows: Array<{ id: number; ord: string }> = await manager.query(INSERT_QUEUED_RUNS, [
+    const values = [
       runs.map((run) => run.organizationId),
       runs.map((run) => run.workflowId),
       runs.map((run) => run.environment),
@@ -163,7 +164,10 @@ export class WorkflowRunStore {
       runs.map((run) => run.phoneNumber),
       JSON.stringify(runs.map((run) => run.initialContext)),
       runs.map((run) => run.idempotencyKey ?? null),
-    ]);
+    ];
+    // Inside a caller's transaction the statement goes through its manager (its connection); alone, prepared.
+    const rows: Array<{ id: number; ord: string }> =
+      manager === this.dataSource.manager ? await preparedQuery(this.dataSource, INSERT_QUEUED_RUNS, values) : await manager.query(INSERT_QUEUED_RUNS, values);
     const ids: number[] = new Array<number>(runs.length);
     for (const row of rows) ids[Number(row.ord) - 1] = row.id;
     return ids;
@@ -178,7 +182,7 @@ export class WorkflowRunStore {
   /** The runs among `ids` that exist, in no particular order (one round trip for many concurrent readers). */
   async findManyById(ids: number[]): Promise<WorkflowRun[]> {
     if (ids.length === 0) return [];
-    const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM workflow_runs WHERE id = ANY($1::integer[])`, [ids]);
+    const rows = await preparedQuery<RunRow>(this.dataSource, `SELECT * FROM workflow_runs WHERE id = ANY($1::integer[])`, [ids]);
     return rows.map(runFromRow);
   }
 
@@ -272,14 +276,15 @@ export class WorkflowRunStore {
     });
     if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
     sets.push(`logs = jsonb_set(workflow_runs.logs, '{events}', COALESCE(workflow_runs.logs->'events', '[]'::jsonb) || input.entry)`);
-    const [rows]: [RunRow[], number] = await this.dataSource.query(
+    // One text per kind of move (target, fields set, what it answers), whatever the number of runs: prepared.
+    return preparedQuery<RunRow>(
+      this.dataSource,
       `UPDATE workflow_runs SET ${sets.join(', ')}
          FROM unnest(${inputs.join(', ')}) AS input (${names.join(', ')})
         WHERE workflow_runs.id = input.id AND workflow_runs.status = ANY($2::text[])
         RETURNING ${returning}`,
       params,
     );
-    return rows;
   }
 
   /** Records the carrier's id for the call without changing the status. */
@@ -293,7 +298,8 @@ export class WorkflowRunStore {
   /** `recordProviderCallId` for many runs in one statement. */
   async recordProviderCallIds(calls: Array<{ runId: number; providerCallId: string }>): Promise<void> {
     if (calls.length === 0) return;
-    await this.dataSource.query(
+    await preparedQuery(
+      this.dataSource,
       `UPDATE workflow_runs SET provider_call_id = input.provider_call_id, updated_at = now()
          FROM unnest($1::integer[], $2::text[]) AS input (id, provider_call_id)
         WHERE workflow_runs.id = input.id AND workflow_runs.provider_call_id IS NULL`,
@@ -338,7 +344,8 @@ export class WorkflowRunStore {
     runs: Array<{ runId: number; transcriptKey: string | null; recordingKey: string | null }>,
   ): Promise<number[]> {
     if (runs.length === 0) return [];
-    const [rows]: [Array<{ id: number }>, number] = await this.dataSource.query(
+    const rows = await preparedQuery<{ id: number }>(
+      this.dataSource,
       `UPDATE workflow_runs
           SET transcript_key = COALESCE(input.transcript_key, workflow_runs.transcript_key),
               recording_key = COALESCE(input.recording_key, workflow_runs.recording_key),

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Batcher } from '@app/common';
-import { DefinitionStatus, WorkflowDefinition, WorkflowRun, triggerPathsOf } from '@app/persistence';
+import { DefinitionStatus, preparedQuery, WorkflowDefinition, WorkflowRun, triggerPathsOf } from '@app/persistence';
 
 type DefinitionRow = Record<string, unknown>;
 
@@ -19,7 +19,8 @@ export class DefinitionPicker {
   /** A workflow's draft and published definitions. */
   private readonly candidates = new Batcher<number, WorkflowDefinition[]>(
     async (workflowIds) => {
-      const rows: DefinitionRow[] = await this.dataSource.query(
+      const rows = await preparedQuery<DefinitionRow>(
+        this.dataSource,
         `SELECT * FROM workflow_definitions WHERE workflow_id = ANY($1::integer[]) AND status IN ('draft', 'published')`,
         [[...new Set(workflowIds)]],
       );
