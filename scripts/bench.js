@@ -32,7 +32,9 @@
  *                       takes a backlog of triggers, then the dialers start; the median per-second count of
  *                       sandbox_calls rows between 2 s after the first dial and 95 % of the backlog dialed
  *                       (each run also goes through its events and artifacts), with the CPU use of each dialer,
- *                       of the Postgres backends serving the bench database and of the whole machine;
+ *                       of the Postgres backends serving the bench database and of the whole machine, and per call
+ *                       the Postgres statements (transactions in the bench database), Redis script calls and Redis
+ *                       commands (the scripts' included) the round took (the latency log gives them per trigger);
  *   history             CHECKPOINT, trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
  *                       of history, one INSERT ... SELECT generate_series), VACUUM ANALYZE and CHECKPOINT, then trigger and
  *                       get-run again (reads spread over old and new runs); a table sets each figure against
