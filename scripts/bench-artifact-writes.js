@@ -1,23 +1,25 @@
 #!/usr/bin/env node
 /*
  * npm run bench:artifacts: the CPU a stored artifact costs this process, for
- * the storage the apps use (LocalArtifactStorage: whole-file writes on a
- * thread of their own, batched) against the way it wrote before, kept here as
- * the reference (through the event loop: open, write and close by
- * fs.writeFile, then fs.promises.rename, each a trip to libuv's thread pool).
- * Both write transcript-sized files into the same folder, in alternating
- * rounds, BENCH_ARTIFACT_CONCURRENCY writes in flight, as a busy dialer does;
- * the table gives the medians of the rounds. CPU is the whole process (main
- * thread, pool and writer threads, kernel time included), from
+ * the storage the apps use (LocalArtifactStorage: artifacts appended to pack
+ * files, a batch at a time, each batch flushed with fdatasync), the same
+ * without the flush, and the ways it wrote before, kept here as references:
+ * a file each, created and renamed into place in turn with synchronous calls
+ * (as its writer thread did, here on the main thread), and a file each
+ * through the event loop (fs.writeFile, then fs.promises.rename, each a trip
+ * to libuv's thread pool). All write transcript-sized artifacts into the same
+ * folder, in alternating rounds, BENCH_ARTIFACT_CONCURRENCY writes in flight,
+ * as a busy dialer does; the table gives the medians of the rounds. CPU is the
+ * whole process (main and pool threads, kernel time included), from
  * process.cpuUsage().
  *
- * Knobs: BENCH_ROUNDS (8), BENCH_ARTIFACT_FILES (files per round, 4000),
+ * Knobs: BENCH_ROUNDS (8), BENCH_ARTIFACT_FILES (artifacts per round, 4000),
  * BENCH_ARTIFACT_CONCURRENCY (100), BENCH_ARTIFACT_DIR (a folder to write in;
  * default a new one under the system's temporary folder, removed afterwards).
  */
 'use strict';
 
-const { mkdtempSync, rmSync, writeFile } = require('node:fs');
+const { mkdirSync, mkdtempSync, renameSync, rmSync, writeFile, writeFileSync } = require('node:fs');
 const { mkdir, rename } = require('node:fs/promises');
 const { tmpdir } = require('node:os');
 const { dirname, join } = require('node:path');
@@ -30,7 +32,29 @@ const rounds = Number(env.BENCH_ROUNDS || 8);
 const files = Number(env.BENCH_ARTIFACT_FILES || 4000);
 const concurrency = Number(env.BENCH_ARTIFACT_CONCURRENCY || 100);
 
-/** The previous LocalArtifactStorage.put, the reference. */
+/** A file each, written whole to a temporary name and renamed, with synchronous calls one after the other. */
+class FileEach {
+  constructor(root) {
+    this.root = root;
+    this.writes = 0;
+  }
+
+  async put(key, body) {
+    const path = join(this.root, 'files', key);
+    const temporary = `${path}.${process.pid}.${++this.writes}.tmp`;
+    try {
+      writeFileSync(temporary, body);
+    } catch (error) {
+      if (error.code !== 'ENOENT') throw error;
+      mkdirSync(dirname(temporary), { recursive: true });
+      writeFileSync(temporary, body);
+    }
+    renameSync(temporary, path);
+    return key;
+  }
+}
+
+/** A file each through the event loop and libuv's thread pool. */
 class PoolWrites {
   constructor(root) {
     this.root = root;
@@ -40,7 +64,7 @@ class PoolWrites {
   }
 
   async put(key, body) {
-    const path = join(this.root, key);
+    const path = join(this.root, 'pool', key);
     const temporary = `${path}.${process.pid}.${++this.writes}.tmp`;
     const directory = dirname(path);
     if (!this.known.has(directory)) {
@@ -49,6 +73,7 @@ class PoolWrites {
     }
     await this.writeFile(temporary, body);
     await rename(temporary, path);
+    return key;
   }
 }
 
@@ -61,12 +86,18 @@ async function main() {
     process.exit(1);
   }
   const root = env.BENCH_ARTIFACT_DIR ? mkdtempSync(join(env.BENCH_ARTIFACT_DIR, 'va-artifacts-')) : mkdtempSync(join(tmpdir(), 'va-artifacts-'));
-  const thread = new built.LocalArtifactStorage(root);
-  const ways = { 'writer thread (LocalArtifactStorage)': thread, 'event loop and thread pool (before)': new PoolWrites(root) };
+  const packed = new built.LocalArtifactStorage(join(root, 'synced'));
+  const unsynced = new built.LocalArtifactStorage(join(root, 'unsynced'), { packBytes: 64 * 1024 * 1024, sync: false });
+  const ways = {
+    'packs, a batch flushed with fdatasync (LocalArtifactStorage)': packed,
+    'packs, not flushed': unsynced,
+    'a file each, in turn (the writer thread, before)': new FileEach(root),
+    'a file each, through the thread pool (before that)': new PoolWrites(root),
+  };
   const results = Object.fromEntries(Object.keys(ways).map((name) => [name, []]));
   let nextRun = 0;
   try {
-    // One round of each first, not counted: the writer thread starts, folders and caches warm up.
+    // One round of each first, not counted: packs open, folders and caches warm up.
     for (let round = -1; round < rounds; round++) {
       const order = round % 2 === 0 ? Object.keys(ways) : Object.keys(ways).reverse();
       for (const name of order) {
@@ -77,10 +108,11 @@ async function main() {
       }
     }
   } finally {
-    await thread.onApplicationShutdown();
+    await packed.onApplicationShutdown();
+    await unsynced.onApplicationShutdown();
     rmSync(root, { recursive: true, force: true });
   }
-  console.log(`| artifact writes (${files} files a round, ${concurrency} in flight, medians of ${rounds} rounds) | CPU µs per file | of which user | of which kernel | files/s |`);
+  console.log(`| artifact writes (${files} artifacts a round, ${concurrency} in flight, medians of ${rounds} rounds) | CPU µs per artifact | of which user | of which kernel | artifacts/s |`);
   console.log('|---|---:|---:|---:|---:|');
   for (const [name, list] of Object.entries(results)) {
     const pick = (field) => Math.round(median(list.map((figures) => figures[field])));
@@ -106,7 +138,7 @@ async function oneRound(storage, artifactKey, firstRun) {
 }
 
 function format(figures) {
-  return `${figures.cpu.toFixed(0)} µs CPU per file (user ${figures.user.toFixed(0)}, kernel ${figures.system.toFixed(0)}), ${figures.perSecond.toFixed(0)} files/s`;
+  return `${figures.cpu.toFixed(0)} µs CPU per artifact (user ${figures.user.toFixed(0)}, kernel ${figures.system.toFixed(0)}), ${figures.perSecond.toFixed(0)} artifacts/s`;
 }
 
 main().catch((error) => {

@@ -83,8 +83,7 @@ export class AgentSessionsService {
     const run = await this.openRun(token);
     const extension = recordingExtension(contentType);
     if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
-    const key = artifactKey(run.id, 'recording', extension);
-    await this.storage.put(key, body, contentType!);
+    const key = await this.storage.put(artifactKey(run.id, 'recording', extension), body, contentType!);
     await this.runs.recordRecording(run.id, key);
     return { stored: true };
   }

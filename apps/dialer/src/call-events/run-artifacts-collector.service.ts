@@ -15,7 +15,8 @@ export const AGENT_REPORT_GRACE_MS = 20_000;
  * complete. The transcript is what the agent runtime reported; the
  * recording is the runtime's upload, else the carrier's (fetched with the
  * carrier's credentials, so `recording_url` is always ours). Safe to repeat:
- * keys are fixed per run and the final update only applies once.
+ * the final update only applies once, and a repeat's copies are left
+ * unreferenced in their pack.
  */
 @Injectable()
 export class RunArtifactsCollector {
@@ -63,8 +64,8 @@ export class RunArtifactsCollector {
           return null;
         });
       if (recording) {
-        recordingKey = artifactKey(run.id, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
-        await this.storage.put(recordingKey, recording.body, recording.contentType);
+        const name = artifactKey(run.id, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
+        recordingKey = await this.storage.put(name, recording.body, recording.contentType);
         await this.runs.recordRecording(run.id, recordingKey);
       }
     }
@@ -79,13 +80,13 @@ export class RunArtifactsCollector {
       });
       if (turns.length === 0) turns = fallback.transcript;
       if (!run.recordingKey && !recordingKey && fallback.recording) {
-        recordingKey = artifactKey(run.id, 'recording', 'wav');
-        await this.storage.put(recordingKey, fallback.recording.body, fallback.recording.contentType);
+        const name = artifactKey(run.id, 'recording', 'wav');
+        recordingKey = await this.storage.put(name, fallback.recording.body, fallback.recording.contentType);
       }
     }
 
-    const transcriptKey = artifactKey(run.id, 'transcript', 'json');
-    await this.storage.put(transcriptKey, Buffer.from(JSON.stringify({ run_id: run.id, turns }, null, 2)), 'application/json');
+    const transcript = Buffer.from(JSON.stringify({ run_id: run.id, turns }, null, 2));
+    const transcriptKey = await this.storage.put(artifactKey(run.id, 'transcript', 'json'), transcript, 'application/json');
     await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
   }
 
