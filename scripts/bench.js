@@ -66,9 +66,9 @@
  *                       `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them
  *   BENCH_KEEP_DATA=1   keep the database, queue keys and artifacts afterwards, to look into them
  *   BENCH_ARTIFACTS_DIR the folder the run's artifacts folder is made in (default: the system's temporary
- *                       folder). Every call stores two files; on this machine's disk creating one cost from
- *                       30 µs to 1 ms of kernel CPU depending on the hour, which moves the dialer's figures more than
- *                       any change to it: a tmpfs (/dev/shm) takes that cost out to measure the service alone
+ *                       folder). Every call stores two artifacts, appended to pack files with one fdatasync a batch;
+ *                       a tmpfs (/dev/shm) takes the disk out entirely. (When each artifact was a file, creating one
+ *                       cost from 30 µs to 1 ms of kernel CPU on this machine's disk depending on the hour.)
  * The apps' own settings (DIALER_CONCURRENCY, DATABASE_POOL_SIZE, ...) pass through from the environment.
  * Other work on the machine skews every figure; the report ends with the load average before and after.
  */

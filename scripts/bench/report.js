@@ -59,14 +59,16 @@ function latencyStagesTable(rows, stages) {
  * Each figure with the history against the same figure measured just before
  * it was inserted, and whether any of the judged ones got worse by more than
  * `tolerance`. The Postgres figures after them are there to explain a change,
- * not judged.
+ * not judged. autocannon measures latency in whole milliseconds, so a latency
+ * counts as worse only when it also moved by more than that step (4 → 5 ms is
+ * one step, not 25 %).
  */
 function historyTable(rows, tolerance) {
   // Each figure, and whether more (+1) or less (−1) of it is worse; 0 for the explanatory ones.
   const figures = [
     { key: 'rps', title: 'req/s', worse: -1 },
-    { key: 'p50', title: 'p50 ms', worse: 1 },
-    { key: 'p99', title: 'p99 ms', worse: 1 },
+    { key: 'p50', title: 'p50 ms', worse: 1, resolution: 1 },
+    { key: 'p99', title: 'p99 ms', worse: 1, resolution: 1 },
     { key: 'cpuMicros', title: 'server CPU µs per request', worse: 1 },
     { key: 'postgresCpuMicros', title: 'Postgres CPU µs per request', worse: 0 },
     { key: 'walBytes', title: 'WAL bytes per request', worse: 0 },
@@ -76,13 +78,15 @@ function historyTable(rows, tolerance) {
   const change = (before, after) => (before > 0 ? `${after >= before ? '+' : '−'}${cell((Math.abs(after - before) / before) * 100)} %` : '–');
   const judged = figures.filter((f) => f.worse !== 0).map((f) => f.title);
   return [
-    `| with the history, against just before it | ${figures.map((f) => f.title).join(' | ')} | none of ${judged.join(', ')} worse by more than ${cell(tolerance * 100)} % |`,
+    `| with the history, against just before it | ${figures.map((f) => f.title).join(' | ')} | none of ${judged.join(', ')} worse by more than ${cell(tolerance * 100)} % (and latencies by more than 1 ms) |`,
     `|---|${figures.map(() => '---:').join('|')}|---|`,
     ...rows.map(({ name, before, after }) => {
       const cells = figures.map(
         ({ key, digits }) => `${cell(before[key], digits)} → ${cell(after[key], digits)} (${change(before[key], after[key])})`,
       );
-      const worse = figures.some(({ key, worse: sign }) => sign * (after[key] - before[key]) > tolerance * before[key]);
+      const worse = figures.some(
+        ({ key, worse: sign, resolution = 0 }) => sign * (after[key] - before[key]) > Math.max(tolerance * before[key], resolution),
+      );
       return `| ${name} | ${cells.join(' | ')} | ${worse ? 'no' : 'yes'} |`;
     }),
   ].join('\n');
