@@ -59,6 +59,7 @@ export class PackWriter {
   constructor(
     private readonly root: string,
     private readonly options: PackWriterOptions = DEFAULT_PACK_OPTIONS,
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
   /** Resolves with where `body` was stored, once it is written (and flushed, with `sync`). */
@@ -99,7 +100,7 @@ export class PackWriter {
   }
 
   private async packFor(bytes: number): Promise<OpenPack> {
-    const day = new Date().toISOString().slice(0, 10);
+    const day = this.now().toISOString().slice(0, 10);
     const current = this.current;
     if (current && current.day === day && (current.size === 0 || current.size + bytes <= this.options.packBytes)) return current;
     await this.retire();
@@ -125,7 +126,7 @@ export class PackWriter {
 }
 
 /** Writes every byte of `bodies` from `position`; `writev` may write fewer than asked. */
-async function writeAll(handle: FileHandle, bodies: Buffer[], position: number): Promise<void> {
+export async function writeAll(handle: Pick<FileHandle, 'writev'>, bodies: Buffer[], position: number): Promise<void> {
   let pending = bodies.filter((body) => body.length > 0);
   while (pending.length > 0) {
     const { bytesWritten } = await handle.writev(pending, position);
