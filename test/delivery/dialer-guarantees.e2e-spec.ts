@@ -105,6 +105,18 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
   });
 });
 
+/** An organization whose sandbox configuration allows one call at a time, and its published agent. */
+async function oneSlotAgent(apps: TestApps, talkMs: number) {
+  const org = await createOrganization(apps.dataSource);
+  const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+    settings: { ring_ms: 20, talk_ms: talkMs },
+    maxConcurrentCalls: 1,
+    callsPerSecond: 100,
+  });
+  const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+  return { org, config, workflow };
+}
+
 describe('a run whose dial job is duplicated', () => {
   let apps: TestApps;
 
@@ -115,13 +127,7 @@ describe('a run whose dial job is duplicated', () => {
   afterAll(() => apps.close());
 
   it("keeps the winning job's concurrency slot while its call is live when the other jobs lose the claim", async () => {
-    const org = await createOrganization(apps.dataSource);
-    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
-      settings: { ring_ms: 20, talk_ms: 3000 },
-      maxConcurrentCalls: 1,
-      callsPerSecond: 100,
-    });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const { org, config, workflow } = await oneSlotAgent(apps, 3000);
     const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
     expect(response.status).toBe(200);
     const runId: number = response.body.workflow_run_id;
@@ -157,13 +163,7 @@ describe('a dial job whose run moved on before a dialer took it', () => {
   afterAll(() => apps.close());
 
   it('places no call and keeps no slot for a canceled run or for copies of a finished run', async () => {
-    const org = await createOrganization(apps.dataSource);
-    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
-      settings: { ring_ms: 20, talk_ms: 50 },
-      maxConcurrentCalls: 1,
-      callsPerSecond: 100,
-    });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const { org, config, workflow } = await oneSlotAgent(apps, 50);
     const trigger = async () => {
       const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
       expect(response.status).toBe(200);
