@@ -81,9 +81,11 @@ describe('npm start (scripts/start-local.js)', () => {
       throw new Error(`${error.message}\nstart-local stderr:\n${stderr}`, { cause: error });
     });
     expect(appPids()).toHaveLength(2);
-    // Both apps run with the heap limit of scripts/app-node-flags.js (it keeps the old generation near the live heap).
+    // Both apps run with the heap flags of scripts/app-node-flags.js (the old generation's limit, the young one's size).
     for (const pid of appPids()) {
-      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--max-old-space-size=1024');
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toEqual(
+        expect.arrayContaining(['--max-old-space-size=1024', '--max-semi-space-size=32']),
+      );
     }
     const commands = stdout.split('\n').filter((line) => /^(curl |RUN_ID=)/.test(line));
     const [trigger, runIdLine, readRun, download] = commands;
