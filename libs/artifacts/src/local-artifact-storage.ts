@@ -4,7 +4,7 @@ import { extname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { OnApplicationShutdown } from '@nestjs/common';
 import { ArtifactStorage, StoredArtifact } from './artifact-storage';
-import { DEFAULT_PACK_OPTIONS, PackSlice, PackWriter, PackWriterOptions } from './pack-writer';
+import { DEFAULT_PACK_OPTIONS, PACKS_FOLDER, PackSlice, PackWriter, PackWriterOptions } from './pack-writer';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.wav': 'audio/wav',
@@ -13,7 +13,7 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /** `<pack>@<offset>+<length>/<name>`: a slice of a pack file, followed by the artifact's name. */
-const PACK_REFERENCE = /^(packs\/\d{4}-\d{2}-\d{2}\/[A-Za-z0-9-]+\.pack)@(\d+)\+(\d+)\/(.+)$/;
+const PACK_REFERENCE = new RegExp(`^(${PACKS_FOLDER}/\\d{4}-\\d{2}-\\d{2}/[A-Za-z0-9-]+\\.pack)@(\\d+)\\+(\\d+)/(.+)$`);
 
 /**
  * Stores artifacts under one directory, appended to pack files (PackWriter):
