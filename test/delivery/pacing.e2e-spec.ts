@@ -49,9 +49,14 @@ describe('calls_per_second across dialer replicas', () => {
     // Measured rate within 20% of the target, whatever the number of dialers.
     expect(rate).toBeGreaterThan(cps * 0.8);
     expect(rate).toBeLessThan(cps * 1.2);
-    // Smooth: no two dials much closer than the interval, no second with more than cps + 1.
+    // Smooth, not a burst at each second's start: the typical gap is the interval, and no second holds more than cps + 1.
+    // The ledger records a dial some milliseconds after its admission, unevenly when the machine is busy (one late dial
+    // then sits close to the next, on time), so one or two short gaps are jitter; bursts would make most gaps short.
+    const interval = 1000 / cps;
     const gaps = times.slice(1).map((time, index) => time - times[index]);
-    expect(Math.min(...gaps)).toBeGreaterThan((1000 / cps) * 0.4);
+    const sortedGaps = [...gaps].sort((a, b) => a - b);
+    expect(sortedGaps[Math.floor(sortedGaps.length / 2)]).toBeGreaterThan(interval * 0.8);
+    expect(gaps.filter((gap) => gap < interval * 0.4).length).toBeLessThanOrEqual(2);
     for (const start of times) {
       expect(times.filter((time) => time >= start && time < start + 1000).length).toBeLessThanOrEqual(cps + 1);
     }
