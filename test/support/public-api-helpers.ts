@@ -5,6 +5,8 @@ import { ApiClient, ApiResponse, RequestOptions } from './api-client';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, SeededWorkflow, TestOrganization } from './fixtures';
 import { waitFor } from './wait-for';
 
+export { seededRandom } from './seeded-random';
+
 /** Keys an error body may carry: the four of the contract, plus `details` on validation errors. */
 const ERROR_BODY_KEYS = ['statusCode', 'code', 'message', 'request_id', 'details'];
 
@@ -120,18 +122,6 @@ export async function seedCallableOrganization(
   const config = await seedSandboxConfiguration(dataSource, org.organizationId, options.settings ? { settings: options.settings } : {});
   const workflow = await seedWorkflow(dataSource, org.organizationId, { published: options.graph ?? ((uuid) => agentGraph(uuid)) });
   return { org, workflow, config };
-}
-
-/** A small seeded PRNG (mulberry32), so a fuzz failure replays exactly. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** The two parts of a download URL's signed token: `/api/v1/downloads/<payload>/<signature>`. */
