@@ -8,7 +8,8 @@
  *
  * Scenarios, in the order they run (names for BENCH_ONLY):
  *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon);
- *   trigger             POST /api/v1/public/agent/{uuid}, ~1 KiB initial_context (autocannon);
+ *   trigger             POST /api/v1/public/agent/{uuid}, ~1 KiB initial_context and a phone number of its own on
+ *                       every request, as a campaign dials each number once (autocannon);
  *   trigger-alone       the same with the dialer stopped, so the gateway has the machine to itself as it
  *                       would beside dialers on other hosts; the dialer restarts afterwards and dials the runs;
  *   trigger-idempotent  the same with a fresh Idempotency-Key on every request;
@@ -76,7 +77,7 @@
 
 const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
-const { seed, recentRunIds, triggerBody } = require('./bench/api-client');
+const { seed, recentRunIds, triggerBodies } = require('./bench/api-client');
 const { dialerThroughput } = require('./bench/dialer-throughput');
 const { insertHistory, sampledRunIds } = require('./bench/history');
 const { sendAmount, throughputRounds } = require('./bench/load');
@@ -142,11 +143,14 @@ async function main() {
   const { uuid, workflowId } = await seed(stack.base, stack.key);
   await stack.startDialers(1, 'alongside the HTTP scenarios');
 
+  // Each request a number of its own (autocannon and fixedRate call setupRequest before every request).
+  const nextBody = triggerBodies();
   const trigger = {
     url: `${stack.base}/api/v1/public/agent/${uuid}`,
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': stack.key },
-    body: triggerBody(),
+    body: nextBody(),
+    setupRequest: (request) => ({ ...request, body: nextBody() }),
   };
   const getRun = (ids) => {
     let next = 0;
@@ -190,7 +194,10 @@ async function main() {
     let sequence = 0;
     const idempotent = () => ({
       ...trigger,
-      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } }),
+      setupRequest: (request) => {
+        const next = trigger.setupRequest(request);
+        return { ...next, headers: { ...next.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } };
+      },
     });
     report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness));
   }

@@ -61,8 +61,22 @@ function realisticContext() {
   return context;
 }
 
-function triggerBody() {
-  return JSON.stringify({ phone_number: '+14155550100', initial_context: realisticContext() });
+/**
+ * Trigger bodies for a campaign, which dials each number once: every call
+ * of the answered function gives the next number (+1 415 and seven digits;
+ * the last four from 1000 up, clear of the sandbox's outcome numbers), so
+ * the gateway parses each one afresh, as in production (its normalisation
+ * remembers only the last 2,048). Every body has the same ~1 KiB context
+ * and the same length.
+ */
+function triggerBodies() {
+  const context = JSON.stringify(realisticContext());
+  let next = 0;
+  return () => {
+    const index = next++ % 9_000_000;
+    const number = `+1415${String(Math.floor(index / 9000)).padStart(3, '0')}${1000 + (index % 9000)}`;
+    return `{"phone_number":"${number}","initial_context":${context}}`;
+  };
 }
 
 function apiCaller(base, key) {
@@ -78,4 +92,4 @@ function apiCaller(base, key) {
   };
 }
 
-module.exports = { seed, recentRunIds, realisticContext, triggerBody };
+module.exports = { seed, recentRunIds, realisticContext, triggerBodies };

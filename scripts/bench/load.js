@@ -22,7 +22,7 @@ async function throughputRounds(name, options, { rounds, seconds, connections, l
   for (let round = 0; round < rounds; round++) {
     const cpuFrom = pid ? cpuSeconds(pid) : NaN;
     const measured = measure ? await measure() : null;
-    const result = await autocannon({ ...options(), connections, duration: seconds });
+    const result = await autocannon(perRequest({ ...options(), connections, duration: seconds }));
     const answered = result.requests.total;
     results.push({
       rps: result.requests.average,
@@ -52,9 +52,20 @@ function roundLine(figures) {
   return parts.join(', ');
 }
 
+/**
+ * autocannon calls a `setupRequest` given among its options once, for the
+ * first request, and sends that request over and over; given as a request's
+ * own (`requests: [{ setupRequest }]`) it is called before every request,
+ * the options still giving the method, headers and body it starts from.
+ */
+function perRequest(options) {
+  const { setupRequest, ...rest } = options;
+  return setupRequest ? { ...rest, requests: [{ setupRequest }] } : options;
+}
+
 /** Sends exactly `amount` requests as fast as the server takes them; answers how many failed. */
 async function sendAmount(options, amount, connections) {
-  const result = await autocannon({ ...options, connections, amount });
+  const result = await autocannon(perRequest({ ...options, connections, amount }));
   return { sent: result.requests.sent, failed: result.errors + result.timeouts + result.non2xx };
 }
 
@@ -67,10 +78,17 @@ async function sendAmount(options, amount, connections) {
  * it was answered (wall clock, comparable with Postgres' now()), its status
  * and the `workflow_run_id` it carried.
  */
-async function fixedRate({ url, method = 'POST', headers = {}, body = '', rate, seconds, connections }) {
+async function fixedRate({ url, method = 'POST', headers = {}, body = '', setupRequest, rate, seconds, connections }) {
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const payload = Buffer.from(body);
+  const fixed = { headers, payload: Buffer.from(body) };
+  // As autocannon does with a request's own `setupRequest`: called before each request, its answer's headers and body sent.
+  const requestOf = setupRequest
+    ? () => {
+        const next = setupRequest({ method, headers, body });
+        return { headers: next.headers, payload: Buffer.from(next.body) };
+      }
+    : () => fixed;
   const intervalMs = 1000 / rate;
   const total = Math.max(1, Math.round(rate * seconds));
   const maxPending = connections + Math.ceil(rate);
@@ -80,6 +98,7 @@ async function fixedRate({ url, method = 'POST', headers = {}, body = '', rate, 
 
   const send = (dueAt) =>
     new Promise((resolve) => {
+      const { headers: sentHeaders, payload } = requestOf();
       let settled = false;
       const settle = (status, responseBody) => {
         if (settled) return;
@@ -101,7 +120,7 @@ async function fixedRate({ url, method = 'POST', headers = {}, body = '', rate, 
           port: target.port,
           path: `${target.pathname}${target.search}`,
           method,
-          headers: { ...headers, 'content-length': payload.length },
+          headers: { ...sentHeaders, 'content-length': payload.length },
           agent,
           timeout: 60000,
         },
