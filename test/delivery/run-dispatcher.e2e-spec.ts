@@ -1,6 +1,7 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { agentGraph, createOrganization, runsWhenComplete, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { createIsolatedResources, IsolatedResources } from '../support/isolated-resources';
+import { storedRunIds } from '../support/stored-run-ids';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 /** The safety net under the gateway's enqueue: a stored run without a dial job is found and dialed once. */
@@ -31,7 +32,8 @@ describe('run dispatcher', () => {
       [org.organizationId],
     );
     const stored = Date.now();
-    const runIds = await store.insertQueued(
+    const runIds = storedRunIds(
+      await store.insertQueued(
       Array.from({ length: 5 }, (_, index) => ({
         organizationId: org.organizationId,
         workflowId: workflow.workflowId,
@@ -43,6 +45,7 @@ describe('run dispatcher', () => {
         phoneNumber: `+1415555020${index}`,
         initialContext: {},
       })),
+      ),
     );
     const runs = await runsWhenComplete(apps.dataSource, runIds, 15_000);
     expect(runs.map((run) => run.status)).toEqual(runIds.map(() => 'completed'));

@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { storedRunIds } from '../../../test/support/stored-run-ids';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
-import { WorkflowRunStore } from './workflow-run.store';
+import { NewRun, WorkflowRunStore } from './workflow-run.store';
 
 /** Against this test run's Postgres: the grouped writes stay conditional per run. */
 describe('WorkflowRunStore grouped writes', () => {
   let dataSource: DataSource;
   let store: WorkflowRunStore;
+  const ORG = 900_001;
+  const BODY = 'a'.repeat(64);
+  const OTHER_BODY = 'b'.repeat(64);
+  const runCount = async (): Promise<number> =>
+    Number((await dataSource.query('SELECT count(*) AS n FROM workflow_runs WHERE organization_id IN ($1, $2)', [ORG, ORG + 1]))[0].n);
 
   beforeAll(async () => {
     dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 4 });
@@ -16,48 +22,43 @@ describe('WorkflowRunStore grouped writes', () => {
   });
   afterAll(() => dataSource?.destroy());
 
-  const queuedRuns = (count: number) =>
-    store.insertQueued(
-      Array.from({ length: count }, () => ({
-        organizationId: 1,
-        workflowId: 1,
-        environment: 'test' as const,
-        triggerUuid: randomUUID(),
-        apiKeyId: 1,
-        telephonyConfigurationId: 1,
-        provider: 'sandbox',
-        phoneNumber: '+14155550100',
-        initialContext: {},
-      })),
+  const newRun = (index: number, overrides: Partial<NewRun> = {}): NewRun => ({
+    organizationId: ORG,
+    workflowId: 1,
+    environment: index % 2 ? 'test' : 'production',
+    triggerUuid: randomUUID(),
+    apiKeyId: 1,
+    telephonyConfigurationId: 1,
+    provider: 'sandbox',
+    phoneNumber: `+1415555${String(index).padStart(4, '0')}`,
+    initialContext: { index, quote: 'say "hi", \\ then {stop}', nested: { list: [index, null, 'ü'] } },
+    ...overrides,
+  });
+  /** Runs without keys, which are always stored. */
+  const queuedRuns = async (count: number): Promise<number[]> =>
+    storedRunIds(await store.insertQueued(Array.from({ length: count }, (_, index) => newRun(index))));
+  const keyRows = async (keys: string[]): Promise<Map<string, { request_hash: string; run_id: number | null }>> => {
+    const rows: Array<{ key: string; request_hash: string; run_id: number | null }> = await dataSource.query(
+      'SELECT key, request_hash, run_id FROM idempotency_keys WHERE organization_id = $1 AND key = ANY($2::text[])',
+      [ORG, keys],
     );
+    return new Map(rows.map(({ key, ...row }) => [key, row]));
+  };
 
-  it('stores a batch of runs each with its own values, answers their ids in the order given and points each idempotency key at its run', async () => {
+  it('stores a batch of runs each with its own values, answers their ids in the order given and claims each idempotency key for its run', async () => {
     const keys = [`k-${randomUUID()}`, `k-${randomUUID()}`];
-    await dataSource.query(
-      `INSERT INTO idempotency_keys (organization_id, key, request_hash, locked_until, expires_at)
-       SELECT 1, unnest($1::text[]), repeat('0', 64), now() + interval '1 minute', now() + interval '1 day'`,
-      [keys],
+    const runs = Array.from({ length: 60 }, (_, index) =>
+      newRun(index, { idempotency: index === 7 ? { key: keys[0], requestHash: BODY } : index === 41 ? { key: keys[1], requestHash: OTHER_BODY } : null }),
     );
-    const runs = Array.from({ length: 60 }, (_, index) => ({
-      organizationId: 1,
-      workflowId: 1,
-      environment: (index % 2 ? 'test' : 'production') as 'test' | 'production',
-      triggerUuid: randomUUID(),
-      apiKeyId: 1,
-      telephonyConfigurationId: 1,
-      provider: 'sandbox',
-      phoneNumber: `+1415555${String(index).padStart(4, '0')}`,
-      initialContext: { index, quote: 'say "hi", \\ then {stop}', nested: { list: [index, null, 'ü'] } },
-      idempotencyKey: index === 7 ? keys[0] : index === 41 ? keys[1] : undefined,
-    }));
 
     const ids = await store.insertQueued(runs);
 
     expect(ids).toHaveLength(60);
+    expect(ids.every((id) => typeof id === 'number')).toBe(true);
     expect(new Set(ids).size).toBe(60);
-    const stored = new Map((await store.findManyById(ids)).map((run) => [run.id, run]));
+    const stored = new Map((await store.findManyById(ids as number[])).map((run) => [run.id, run]));
     ids.forEach((id, index) => {
-      expect(stored.get(id)).toMatchObject({
+      expect(stored.get(id!)).toMatchObject({
         name: `WR-API-${id}`,
         status: 'queued',
         environment: runs[index].environment,
@@ -66,16 +67,137 @@ describe('WorkflowRunStore grouped writes', () => {
         initialContext: runs[index].initialContext,
       });
     });
-    const keyed: Array<{ key: string; run_id: number }> = await dataSource.query(
-      'SELECT key, run_id FROM idempotency_keys WHERE organization_id = 1 AND key = ANY($1::text[]) ORDER BY key',
-      [keys],
-    );
-    expect(new Map(keyed.map((row) => [row.key, row.run_id]))).toEqual(
+    expect(await keyRows(keys)).toEqual(
       new Map([
-        [keys[0], ids[7]],
-        [keys[1], ids[41]],
+        [keys[0], { request_hash: BODY, run_id: ids[7] }],
+        [keys[1], { request_hash: OTHER_BODY, run_id: ids[41] }],
       ]),
     );
+  });
+
+  it('claims keys and stores runs in one statement', async () => {
+    const pool = (dataSource.driver as unknown as { master: { query: (...args: unknown[]) => unknown } }).master;
+    const query = jest.spyOn(pool, 'query');
+    try {
+      await store.insertQueued(Array.from({ length: 30 }, (_, index) => newRun(index, { idempotency: { key: `k-${randomUUID()}`, requestHash: BODY } })));
+      expect(query).toHaveBeenCalledTimes(1);
+    } finally {
+      query.mockRestore();
+    }
+  });
+
+  it('stores nothing for a run whose key is held: by a finished request, or with another body by a dead one', async () => {
+    const [finished, deadOther, fresh] = [`k-${randomUUID()}`, `k-${randomUUID()}`, `k-${randomUUID()}`];
+    await dataSource.query(
+      `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at) VALUES
+         ($1, $2, $4, 4242, now(), now() + interval '1 day'),
+         ($1, $3, $5, NULL, now() - interval '1 second', now() + interval '1 day')`,
+      [ORG, finished, deadOther, BODY, OTHER_BODY],
+    );
+    const before = await runCount();
+
+    const ids = await store.insertQueued([
+      newRun(1, { idempotency: { key: finished, requestHash: BODY } }),
+      newRun(2, { idempotency: { key: deadOther, requestHash: BODY } }),
+      newRun(3, { idempotency: { key: fresh, requestHash: BODY } }),
+      newRun(4),
+    ]);
+
+    expect(ids.slice(0, 2)).toEqual([null, null]);
+    expect(typeof ids[2]).toBe('number');
+    expect(typeof ids[3]).toBe('number');
+    expect(await runCount()).toBe(before + 2);
+    const rows = await keyRows([finished, deadOther, fresh]);
+    expect(rows.get(finished)).toEqual({ request_hash: BODY, run_id: 4242 });
+    expect(rows.get(deadOther)).toEqual({ request_hash: OTHER_BODY, run_id: null });
+    expect(rows.get(fresh)).toEqual({ request_hash: BODY, run_id: ids[2] });
+  });
+
+  it('takes over an expired key and one whose first request died holding it with the same body', async () => {
+    const [expired, dead] = [`k-${randomUUID()}`, `k-${randomUUID()}`];
+    await dataSource.query(
+      `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at) VALUES
+         ($1, $2, $4, 4343, now() - interval '2 days', now() - interval '1 day'),
+         ($1, $3, $5, NULL, now() - interval '1 second', now() + interval '1 day')`,
+      [ORG, expired, dead, OTHER_BODY, BODY],
+    );
+
+    const ids = await store.insertQueued([
+      newRun(1, { idempotency: { key: expired, requestHash: BODY } }),
+      newRun(2, { idempotency: { key: dead, requestHash: BODY } }),
+    ]);
+
+    expect(ids.every((id) => typeof id === 'number')).toBe(true);
+    expect(await keyRows([expired, dead])).toEqual(
+      new Map([
+        [expired, { request_hash: BODY, run_id: ids[0] }],
+        [dead, { request_hash: BODY, run_id: ids[1] }],
+      ]),
+    );
+  });
+
+  it('does not store a key in flight that has not died yet', async () => {
+    const inFlight = `k-${randomUUID()}`;
+    await dataSource.query(
+      `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at)
+       VALUES ($1, $2, $3, NULL, now() + interval '30 seconds', now() + interval '1 day')`,
+      [ORG, inFlight, BODY],
+    );
+    expect(await store.insertQueued([newRun(1, { idempotency: { key: inFlight, requestHash: BODY } })])).toEqual([null]);
+  });
+
+  it('stores a key that comes twice in one group once, for its first run, and keeps one key of two organizations apart', async () => {
+    const key = `k-${randomUUID()}`;
+    const before = await runCount();
+
+    const ids = await store.insertQueued([
+      newRun(1, { idempotency: { key, requestHash: BODY } }),
+      newRun(2, { idempotency: { key, requestHash: OTHER_BODY } }),
+      newRun(3, { organizationId: ORG + 1, idempotency: { key, requestHash: OTHER_BODY } }),
+      newRun(4, { idempotency: { key, requestHash: BODY } }),
+    ]);
+
+    expect(ids[1]).toBeNull();
+    expect(ids[3]).toBeNull();
+    expect(await runCount()).toBe(before + 2);
+    expect(await keyRows([key])).toEqual(new Map([[key, { request_hash: BODY, run_id: ids[0] }]]));
+    const [other] = await dataSource.query('SELECT run_id FROM idempotency_keys WHERE organization_id = $1 AND key = $2', [ORG + 1, key]);
+    expect(other.run_id).toBe(ids[2]);
+  });
+
+  it('lets exactly one of two groups racing with the same keys in opposite orders store each run, without a deadlock', async () => {
+    // Sorted as listed. A third request holds the middle key while both groups start, so each has taken the keys
+    // before it when the middle one is freed: taken in the order given, they would then wait on each other.
+    const prefix = `k-${randomUUID()}`;
+    const keys = Array.from({ length: 20 }, (_, index) => `${prefix}-${String(index).padStart(2, '0')}`);
+    const group = (order: string[]) => order.map((key, index) => newRun(index, { idempotency: { key, requestHash: BODY } }));
+    const holder = dataSource.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    let forward: Array<number | null>;
+    let backward: Array<number | null>;
+    try {
+      await holder.query(
+        `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at)
+         VALUES ($1, $2, $3, NULL, now(), now() - interval '1 second')`,
+        [ORG, keys[10], BODY],
+      );
+      const racing = Promise.all([store.insertQueued(group(keys)), store.insertQueued(group([...keys].reverse()))]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await holder.rollbackTransaction();
+      [forward, backward] = await racing;
+    } finally {
+      await holder.release();
+    }
+
+    const stored = await keyRows(keys);
+    keys.forEach((key, index) => {
+      const mine = forward[index];
+      const theirs = backward[keys.length - 1 - index];
+      // One of the two stored the key's run, and the key points at it.
+      expect([mine, theirs].filter((id) => id !== null)).toHaveLength(1);
+      expect(stored.get(key)!.run_id).toBe(mine ?? theirs);
+    });
   });
 
   it('records each run its own call id and never replaces one a run already has', async () => {

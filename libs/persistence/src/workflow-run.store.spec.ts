@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { testRunResources } from '../../../test/support/test-run-id';
+import { storedRunIds } from '../../../test/support/stored-run-ids';
 import { createDataSource } from './create-data-source';
 import { AGENT_DATA_LIMITS, NewRun, WorkflowRunStore } from './workflow-run.store';
 
@@ -30,7 +31,7 @@ describe('WorkflowRunStore durations and transitions', () => {
 
   /** A run answered, then hung up `talkSeconds` later, as the carrier's events move it. */
   async function endedCall(talkSeconds: number): Promise<number> {
-    const [runId] = await store.insertQueued([queuedRun()]);
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
     const answeredAt = new Date(Date.now() - talkSeconds * 1000);
     await store.transition(runId, 'dialing', 'dialer.dialing');
     await store.transition(runId, 'in_progress', 'carrier.answered', { answeredAt });
@@ -95,7 +96,7 @@ describe('WorkflowRunStore durations and transitions', () => {
   });
 
   it('leaves a run that did not complete alone', async () => {
-    const [runId] = await store.insertQueued([queuedRun()]);
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
     await store.transition(runId, 'failed', 'carrier.failed', { endedAt: new Date() });
 
     await store.fillDuration(runId, 60);
@@ -105,7 +106,7 @@ describe('WorkflowRunStore durations and transitions', () => {
   });
 
   it("keeps an agent runtime's reports up to the run's limits, and says why it stored nothing", async () => {
-    const [runId] = await store.insertQueued([queuedRun()]);
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
     const turn = { speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 1 };
     const turns = (count: number) => Array.from({ length: count }, () => turn);
 
@@ -120,7 +121,7 @@ describe('WorkflowRunStore durations and transitions', () => {
   });
 
   it("notes the agent's session only on a run that has not ended, and says whether it did", async () => {
-    const [ringing, ended] = await store.insertQueued([queuedRun(), queuedRun()]);
+    const [ringing, ended] = storedRunIds(await store.insertQueued([queuedRun(), queuedRun()]));
     for (const runId of [ringing, ended]) {
       await store.transition(runId, 'dialing', 'dialer.dialing');
       await store.transition(runId, 'ringing', 'carrier.ringing');
@@ -135,7 +136,7 @@ describe('WorkflowRunStore durations and transitions', () => {
 
   it('moves a run only from the statuses `from` names, and never from one its target does not allow', async () => {
     const statusOf = async (runId: number) => (await store.findById(runId))?.status;
-    const [queued, dialing, ringing] = await store.insertQueued([queuedRun(), queuedRun(), queuedRun()]);
+    const [queued, dialing, ringing] = storedRunIds(await store.insertQueued([queuedRun(), queuedRun(), queuedRun()]));
     await store.transition(dialing, 'dialing', 'dialer.dialing');
     await store.transition(ringing, 'dialing', 'dialer.dialing');
     await store.transition(ringing, 'ringing', 'carrier.ringing');

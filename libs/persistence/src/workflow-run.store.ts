@@ -15,8 +15,17 @@ export interface NewRun {
   provider: string;
   phoneNumber: string;
   initialContext: Record<string, unknown>;
-  /** The caller's Idempotency-Key, already claimed: it is given the run id in the same statement that stores the run. */
-  idempotencyKey?: string | null;
+  /**
+   * The caller's Idempotency-Key and its request's fingerprint: the run is
+   * stored only if the key is claimed for it, in the same statement.
+   */
+  idempotency?: RunIdempotency | null;
+}
+
+export interface RunIdempotency {
+  key: string;
+  /** SHA-256 (hex) of the request the key came with. */
+  requestHash: string;
 }
 
 /** A status move that happened; `null` from `transition` means the run was not in a status it may move from. */
@@ -107,37 +116,59 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
 /** What one run keeps of its agent runtime's reports: transcript turns, and bytes of transcript and gathered context. */
 export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024 };
 
+/** How long an Idempotency-Key is kept (as Stripe does); then a repeat starts afresh. */
+const IDEMPOTENCY_RETENTION = '24 hours';
+
 /**
  * `insertQueued`'s statement. The run's name carries its own id, so ids are
- * drawn before the insert; the answer is read from those drawn ids, which the
+ * drawn before the insert; the answer is read from the runs stored, which the
  * insert (a part of the same statement, run to its end or failing it whole)
  * stored every one of. The contexts come as one JSON array (element n for
  * input row n): as a `jsonb[]` each ~1 KiB context was escaped into an array
  * literal by the driver, character by character, and unescaped again by Postgres.
+ *
+ * A run that comes with an Idempotency-Key is stored only if its key is
+ * claimed for it here (`claimed`): a new key, an expired one, or one whose
+ * first request died holding it with the same body (a claim without a run,
+ * as a gateway claiming before storing left it). The key then points at the
+ * run from the start, so key and run are committed together or not at all,
+ * and there is never a key in flight to answer 409 for. Keys are claimed in
+ * key order, so two statements claiming the same keys lock them in the same
+ * order and cannot deadlock. A key taken by another request (Postgres waits
+ * for that request's statement to end before it decides) stores nothing.
  */
 const INSERT_QUEUED_RUNS = `
   WITH numbered AS MATERIALIZED (
     SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.*, context.initial_context
       FROM unnest($1::integer[], $2::integer[], $3::text[], $4::uuid[], $5::integer[], $6::integer[], $7::text[],
-                  $8::text[], $10::text[])
+                  $8::text[], $10::text[], $11::text[])
            WITH ORDINALITY AS input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                                     telephony_configuration_id, provider, phone_number, idempotency_key, ord)
+                                     telephony_configuration_id, provider, phone_number, idempotency_key, request_hash, ord)
       JOIN jsonb_array_elements($9::jsonb) WITH ORDINALITY AS context (initial_context, ord) ON context.ord = input.ord
-  ), keyed AS (
-    UPDATE idempotency_keys SET run_id = numbered.id
+  ), claimed AS (
+    INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at)
+    SELECT organization_id, idempotency_key, request_hash, id, now(), now() + interval '${IDEMPOTENCY_RETENTION}'
       FROM numbered
-     WHERE numbered.idempotency_key IS NOT NULL
-       AND idempotency_keys.organization_id = numbered.organization_id
-       AND idempotency_keys.key = numbered.idempotency_key
+     WHERE idempotency_key IS NOT NULL
+     ORDER BY organization_id, idempotency_key
+    ON CONFLICT (organization_id, key) DO UPDATE
+       SET request_hash = EXCLUDED.request_hash, run_id = EXCLUDED.run_id, created_at = now(),
+           locked_until = EXCLUDED.locked_until, expires_at = EXCLUDED.expires_at
+     WHERE idempotency_keys.expires_at < now()
+        OR (idempotency_keys.run_id IS NULL AND idempotency_keys.locked_until < now()
+            AND idempotency_keys.request_hash = EXCLUDED.request_hash)
+    RETURNING run_id
+  ), stored AS MATERIALIZED (
+    SELECT * FROM numbered WHERE idempotency_key IS NULL OR id IN (SELECT run_id FROM claimed)
   ), inserted AS (
     INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
                                telephony_configuration_id, provider, phone_number, initial_context, logs)
     SELECT id, 'WR-API-' || id, 'queued', organization_id, workflow_id, environment, trigger_uuid, api_key_id,
            telephony_configuration_id, provider, phone_number, initial_context,
            jsonb_build_object('events', jsonb_build_array(jsonb_build_object('at', now(), 'event', 'run.queued', 'status', 'queued')))
-      FROM numbered
+      FROM stored
   )
-  SELECT id, ord FROM numbered`;
+  SELECT id, ord FROM stored`;
 
 @Injectable()
 export class WorkflowRunStore {
@@ -145,31 +176,35 @@ export class WorkflowRunStore {
 
   /**
    * Stores queued runs in one statement (the gateway groups concurrent
-   * triggers into it) and answers their ids in input order. A run's claimed
-   * Idempotency-Key is given its run id in that same statement, so the key
-   * and the run are committed together or not at all.
+   * triggers into it) and answers their ids in input order. A run that comes
+   * with an Idempotency-Key is stored only if the statement claims the key
+   * for it; where the key is held (by an earlier request, or by one before it
+   * in this group) the answer is null and nothing is stored for that run.
    */
-  async insertQueued(runs: NewRun[], manager: EntityManager = this.dataSource.manager): Promise<number[]> {
-    if (runs.length === 0) return [];
+  async insertQueued(runs: NewRun[], manager: EntityManager = this.dataSource.manager): Promise<Array<number | null>> {
+    const ids = new Array<number | null>(runs.length).fill(null);
+    const positions = sentPositions(runs);
+    const sent = positions.map((position) => runs[position]);
+    if (sent.length === 0) return ids;
     // One statement text whatever the number of runs (one array per column), so Postgres reads and plans the
     // same short statement each time instead of a VALUES list of ten parameters a run.
     const values = [
-      runs.map((run) => run.organizationId),
-      runs.map((run) => run.workflowId),
-      runs.map((run) => run.environment),
-      runs.map((run) => run.triggerUuid),
-      runs.map((run) => run.apiKeyId),
-      runs.map((run) => run.telephonyConfigurationId),
-      runs.map((run) => run.provider),
-      runs.map((run) => run.phoneNumber),
-      JSON.stringify(runs.map((run) => run.initialContext)),
-      runs.map((run) => run.idempotencyKey ?? null),
+      sent.map((run) => run.organizationId),
+      sent.map((run) => run.workflowId),
+      sent.map((run) => run.environment),
+      sent.map((run) => run.triggerUuid),
+      sent.map((run) => run.apiKeyId),
+      sent.map((run) => run.telephonyConfigurationId),
+      sent.map((run) => run.provider),
+      sent.map((run) => run.phoneNumber),
+      JSON.stringify(sent.map((run) => run.initialContext)),
+      sent.map((run) => run.idempotency?.key ?? null),
+      sent.map((run) => run.idempotency?.requestHash ?? null),
     ];
     // Inside a caller's transaction the statement goes through its manager (its connection); alone, prepared.
     const rows: Array<{ id: number; ord: string }> =
       manager === this.dataSource.manager ? await preparedQuery(this.dataSource, INSERT_QUEUED_RUNS, values) : await manager.query(INSERT_QUEUED_RUNS, values);
-    const ids: number[] = new Array<number>(runs.length);
-    for (const row of rows) ids[Number(row.ord) - 1] = row.id;
+    for (const row of rows) ids[positions[Number(row.ord) - 1]] = row.id;
     return ids;
   }
 
@@ -466,4 +501,25 @@ export class WorkflowRunStore {
       [runId, JSON.stringify(data)],
     );
   }
+}
+
+/**
+ * Where in `runs` the runs sent to Postgres are: all but a key's later runs
+ * in the group, since Postgres refuses a statement that would claim one key
+ * twice. Those are left out, as if their key were held, which it is by the
+ * time they are told.
+ */
+function sentPositions(runs: NewRun[]): number[] {
+  const positions: number[] = [];
+  const keys = new Set<string>();
+  runs.forEach((run, position) => {
+    if (run.idempotency) {
+      // Keys are visible ASCII: a space cannot be part of one.
+      const key = `${run.organizationId} ${run.idempotency.key}`;
+      if (keys.has(key)) return;
+      keys.add(key);
+    }
+    positions.push(position);
+  });
+  return positions;
 }

@@ -14,7 +14,7 @@ const IDEMPOTENCY_HEADER = {
   required: false,
   description:
     'Makes retries safe: a repeat with the same key and body within 24 h answers the first run again ' +
-    '(Idempotent-Replayed: true); the same key with another body is 422, a repeat while the first is in flight 409.',
+    '(Idempotent-Replayed: true), also when it races the first; the same key with another body is 422.',
 };
 
 /** The two call-initiation URLs of an API trigger: published agent, and latest draft. */

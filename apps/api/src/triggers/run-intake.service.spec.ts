@@ -17,7 +17,7 @@ function newRun(phoneNumber: string): NewRun {
   };
 }
 
-function intakeWith(insertQueued: (runs: NewRun[]) => Promise<number[]>, enqueue: (jobs: PlaceCallJob[]) => Promise<void>) {
+function intakeWith(insertQueued: (runs: NewRun[]) => Promise<Array<number | null>>, enqueue: (jobs: PlaceCallJob[]) => Promise<void>) {
   const store = { insertQueued: jest.fn(insertQueued) };
   const queue = { enqueuePlaceCall: jest.fn(enqueue) };
   const config = { databasePoolSize: 10, enqueueTimeoutMs: 100 } as AppConfig;
@@ -38,6 +38,15 @@ describe('RunIntake', () => {
     expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(1);
     const route = { telephonyConfigurationId: 2, workflowId: 3, environment: 'production', triggerUuid: newRun('+1').triggerUuid };
     expect(queue.enqueuePlaceCall.mock.calls[0][0]).toEqual(ids.map((runId) => ({ runId, organizationId: 7, route })));
+  });
+
+  it('answers null and enqueues nothing for a run the store left out because its Idempotency-Key is held', async () => {
+    const { intake, queue } = intakeWith(async (runs) => runs.map((run) => (run.idempotency ? null : nextId++)), async () => undefined);
+    const held = { ...newRun('+2'), idempotency: { key: 'taken', requestHash: 'a'.repeat(64) } };
+    const ids = await Promise.all([intake.accept(newRun('+1')), intake.accept(held)]);
+    expect(ids[1]).toBeNull();
+    expect(typeof ids[0]).toBe('number');
+    expect(queue.enqueuePlaceCall.mock.calls.flatMap((call) => call[0].map((job) => job.runId))).toEqual([ids[0]]);
   });
 
   it('stores the others when the database refuses one run of the group, and fails only that one', async () => {

@@ -8,7 +8,8 @@ const MAX_BATCH = 200;
 
 /**
  * Stores accepted runs and enqueues their dial jobs, grouping concurrent
- * triggers into one INSERT and one `addBulk` each. The run row is the
+ * triggers into one INSERT (which also claims their Idempotency-Keys) and
+ * one `addBulk` each. The run row is the
  * promise: once it is committed the call will be placed, so the enqueue is
  * bounded by ENQUEUE_TIMEOUT_MS and, when Redis is slow or away, left to the
  * dialer's dispatcher instead of holding the answer.
@@ -16,7 +17,7 @@ const MAX_BATCH = 200;
 @Injectable()
 export class RunIntake {
   private readonly logger = new Logger(RunIntake.name);
-  private readonly batcher: Batcher<NewRun, number>;
+  private readonly batcher: Batcher<NewRun, number | null>;
 
   constructor(
     private readonly runs: WorkflowRunStore,
@@ -30,19 +31,23 @@ export class RunIntake {
     });
   }
 
-  /** Resolves with the run id once the run is committed (and its job enqueued, or left to the dispatcher). */
-  accept(run: NewRun): Promise<number> {
+  /**
+   * Resolves with the run id once the run is committed (and its job
+   * enqueued, or left to the dispatcher); with null, storing nothing, when
+   * the run's Idempotency-Key is held by another request.
+   */
+  accept(run: NewRun): Promise<number | null> {
     return this.batcher.submit(run);
   }
 
-  private async storeAndEnqueue(batch: NewRun[]): Promise<Array<number | Error>> {
+  private async storeAndEnqueue(batch: NewRun[]): Promise<Array<number | null | Error>> {
     const ids = await this.store(batch);
     const jobs = ids.flatMap((id, index) => (typeof id === 'number' ? [placeCallJobOf(id, batch[index])] : []));
     await this.enqueue(jobs);
     return ids;
   }
 
-  private async store(batch: NewRun[]): Promise<Array<number | Error>> {
+  private async store(batch: NewRun[]): Promise<Array<number | null | Error>> {
     try {
       return await this.runs.insertQueued(batch);
     } catch (error) {

@@ -7,6 +7,9 @@ import { RunIntake } from './run-intake.service';
 import { TriggerCallDto, TriggerCallResponseDto } from './trigger-call.dto';
 import { TriggerLookups } from './trigger-lookups.service';
 
+/** A key seen held, then found empty, this many times in a row is answered 409 rather than tried forever. */
+const MAX_CLAIM_ATTEMPTS = 3;
+
 export interface TriggerOutcome {
   response: TriggerCallResponseDto;
   /** True when an `Idempotency-Key` repeat was answered with the first request's run. */
@@ -16,8 +19,10 @@ export interface TriggerOutcome {
 /**
  * Accepts a call request: checks the trigger, the key's access, the agent
  * definition and the telephony configuration (from memory, within
- * LOOKUP_CACHE_TTL_MS), then hands the run to the intake, which stores it and
- * enqueues its dial job together with the concurrent requests'.
+ * LOOKUP_CACHE_TTL_MS), then hands the run to the intake, which stores it
+ * (claiming its Idempotency-Key in the same statement) and enqueues its dial
+ * job together with the concurrent requests'. A request whose key is held
+ * already is answered from the key: the earlier run, or a 422.
  */
 @Injectable()
 export class TriggerCallService {
@@ -35,37 +40,46 @@ export class TriggerCallService {
     body: TriggerCallDto,
     idempotencyKey: string | null = null,
   ): Promise<TriggerOutcome> {
-    if (idempotencyKey) {
-      const fingerprint = IdempotencyKeys.fingerprint(`${environment} ${uuid.toLowerCase()}`, body);
-      const claim = await this.idempotency.claim(key.organizationId, idempotencyKey, fingerprint);
-      if (claim.kind === 'replay') {
-        await this.mayReplay(key, claim.runId);
-        return { response: initiated(claim.runId), replayed: true };
-      }
-    }
-    let runId: number;
+    const idempotency = idempotencyKey
+      ? { key: idempotencyKey, requestHash: IdempotencyKeys.fingerprint(`${environment} ${uuid.toLowerCase()}`, body) }
+      : null;
+    let run: NewRun;
     try {
-      const run = await this.prepareRun(key, uuid, environment, body);
-      runId = await this.intake.accept({ ...run, idempotencyKey });
+      run = { ...(await this.prepareRun(key, uuid, environment, body)), idempotency };
     } catch (error) {
-      // Nothing was stored: free the key so a retry is processed afresh.
-      if (idempotencyKey) await this.idempotency.release(key.organizationId, idempotencyKey).catch(() => undefined);
+      // A repeat is answered as its first request was, even if the trigger was deactivated since (the call was
+      // accepted), and a key reused with another body is a 422 whatever else is wrong with the request.
+      const earlier = idempotency && (await this.idempotency.earlierRun(key.organizationId, idempotency));
+      if (earlier) return this.replay(key, earlier);
       throw error;
     }
-    return { response: initiated(runId), replayed: false };
+    // A key held by another request stores nothing: its run is answered. Only a key that expired (or was swept)
+    // between the two statements sends the run again, which then claims it.
+    for (let attempt = 1; ; attempt++) {
+      const runId = await this.intake.accept(run);
+      if (runId !== null) return { response: initiated(runId), replayed: false };
+      // Only a run with a key is ever left unstored.
+      const earlier = await this.idempotency.earlierRun(key.organizationId, idempotency!);
+      if (earlier !== null) return this.replay(key, earlier);
+      if (attempt === MAX_CLAIM_ATTEMPTS) {
+        throw Errors.conflict('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed');
+      }
+    }
   }
 
   /**
-   * Keys are per organization, so a repeat may come with another API key of
-   * it: that key must have access to the run's agent, as for a first request.
-   * A trigger deactivated since still replays: the call was accepted, and a
-   * 404 would tell a retrying client that it was not.
+   * Answers an earlier request's run again. Keys are per organization, so a
+   * repeat may come with another API key of it: that key must have access to
+   * the run's agent, as for a first request. A trigger deactivated since
+   * still replays: the call was accepted, and a 404 would tell a retrying
+   * client that it was not.
    */
-  private async mayReplay(key: AuthenticatedKey, runId: number): Promise<void> {
+  private async replay(key: AuthenticatedKey, runId: number): Promise<TriggerOutcome> {
     const run = await this.runs.findById(runId);
     if (!run || run.organizationId !== key.organizationId || !keyMayUseWorkflow(key, run.workflowId)) {
       throw Errors.forbidden('This API key has no access to this agent');
     }
+    return { response: initiated(runId), replayed: true };
   }
 
   /** Checks the trigger, the key's access, the definition and the configuration; answers the run to store. */

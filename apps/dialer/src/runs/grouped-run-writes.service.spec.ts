@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createDataSource, WorkflowRunStore } from '@app/persistence';
+import { storedRunIds } from '../../../../test/support/stored-run-ids';
 import { testRunResources } from '../../../../test/support/test-run-id';
 import { GroupedRunWrites } from './grouped-run-writes.service';
 
@@ -18,8 +19,9 @@ describe('GroupedRunWrites', () => {
   });
   afterAll(() => dataSource?.destroy());
 
-  const queuedRuns = (count: number, initialContext: Record<string, unknown> = {}) =>
-    store.insertQueued(
+  const queuedRuns = async (count: number, initialContext: Record<string, unknown> = {}) =>
+    storedRunIds(
+      await store.insertQueued(
       Array.from({ length: count }, () => ({
         organizationId: 1,
         workflowId: 1,
@@ -31,6 +33,7 @@ describe('GroupedRunWrites', () => {
         phoneNumber: '+14155550100',
         initialContext,
       })),
+      ),
     );
 
   it('lets exactly one of two simultaneous claims of one run win, even in one statement', async () => {
