@@ -1,9 +1,30 @@
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import { MetadataJson, parsePhoneNumberFromString } from 'libphonenumber-js/core';
+import metadata from 'libphonenumber-js/metadata.max.json';
 
 const DIALLABLE = /^\+[0-9\s().-]+$/;
 /** Parsing is the costly part of a trigger's validation, and each number is checked twice (normalise, then validate). */
 const REMEMBERED = 2048;
 const remembered = new Map<string, string | null>();
+
+/** The North American Numbering Plan's calling code, shared by the US, Canada and 23 other countries. */
+export const NANP = '1';
+/** The national number length every NANP country takes as possible (some take others besides). */
+export const NANP_NATIONAL_LENGTH = 10;
+
+/**
+ * The library's metadata with the NANP countries reduced to the first, the
+ * US. Parsing a +1 number otherwise works out which of the 25 countries it
+ * belongs to, matching it against each one's number patterns, the costliest
+ * part of a trigger's validation; yet neither the E.164 form (taken from the
+ * digits before that step) nor a 10-digit number's possibility (10 is
+ * possible in all 25) depends on the country. Other lengths are parsed with
+ * the full metadata, as are other calling codes (their entries are the same
+ * in both). So every answer is the full parse's (see the spec).
+ */
+const nanpAsOne: MetadataJson = {
+  ...metadata,
+  country_calling_codes: { ...metadata.country_calling_codes, [NANP]: [metadata.country_calling_codes[NANP][0]] },
+};
 
 /**
  * Normalises an international number (leading plus, any spacing or
@@ -13,11 +34,18 @@ export function toE164(input: unknown): string | null {
   if (typeof input !== 'string' || input.length > 40 || !DIALLABLE.test(input.trim())) return null;
   const known = remembered.get(input);
   if (known !== undefined) return known;
-  const parsed = parsePhoneNumberFromString(input.trim());
-  const normalised = parsed && parsed.isPossible() ? parsed.number : null;
+  const normalised = parse(input.trim());
   if (remembered.size >= REMEMBERED) remembered.clear();
   remembered.set(input, normalised);
   // The normal form is its own normal form: the validation that follows a normalisation is a look-up.
   if (normalised !== null && normalised !== input) remembered.set(normalised, normalised);
   return normalised;
+}
+
+function parse(text: string): string | null {
+  let parsed = parsePhoneNumberFromString(text, nanpAsOne);
+  if (parsed?.countryCallingCode === NANP && parsed.nationalNumber.length !== NANP_NATIONAL_LENGTH) {
+    parsed = parsePhoneNumberFromString(text, metadata);
+  }
+  return parsed && parsed.isPossible() ? parsed.number : null;
 }
