@@ -16,7 +16,9 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     apps = await startTestApps();
     tokens = new AgentSessionTokens(apps.config.secretsKey);
     org = await createOrganization(apps.dataSource);
-    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 200 } });
+    // The built-in agent asks for its session once the call is answered; a call that ends before it has asked
+    // rightly completes without its reports. 1.5 s of talk leaves it time on a machine busy with other tests.
+    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 1500 } });
     longCallConfigId = (
       await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 8000, builtin_agent: false }, isDefaultOutbound: false })
     ).id;
