@@ -52,6 +52,77 @@ export interface RunMove {
   detail?: Record<string, unknown>;
 }
 
+/**
+ * The columns a run read answers, named rather than `*`: a statement
+ * prepared on a connection keeps the result type it was planned with, so
+ * after a migration adds a column, a prepared `SELECT *` (or `RETURNING *`)
+ * fails on that connection with "cached plan must not change result type"
+ * for as long as the connection lives. Named columns keep the dialers that
+ * are still running working through a rolling deploy.
+ */
+export const RUN_COLUMNS = [
+  'id',
+  'organization_id',
+  'workflow_id',
+  'name',
+  'status',
+  'environment',
+  'call_type',
+  'trigger_uuid',
+  'api_key_id',
+  'telephony_configuration_id',
+  'provider',
+  'definition_id',
+  'phone_number',
+  'from_number',
+  'provider_call_id',
+  'initial_context',
+  'gathered_context',
+  'logs',
+  'annotations',
+  'cost_info',
+  'duration_seconds',
+  'answered_at',
+  'ended_at',
+  'end_reason',
+  'is_completed',
+  'agent_transcript',
+  'agent_session_started_at',
+  'agent_session_ended_at',
+  'carrier_recording_url',
+  'transcript_key',
+  'recording_key',
+  'status_changed_at',
+  'created_at',
+  'updated_at',
+] as const;
+
+const RUN_SELECT = RUN_COLUMNS.join(', ');
+
+/**
+ * What a claim answers of the run it moved: the columns a dial reads. The
+ * rest of the row (its log, transcript, gathered context, timestamps) would
+ * only be turned into text by Postgres and parsed again by the dialer.
+ */
+export type ClaimedRun = Pick<
+  WorkflowRun,
+  'id' | 'organizationId' | 'workflowId' | 'status' | 'telephonyConfigurationId' | 'definitionId' | 'fromNumber' | 'phoneNumber' | 'initialContext'
+>;
+
+const CLAIMED_RUN_RETURNING = [
+  'id',
+  'organization_id',
+  'workflow_id',
+  'status',
+  'telephony_configuration_id',
+  'definition_id',
+  'from_number',
+  'phone_number',
+  'initial_context',
+]
+  .map((column) => `workflow_runs.${column}`)
+  .join(', ');
+
 type RunRow = Record<string, unknown>;
 
 /** Maps a `workflow_runs` row (snake_case columns) to the entity shape. */
@@ -95,6 +166,20 @@ function runFromRow(row: RunRow): WorkflowRun {
     updatedAt: date(row.updated_at),
   });
   return run;
+}
+
+function claimedRunFromRow(row: RunRow): ClaimedRun {
+  return {
+    id: row.id as number,
+    organizationId: row.organization_id as number,
+    workflowId: row.workflow_id as number,
+    status: row.status as RunStatus,
+    telephonyConfigurationId: row.telephony_configuration_id as number | null,
+    definitionId: row.definition_id as number | null,
+    fromNumber: row.from_number as string | null,
+    phoneNumber: row.phone_number as string,
+    initialContext: row.initial_context as Record<string, unknown>,
+  };
 }
 
 const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: string }> = {
@@ -210,21 +295,21 @@ export class WorkflowRunStore {
 
   /** One run by id (raw SQL: this is on every hot path, and the ORM's query building costs more than the query). */
   async findById(runId: number): Promise<WorkflowRun | null> {
-    const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM workflow_runs WHERE id = $1`, [runId]);
+    const rows: RunRow[] = await this.dataSource.query(`SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = $1`, [runId]);
     return rows.length ? runFromRow(rows[0]) : null;
   }
 
   /** The runs among `ids` that exist, in no particular order (one round trip for many concurrent readers). */
   async findManyById(ids: number[]): Promise<WorkflowRun[]> {
     if (ids.length === 0) return [];
-    const rows = await preparedQuery<RunRow>(this.dataSource, `SELECT * FROM workflow_runs WHERE id = ANY($1::integer[])`, [ids]);
+    const rows = await preparedQuery<RunRow>(this.dataSource, `SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = ANY($1::integer[])`, [ids]);
     return rows.map(runFromRow);
   }
 
   /** One run, only if it belongs to this workflow and organization. */
   async findScoped(runId: number, workflowId: number, organizationId: number): Promise<WorkflowRun | null> {
     const rows: RunRow[] = await this.dataSource.query(
-      `SELECT * FROM workflow_runs WHERE id = $1 AND workflow_id = $2 AND organization_id = $3`,
+      `SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = $1 AND workflow_id = $2 AND organization_id = $3`,
       [runId, workflowId, organizationId],
     );
     return rows.length ? runFromRow(rows[0]) : null;
@@ -284,9 +369,9 @@ export class WorkflowRunStore {
    * a run that did not move): a claim and the read of what it claimed in one
    * statement.
    */
-  async transitionManyReturningRuns(to: RunStatus, event: string, moves: RunMove[]): Promise<Array<WorkflowRun | null>> {
-    const rows = await this.moveMany(to, event, moves, 'workflow_runs.*');
-    const moved = new Map(rows.map((row) => [row.id as number, runFromRow(row)]));
+  async transitionManyReturningRuns(to: RunStatus, event: string, moves: RunMove[]): Promise<Array<ClaimedRun | null>> {
+    const rows = await this.moveMany(to, event, moves, CLAIMED_RUN_RETURNING);
+    const moved = new Map(rows.map((row) => [row.id as number, claimedRunFromRow(row)]));
     return moves.map((move) => moved.get(move.runId) ?? null);
   }
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { ClaimedRun, LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { PlaceCallJob, PlaceCallRoute } from '@app/queue';
 import {
   AgentSessionTokens,
@@ -196,7 +196,7 @@ export class CallPlacer {
   }
 
   private async afterDialError(
-    run: WorkflowRun,
+    run: ClaimedRun,
     config: TelephonyConfiguration,
     provider: TelephonyProvider,
     credentials: Record<string, unknown> | null,
@@ -244,7 +244,7 @@ export class CallPlacer {
 
   /** The carrier did nothing: hand the run back to `queued` and come back after a jittered backoff. */
   private async retryLater(
-    run: WorkflowRun,
+    run: ClaimedRun,
     config: TelephonyConfiguration,
     progress: PlaceCallProgress,
     reason: string,

@@ -5,6 +5,9 @@ import { DefinitionStatus, preparedQuery, WorkflowDefinition, WorkflowRun, trigg
 
 type DefinitionRow = Record<string, unknown>;
 
+/** Named, not `*`: a prepared `SELECT *` fails once a migration adds a column (see RUN_COLUMNS). */
+const DEFINITION_SELECT = 'id, workflow_id, version, status, definition, created_at, published_at';
+
 const GROUPING = { maxBatch: 500, maxInFlight: 4 };
 
 /**
@@ -21,7 +24,7 @@ export class DefinitionPicker {
     async (workflowIds) => {
       const rows = await preparedQuery<DefinitionRow>(
         this.dataSource,
-        `SELECT * FROM workflow_definitions WHERE workflow_id = ANY($1::integer[]) AND status IN ('draft', 'published')`,
+        `SELECT ${DEFINITION_SELECT} FROM workflow_definitions WHERE workflow_id = ANY($1::integer[]) AND status IN ('draft', 'published')`,
         [[...new Set(workflowIds)]],
       );
       const definitions = rows.map(definitionFromRow);
@@ -31,7 +34,7 @@ export class DefinitionPicker {
   );
 
   private readonly byIds = new Batcher<number, WorkflowDefinition | null>(async (ids) => {
-    const rows: DefinitionRow[] = await this.dataSource.query(`SELECT * FROM workflow_definitions WHERE id = ANY($1::integer[])`, [
+    const rows: DefinitionRow[] = await this.dataSource.query(`SELECT ${DEFINITION_SELECT} FROM workflow_definitions WHERE id = ANY($1::integer[])`, [
       [...new Set(ids)],
     ]);
     const byId = new Map(rows.map((row) => [row.id as number, definitionFromRow(row)]));

@@ -95,7 +95,12 @@ describe('GroupedRunWrites', () => {
       telephonyConfigurationId: 3,
       initialContext: { name: 'Ada', order: { id: 7 } },
     });
-    expect(won?.logs.events?.map((entry) => entry.event)).toEqual(['run.queued', 'dialer.dialing']);
+    // Only what a dial reads comes back; the row holds the rest of the move.
+    expect(Object.keys(won ?? {}).sort()).toEqual(
+      ['definitionId', 'fromNumber', 'id', 'initialContext', 'organizationId', 'phoneNumber', 'status', 'telephonyConfigurationId', 'workflowId'],
+    );
+    const [stored] = await store.findManyById([runId]);
+    expect(stored.logs.events?.map((entry) => entry.event)).toEqual(['run.queued', 'dialer.dialing']);
     expect(await writes.claim(runId, 'dialer.dialing', { fromNumber: '+15005550006' })).toBeNull();
   });
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Batcher } from '@app/common';
-import { RunMove, RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { ClaimedRun, RunMove, RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRunStore } from '@app/persistence';
 
 const GROUPING = { maxBatch: 500, maxInFlight: 4 };
 
@@ -29,7 +29,7 @@ export class GroupedRunWrites {
   private readonly transitions = new Map<string, Batcher<RunMove, TransitionOutcome | null>>();
 
   /** The dialer's claims (`queued → dialing`), which answer the claimed run. */
-  private readonly claims = new Map<string, Batcher<RunMove, WorkflowRun | null>>();
+  private readonly claims = new Map<string, Batcher<RunMove, ClaimedRun | null>>();
 
   constructor(private readonly runs: WorkflowRunStore) {}
 
@@ -43,7 +43,7 @@ export class GroupedRunWrites {
    * Moves the run to `dialing` if it is still `queued`, and answers it as
    * claimed (null when another job, or anything else, moved it first).
    */
-  claim(runId: number, event: string, fields: RunTransitionFields): Promise<WorkflowRun | null> {
+  claim(runId: number, event: string, fields: RunTransitionFields): Promise<ClaimedRun | null> {
     const group = groupFor(this.claims, 'dialing', event, fields, (moves) =>
       moveOnce(moves, (first) => this.runs.transitionManyReturningRuns('dialing', event, first)),
     );
