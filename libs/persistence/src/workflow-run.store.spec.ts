@@ -152,4 +152,27 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await store.transition(ringing, 'dialing', 'test.backwards', {}, undefined, ['ringing'])).toBeNull();
     expect(await statusOf(ringing)).toBe('ringing');
   });
+
+  it('hands a dial back to the queue only if the run has not moved since it was read and has no call id', async () => {
+    const [runId, called] = storedRunIds(await store.insertQueued([queuedRun(), queuedRun()]));
+    await store.transition(runId, 'dialing', 'dialer.dialing');
+    const seen = (await store.findById(runId))!;
+    // Another reaper handed it back meanwhile and a dialer claimed it again: a new dial the reader knows nothing of.
+    // (Instants compare to the millisecond; in service a new claim comes seconds after the read.)
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await store.transition(runId, 'queued', 'reaper.requeued');
+    await store.transition(runId, 'dialing', 'dialer.dialing');
+    expect(await store.transition(runId, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], seen.statusChangedAt)).toBeNull();
+    expect((await store.findById(runId))?.status).toBe('dialing');
+
+    const current = (await store.findById(runId))!;
+    expect(await store.transition(runId, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], current.statusChangedAt)).not.toBeNull();
+    expect((await store.findById(runId))?.status).toBe('queued');
+
+    await store.transition(called, 'dialing', 'dialer.dialing');
+    await store.recordProviderCallId(called, 'CA-live');
+    const withCall = (await store.findById(called))!;
+    expect(await store.transition(called, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], withCall.statusChangedAt)).toBeNull();
+    expect((await store.findById(called))?.status).toBe('dialing');
+  });
 });

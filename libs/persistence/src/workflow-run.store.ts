@@ -318,7 +318,9 @@ export class WorkflowRunStore {
   /**
    * Moves the run to `to` if its current status allows it, sets `fields`, and
    * appends one entry to `logs.events`. Returns null when the row did not change.
-   * `from` narrows the statuses the move is allowed from (never widens them).
+   * `from` narrows the statuses the move is allowed from (never widens them);
+   * `unmovedSince` narrows it to a run whose status has not moved since it
+   * was read (its `statusChangedAt` then) and that has no call id yet.
    */
   async transition(
     runId: number,
@@ -327,8 +329,15 @@ export class WorkflowRunStore {
     fields: RunTransitionFields = {},
     detail?: Record<string, unknown>,
     from: readonly RunStatus[] = RUN_TRANSITIONS[to],
+    unmovedSince?: Date,
   ): Promise<TransitionOutcome | null> {
     const params: unknown[] = [runId, to, from.filter((status) => RUN_TRANSITIONS[to].includes(status))];
+    const conditions = ['id = $1', 'status = ANY($3::text[])'];
+    if (unmovedSince) {
+      params.push(unmovedSince);
+      // A run read back carries its instant to the millisecond; Postgres keeps microseconds.
+      conditions.push(`date_trunc('milliseconds', status_changed_at) = $${params.length}::timestamptz`, 'provider_call_id IS NULL');
+    }
     const sets = ['status = $2', 'updated_at = now()', 'status_changed_at = now()'];
     for (const [key, value] of Object.entries(fields) as Array<[keyof RunTransitionFields, unknown]>) {
       if (value === undefined) continue;
@@ -346,7 +355,7 @@ export class WorkflowRunStore {
     params.push(JSON.stringify([entry]));
     sets.push(`logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $${params.length}::jsonb)`);
     const [rows]: [Array<{ telephony_configuration_id: number | null }>, number] = await this.dataSource.query(
-      `UPDATE workflow_runs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($3::text[])
+      `UPDATE workflow_runs SET ${sets.join(', ')} WHERE ${conditions.join(' AND ')}
        RETURNING telephony_configuration_id`,
       params,
     );

@@ -37,7 +37,19 @@ export class PeriodicTask {
   /** Runs one round now (tests and start-up use it), under the same lease. */
   async runOnce(): Promise<void> {
     if (!(await this.holdLease())) return;
-    await this.work();
+    // A round can outlast the lease (a carrier slow to answer the reaper's look-ups): it is renewed while the round
+    // runs, so no other replica starts a round beside this one unless this one stops renewing.
+    const renewal = setInterval(() => {
+      this.holdLease()
+        .then((held) => held || this.logger.warn(`${this.name}: the lease was lost during a round`))
+        .catch((error: unknown) => this.logger.warn({ err: error }, `${this.name}: could not renew the lease`));
+    }, this.intervalMs);
+    renewal.unref();
+    try {
+      await this.work();
+    } finally {
+      clearInterval(renewal);
+    }
   }
 
   private schedule(delayMs: number): void {

@@ -173,8 +173,18 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
       // A live dialer still holds the job's lock while its dial request is under way: leave it be.
       if (await this.dialJobIsLocked(run.id)) return false;
-      // The carrier never got the request (the dialer stopped in between): dialing again cannot duplicate.
-      const requeued = await this.runs.transition(run.id, 'queued', 'reaper.requeued', {}, { reason: 'carrier_has_no_call' });
+      // The carrier never got the request (the dialer stopped in between): dialing again cannot duplicate. Only the
+      // dial the look-up was about, though: a run requeued and claimed again since it was read (by another reaper
+      // whose round overlapped this one) is a new dial the look-up knows nothing of.
+      const requeued = await this.runs.transition(
+        run.id,
+        'queued',
+        'reaper.requeued',
+        {},
+        { reason: 'carrier_has_no_call' },
+        ['dialing'],
+        run.statusChangedAt,
+      );
       if (requeued) {
         await this.slots.release(config.id, run.id);
         // The dead dialer's job may have ended (stalled too often): replace it rather than add beside it.
