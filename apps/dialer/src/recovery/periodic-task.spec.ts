@@ -1,6 +1,5 @@
-import { AppConfig } from '@app/config';
 import { RedisClient } from '@app/queue';
-import { testRunResources } from '../../../../test/support/test-run-id';
+import { testConfig } from '../../../../test/support/test-config';
 import { PeriodicTask } from './periodic-task';
 
 /** Against this test run's Redis, under its queue prefix. */
@@ -8,8 +7,7 @@ describe('PeriodicTask', () => {
   let client: RedisClient;
 
   beforeAll(() => {
-    const { queuePrefix } = testRunResources();
-    client = new RedisClient({ redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', queuePrefix } as AppConfig);
+    client = new RedisClient(testConfig());
   });
   afterAll(() => client.onApplicationShutdown());
 
