@@ -23,10 +23,11 @@ export class RunCancellation {
 
   async cancel(run: WorkflowRun): Promise<CancelOutcome> {
     if (run.status === 'queued') {
-      const canceled = await this.runs.transition(run.id, 'canceled', 'api.canceled', {
-        endReason: 'canceled',
-        endedAt: new Date(),
-      });
+      // Only while it is still queued: a run a dialer claimed since it was read is being placed, and canceling it
+      // here would end the run while its call still goes out.
+      const canceled = await this.runs.transition(run.id, 'canceled', 'api.canceled', { endReason: 'canceled', endedAt: new Date() }, undefined, [
+        'queued',
+      ]);
       if (canceled) return 'canceled';
       // It was claimed meanwhile: fall through with the fresh state.
       run = (await this.runs.findById(run.id)) ?? run;
