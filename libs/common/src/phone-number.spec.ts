@@ -32,6 +32,17 @@ describe('toE164 on repeated input', () => {
     }
   });
 
+  it('answers a normal form as a fresh process would, whatever it normalised before', () => {
+    // Written with the trunk prefix twice: the parse drops one 0, and the form it answers parses to another number.
+    const written = '+49030901820';
+    const fresh = parsePhoneNumberFromString(written)!.number;
+    expect(fresh).toBe('+4930901820');
+    expect(toE164('+49 (0)030 901820')).toBe(written);
+    expect(toE164(written)).toBe(fresh);
+    expect(toE164('+31 (0)020 123 4567')).toBe('+310201234567');
+    expect(toE164('+310201234567')).toBe('+31201234567');
+  });
+
   it('keeps answering correctly past the size of its memory', () => {
     for (let index = 0; index < 5000; index++) {
       const national = String(2000000 + index);

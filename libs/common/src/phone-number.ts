@@ -37,9 +37,17 @@ export function toE164(input: unknown): string | null {
   const normalised = parse(input.trim());
   if (remembered.size >= REMEMBERED) remembered.clear();
   remembered.set(input, normalised);
-  // The normal form is its own normal form: the validation that follows a normalisation is a look-up.
-  if (normalised !== null && normalised !== input) remembered.set(normalised, normalised);
+  // The validation that follows a normalisation asks for the normal form's own normal form. Where the parse only
+  // dropped formatting it is the same number (the parse reads nothing but the digits), so it is remembered and the
+  // second look costs no parse. Where it dropped a digit (a national prefix written after the country code, as in
+  // `+49 (0)030 …`) the normal form is parsed again like any other input: remembering it as its own would make the
+  // answer for that text depend on which numbers the process had seen before.
+  if (normalised !== null && normalised !== input && normalised.slice(1) === digitsOf(input)) remembered.set(normalised, normalised);
   return normalised;
+}
+
+function digitsOf(text: string): string {
+  return text.replace(/\D/g, '');
 }
 
 function parse(text: string): string | null {

@@ -159,6 +159,13 @@ describe('TriggerCallDto.parseBody', () => {
     await expectSameAnswer(body);
   });
 
+  it('refuses a number whose normal form is not its own, each time it is sent', async () => {
+    for (let round = 0; round < 2; round++) {
+      const answer = await expectSameAnswer({ phone_number: '+49 (0)030 901820' });
+      expect(answer).toMatchObject({ refused: { status: 400 } });
+    }
+  });
+
   it('answers 2,000 seeded random bodies as the class-validator rules do', async () => {
     const random = seededRandom(0x7419);
     const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)];

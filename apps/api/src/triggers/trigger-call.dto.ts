@@ -50,7 +50,7 @@ export class TriggerCallDto {
     for (const field of Object.keys(body)) {
       if (!FIELDS.has(field)) problems.push({ field, message: `property ${field} should not exist` });
     }
-    // A normal form must be its own normal form (remembered, so the second look is no parse).
+    // A normal form must be its own normal form (remembered where the parse only dropped formatting: no second parse).
     const normalised = toE164(ownValue(body, 'phone_number'));
     if (normalised === null || toE164(normalised) !== normalised) {
       problems.push({ field: 'phone_number', message: PHONE_NUMBER_MESSAGE });
