@@ -68,6 +68,7 @@ export class CallEventApplier {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
       // Cost and recordings may come with a late event for a call that already ended.
       if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
+      if (isFinalRunStatus(to)) await this.releaseSlotOfEndedRun(event.runId);
     } else if (isFinalRunStatus(to) && moved.telephonyConfigurationId !== null) {
       await this.slots.release(moved.telephonyConfigurationId, event.runId);
     }
@@ -88,6 +89,17 @@ export class CallEventApplier {
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
     return moved !== null;
+  }
+
+  /**
+   * A final event that moved nothing may be the retry of one that did and
+   * whose job stopped before it freed the slot (the process died, Redis
+   * failed the release): a run that has ended holds no slot, and releasing
+   * one is idempotent, so a duplicate costs a read and nothing else.
+   */
+  private async releaseSlotOfEndedRun(runId: number): Promise<void> {
+    const run = await this.reader.findById(runId);
+    if (run && isFinalRunStatus(run.status) && run.telephonyConfigurationId !== null) await this.slots.release(run.telephonyConfigurationId, runId);
   }
 
   /**
