@@ -78,6 +78,10 @@ export class CallPlacer {
     }
     const fromNumber = config.fromNumbers.length ? config.fromNumbers[runId % config.fromNumbers.length] : null;
     if (!fromNumber) return this.fail(runId, 'no_from_number', 'The telephony configuration has no from number', ['queued']);
+    // Before the claim: credentials that cannot be read (SECRETS_KEY not the one they were sealed with) fail the job
+    // while its run is still queued, so its retries can dial once they can be read. After the claim, a retry would
+    // find the run claimed and leave it `dialing` with no call until the reaper ended it.
+    const credentials = this.cipher.credentialsOf(config);
 
     // The definition is read while the dial is admitted (it does not depend on it): one round trip less before the
     // claim. A dial sent back to wait drops it; its error, if any, is met where it is awaited.
@@ -126,7 +130,6 @@ export class CallPlacer {
     }
 
     const provider = this.providers.get(config.provider);
-    const credentials = this.cipher.credentialsOf(config);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
     try {
