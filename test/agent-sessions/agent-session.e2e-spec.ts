@@ -135,6 +135,16 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       }
     });
 
+    it('answers 400, not 500, to gathered context nested deeper than any body may be', async () => {
+      const depth = 100_000; // under the 1 MiB body limit, and far past what JSON.stringify can walk back
+      const data = `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+      const raw = `{"events":[{"type":"gathered_context","data":${data}}]}`;
+      const response = await apps.client.post(`${session(tokenFor(runId))}/events`, undefined, { raw });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation_failed');
+      expect((await run(runId)).body.gathered_context).not.toHaveProperty('a');
+    });
+
     it('refuses an audio body (up to 100 MiB, for recordings only) on any other route, before reading it', async () => {
       const audio = Buffer.alloc(2 * 1024 * 1024);
       for (const path of [`${session(tokenFor(runId))}/events`, '/api/v1/telephony/twilio/status/1', '/api/v1/public/agent/00000000-0000-0000-0000-000000000000']) {

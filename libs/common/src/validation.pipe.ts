@@ -70,7 +70,10 @@ class StrictValidationPipe extends ValidationPipe {
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const metatype = metadata.metatype;
-    if (metatype && this.toValidate(metadata) && nestingDepthExceeds(value, MAX_NESTING_DEPTH)) {
+    // Every JSON body, those a handler takes as it came (`unknown`) too: what reads them later (JSON.stringify into a
+    // query) would overflow the stack on a body nested thousands deep, and answer 500. A raw body (a Buffer) has none.
+    const checked = metadata.type === 'body' ? !ArrayBuffer.isView(value) : Boolean(metatype && this.toValidate(metadata));
+    if (checked && nestingDepthExceeds(value, MAX_NESTING_DEPTH)) {
       throw Errors.validation(`The ${metadata.type} is nested more than ${MAX_NESTING_DEPTH} levels deep`);
     }
     if (metadata.type === 'body' && parsesOwnBody(metatype)) return metatype.parseBody(value);
