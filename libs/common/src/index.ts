@@ -11,6 +11,7 @@ export * from './close-on-signal';
 export * from './database-unavailable';
 export * from './with-timeout';
 export * from './batcher';
+export * from './failing-alone';
 export * from './expiring-cache';
 export * from './start-app';
 export * from './recent-map';

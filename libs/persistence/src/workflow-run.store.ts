@@ -384,8 +384,10 @@ export class WorkflowRunStore {
     return moves.map((move) => moved.get(move.runId) ?? null);
   }
 
-  private async moveMany(to: RunStatus, event: string, moves: RunMove[], returning: string): Promise<RunRow[]> {
-    if (moves.length === 0) return [];
+  private async moveMany(to: RunStatus, event: string, unordered: RunMove[], returning: string): Promise<RunRow[]> {
+    if (unordered.length === 0) return [];
+    // Rows are locked in the order given: in id order, two grouped statements sharing runs cannot deadlock.
+    const moves = [...unordered].sort((a, b) => a.runId - b.runId);
     const at = new Date().toISOString();
     const entries = moves.map(({ detail }) => JSON.stringify([{ at, event, status: to, ...(detail ? { detail } : {}) }]));
     const params: unknown[] = [to, RUN_TRANSITIONS[to], moves.map((move) => move.runId), entries];
@@ -425,8 +427,9 @@ export class WorkflowRunStore {
   }
 
   /** `recordProviderCallId` for many runs in one statement. */
-  async recordProviderCallIds(calls: Array<{ runId: number; providerCallId: string }>): Promise<void> {
-    if (calls.length === 0) return;
+  async recordProviderCallIds(unordered: Array<{ runId: number; providerCallId: string }>): Promise<void> {
+    if (unordered.length === 0) return;
+    const calls = byRunId(unordered);
     await preparedQuery(
       this.dataSource,
       `UPDATE workflow_runs SET provider_call_id = input.provider_call_id, updated_at = now()
@@ -470,9 +473,10 @@ export class WorkflowRunStore {
 
   /** `completeArtifacts` for many runs in one statement; answers the ids it completed. */
   async completeArtifactsMany(
-    runs: Array<{ runId: number; transcriptKey: string | null; recordingKey: string | null }>,
+    unordered: Array<{ runId: number; transcriptKey: string | null; recordingKey: string | null }>,
   ): Promise<number[]> {
-    if (runs.length === 0) return [];
+    if (unordered.length === 0) return [];
+    const runs = byRunId(unordered);
     const rows = await preparedQuery<{ id: number }>(
       this.dataSource,
       `UPDATE workflow_runs
@@ -595,6 +599,11 @@ export class WorkflowRunStore {
       [runId, JSON.stringify(data)],
     );
   }
+}
+
+/** A copy in run id order, the order grouped writes lock their rows in (see `moveMany`). */
+function byRunId<T extends { runId: number }>(items: T[]): T[] {
+  return [...items].sort((a, b) => a.runId - b.runId);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Batcher, isDatabaseUnavailable, withTimeout } from '@app/common';
+import { Batcher, failingAlone, withTimeout } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { NewRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, PlaceCallJob } from '@app/queue';
@@ -47,22 +47,8 @@ export class RunIntake {
     return ids;
   }
 
-  private async store(batch: NewRun[]): Promise<Array<number | null | Error>> {
-    try {
-      return await this.runs.insertQueued(batch);
-    } catch (error) {
-      if (batch.length === 1 || isDatabaseUnavailable(error)) throw error;
-      // One run the database refuses (its workflow deleted meanwhile, say) must not fail the others.
-      return Promise.all(
-        batch.map((run) =>
-          this.runs.insertQueued([run]).then(
-            ([id]) => id,
-            (failure: unknown) => (failure instanceof Error ? failure : new Error(String(failure))),
-          ),
-        ),
-      );
-    }
-  }
+  /** One run the database refuses (its workflow deleted meanwhile, say) must not fail the others. */
+  private readonly store = failingAlone((batch: NewRun[]) => this.runs.insertQueued(batch));
 
   /** Best effort within ENQUEUE_TIMEOUT_MS; a run left without a job is enqueued by the dispatcher. */
   private async enqueue(jobs: PlaceCallJob[]): Promise<void> {

@@ -113,4 +113,19 @@ describe('GroupedRunWrites', () => {
     const [stored] = await store.findManyById([canceled]);
     expect(stored.status).toBe('canceled');
   });
+
+  it('fails only the move Postgres cannot store, and applies the others that shared its statement', async () => {
+    const [first, bad, last] = await queuedRuns(3);
+    await Promise.all([first, bad, last].map((runId) => writes.claim(runId, 'dialer.dialing', { fromNumber: '+15005550006' })));
+    // A carrier's text with a NUL in it: jsonb cannot hold one.
+    const outcomes = await Promise.allSettled(
+      [first, bad, last].map((runId) =>
+        writes.transition(runId, 'ringing', 'carrier.ringing', {}, { reason: runId === bad ? 'bad\u0000text' : 'fine' }),
+      ),
+    );
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: '22P05' });
+    const byId = new Map((await store.findManyById([first, bad, last])).map((run) => [run.id, run.status]));
+    expect([byId.get(first), byId.get(bad), byId.get(last)]).toEqual(['ringing', 'dialing', 'ringing']);
+  });
 });

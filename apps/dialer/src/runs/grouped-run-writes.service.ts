@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Batcher } from '@app/common';
+import { Batcher, failingAlone } from '@app/common';
 import { ClaimedRun, RunMove, RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRunStore } from '@app/persistence';
 
 const GROUPING = { maxBatch: 500, maxInFlight: 4 };
@@ -8,20 +8,24 @@ const GROUPING = { maxBatch: 500, maxInFlight: 4 };
  * The run writes every call makes once, grouped: the ones that arrive
  * together leave as one statement (group commit), each still conditional
  * per run, so a busy dialer sends a few large statements instead of one
- * round trip per call.
+ * round trip per call. A statement Postgres refuses is sent again run by
+ * run (`failingAlone`), so a run it cannot store fails its own job only.
  */
 @Injectable()
 export class GroupedRunWrites {
-  private readonly providerCallIds = new Batcher<{ runId: number; providerCallId: string }, void>(async (calls) => {
-    await this.runs.recordProviderCallIds(calls);
-    return calls.map(() => undefined);
-  }, GROUPING);
+  private readonly providerCallIds = new Batcher<{ runId: number; providerCallId: string }, void>(
+    failingAlone(async (calls) => {
+      await this.runs.recordProviderCallIds(calls);
+      return calls.map(() => undefined);
+    }),
+    GROUPING,
+  );
 
   private readonly artifacts = new Batcher<{ runId: number; transcriptKey: string | null; recordingKey: string | null }, boolean>(
-    async (runs) => {
+    failingAlone(async (runs) => {
       const completed = new Set(await this.runs.completeArtifactsMany(runs));
       return runs.map((run) => completed.has(run.runId));
-    },
+    }),
     GROUPING,
   );
 
@@ -72,7 +76,7 @@ function groupFor<O>(
   const kind = `${to} ${event} ${keys.sort().join(',')}`;
   let group = groups.get(kind);
   if (!group) {
-    group = new Batcher(flush, GROUPING);
+    group = new Batcher(failingAlone(flush), GROUPING);
     groups.set(kind, group);
   }
   return group;
