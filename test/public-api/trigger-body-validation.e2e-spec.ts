@@ -124,6 +124,14 @@ describe('trigger body: validation, limits and fuzz', () => {
       );
     });
 
+    it('answers 400 for a constructor object holding a prototype key (prototype poisoning)', async () => {
+      await expectRejectedWithoutRun(
+        () => postRaw(`{"phone_number":"${PHONE}","initial_context":{"user":{"constructor":{"prototype":{"polluted":true}}}}}`),
+        400,
+        'invalid_json',
+      );
+    });
+
     it.each([
       ['a JSON array', '[{"phone_number": "+14155552671"}]'],
       ['a JSON string', '"+14155552671"'],
