@@ -213,6 +213,12 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const stale = Date.now() - 10 * 60 * 1000;
       const replayed = await apps.client.post(answerUrl(), undefined, { raw: body, headers: signed(body, stale) });
       expect(replayed.status).toBe(403);
+      // An exact copy within the signature's five minutes: refused too, so it cannot mint another session token.
+      const headers = signed(body, Date.now() - 1000);
+      expect((await apps.client.post(answerUrl(), undefined, { raw: body, headers })).status).toBe(200);
+      const copy = await apps.client.post(answerUrl(), undefined, { raw: body, headers });
+      expect(copy.status).toBe(403);
+      expect(copy.body.session_token).toBeUndefined();
       expect(replayed.body.code).toBe('webhook_signature_invalid');
       const tamperedBody = await apps.client.post(answerUrl(), undefined, { raw: JSON.stringify({ call_id: 'y' }), headers: signed(body) });
       expect(tamperedBody.status).toBe(403);

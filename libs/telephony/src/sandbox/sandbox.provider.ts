@@ -214,6 +214,12 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     }
   }
 
+  /** An exact copy of a request carries its signature (over method, URL, body and time): the second is a replay. */
+  replayKey(request: WebhookRequest): string | null {
+    const signature = request.headers[SANDBOX_SIGNATURE_HEADER];
+    return signature ? `sandbox:${signature}` : null;
+  }
+
   parseWebhook(_kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
     const body = JSON.parse(request.rawBody.toString('utf8') || '{}') as { call_id?: unknown };
     return { providerCallId: typeof body.call_id === 'string' ? body.call_id : null, events: [] };
