@@ -107,10 +107,14 @@ export class PackWriter {
     for (;;) {
       const relative = join(PACKS_FOLDER, day, `${this.writer}-${++this.sequence}.pack`);
       const path = join(this.root, relative);
-      await mkdir(dirname(path), { recursive: true });
+      const created = await mkdir(dirname(path), { recursive: true });
       try {
         // `wx`: a pack is only ever one writer's; should the name exist, the next number is tried.
-        this.current = { handle: await open(path, 'wx'), relative, day, size: 0 };
+        const handle = await open(path, 'wx');
+        // A new pack's name (and a new day's folder) is flushed too, before any key naming them is handed out:
+        // fdatasync makes the bytes durable, not the directory entry that finds them after a crash.
+        if (this.options.sync) await syncFolders(dirname(path), created);
+        this.current = { handle, relative, day, size: 0 };
         return this.current;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -122,6 +126,23 @@ export class PackWriter {
     const current = this.current;
     this.current = null;
     await current?.handle.close().catch(() => undefined);
+  }
+}
+
+/** Flushes `folder`, and every folder from the first one `mkdir` created (`created`) up to the one above it. */
+async function syncFolders(folder: string, created: string | undefined): Promise<void> {
+  const folders = [folder];
+  if (created) {
+    for (let current = folder; current !== created && dirname(current) !== current; current = dirname(current)) folders.push(dirname(current));
+    folders.push(dirname(created));
+  }
+  for (const path of new Set(folders)) {
+    const handle = await open(path, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
   }
 }
 
