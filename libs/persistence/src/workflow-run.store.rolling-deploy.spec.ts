@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { storedRunIds } from '../../../test/support/stored-run-ids';
+import { storeQueuedRuns } from '../../../test/support/queued-runs';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
 import { WorkflowRun } from './entities';
@@ -22,24 +22,7 @@ describe('WorkflowRunStore during a rolling deploy', () => {
   });
   afterAll(() => dataSource?.destroy());
 
-  const queuedRun = async (): Promise<number> => {
-    const [id] = storedRunIds(
-      await store.insertQueued([
-        {
-          organizationId: ORG,
-          workflowId: 1,
-          environment: 'production',
-          triggerUuid: randomUUID(),
-          apiKeyId: 1,
-          telephonyConfigurationId: 1,
-          provider: 'sandbox',
-          phoneNumber: '+14155550100',
-          initialContext: { name: 'Ada' },
-        },
-      ]),
-    );
-    return id;
-  };
+  const queuedRun = async (): Promise<number> => (await storeQueuedRuns(store, 1, { organizationId: ORG, initialContext: { name: 'Ada' } }))[0];
   const claim = (runId: number) => store.transitionManyReturningRuns('dialing', 'dialer.dialing', [{ runId, fields: { fromNumber: '+15005550006' } }]);
 
   it('names every column of the run entity in its reads', () => {

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createDataSource, WorkflowRunStore } from '@app/persistence';
 import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
-import { storedRunIds } from '../../../../test/support/stored-run-ids';
+import { storeQueuedRuns } from '../../../../test/support/queued-runs';
 import { testRunResources } from '../../../../test/support/test-run-id';
 import { RunCancellation } from './run-cancellation.service';
 
@@ -21,24 +20,7 @@ describe('RunCancellation', () => {
   });
   afterAll(() => dataSource?.destroy());
 
-  const queuedRun = async (): Promise<number> => {
-    const [id] = storedRunIds(
-      await store.insertQueued([
-        {
-          organizationId: 900_201,
-          workflowId: 1,
-          environment: 'production',
-          triggerUuid: randomUUID(),
-          apiKeyId: 1,
-          telephonyConfigurationId: 1,
-          provider: 'sandbox',
-          phoneNumber: '+14155550100',
-          initialContext: {},
-        },
-      ]),
-    );
-    return id;
-  };
+  const queuedRun = async (): Promise<number> => (await storeQueuedRuns(store, 1, { organizationId: 900_201 }))[0];
 
   it('cancels a run that is still queued', async () => {
     const runId = await queuedRun();
