@@ -113,7 +113,10 @@ export class PackWriter {
         const handle = await open(path, 'wx');
         // A new pack's name (and a new day's folder) is flushed too, before any key naming them is handed out:
         // fdatasync makes the bytes durable, not the directory entry that finds them after a crash.
-        if (this.options.sync) await syncFolders(dirname(path), created);
+        if (this.options.sync) await syncFolders(dirname(path), created).catch(async (error: unknown) => {
+          await handle.close().catch(() => undefined);
+          throw error;
+        });
         this.current = { handle, relative, day, size: 0 };
         return this.current;
       } catch (error) {
@@ -129,9 +132,13 @@ export class PackWriter {
   }
 }
 
-/** Flushes `folder`, and every folder from the first one `mkdir` created (`created`) up to the one above it. */
+/**
+ * Flushes `folder` and the one above it (the day's folder may have been made
+ * by another writer sharing the root, which this one cannot know has flushed
+ * it), and every folder from the first one `mkdir` created (`created`) up.
+ */
 async function syncFolders(folder: string, created: string | undefined): Promise<void> {
-  const folders = [folder];
+  const folders = [folder, dirname(folder)];
   if (created) {
     for (let current = folder; current !== created && dirname(current) !== current; current = dirname(current)) folders.push(dirname(current));
     folders.push(dirname(created));

@@ -3,9 +3,10 @@ import { failingAlone } from './failing-alone';
 describe('failingAlone', () => {
   /** Doubles numbers in one call; a group holding a negative number is refused whole, as a statement would be. */
   const calls: number[][] = [];
+  const refused = (message: string, code: string) => Object.assign(new Error(message), { code });
   const flush = failingAlone(async (items: number[]) => {
     calls.push(items);
-    if (items.some((item) => item < 0)) throw new Error(`refused ${items.join(',')}`);
+    if (items.some((item) => item < 0)) throw refused(`refused ${items.join(',')}`, '22P05');
     return items.map((item) => item * 2);
   });
   beforeEach(() => calls.splice(0));
@@ -18,9 +19,35 @@ describe('failingAlone', () => {
   it('sends a refused group again item by item, so only the refused item fails', async () => {
     const results = await flush([1, -2, 3]);
     expect(results[0]).toBe(2);
-    expect(results[1]).toEqual(new Error('refused -2'));
+    expect(results[1]).toMatchObject({ message: 'refused -2', code: '22P05' });
     expect(results[2]).toBe(6);
     expect(calls).toEqual([[1, -2, 3], [1], [-2], [3]]);
+  });
+
+  it('sends at most four items at once when it sends them one by one', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const slow = failingAlone(async (items: number[]) => {
+      if (items.length > 1) throw refused('refused', '23503');
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      inFlight--;
+      return items;
+    });
+    expect(await slow(Array.from({ length: 20 }, (_, index) => index))).toEqual(Array.from({ length: 20 }, (_, index) => index));
+    expect(most).toBe(4);
+  });
+
+  it('fails a group at once when the statement timed out or the server is overloaded, not only unreachable', async () => {
+    for (const code of ['57014', '53200']) {
+      const overloaded = failingAlone(async (items: number[]) => {
+        calls.push(items);
+        throw refused('busy', code);
+      });
+      await expect(overloaded([1, 2])).rejects.toMatchObject({ code });
+    }
+    expect(calls).toEqual([[1, 2], [1, 2]]);
   });
 
   it('fails a group at once when the database cannot be reached', async () => {

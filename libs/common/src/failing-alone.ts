@@ -1,27 +1,39 @@
-import { isDatabaseUnavailable } from './database-unavailable';
+/** Item by item, this many at once: a refused group of 500 must not become 500 statements in flight. */
+const ALONE_AT_ONCE = 4;
 
 /**
  * Wraps a grouped write (a `Batcher` flush) so that a group the database
- * refuses is sent again one item at a time: an item it cannot store (a NUL
- * in a carrier's text, a row deleted meanwhile, a deadlock) then fails
- * alone, not every item that shared its statement. A database that cannot
- * be reached fails the group at once: each item sent again would only be one
- * more failed round trip.
+ * refuses for what one of its rows holds is sent again one item at a time:
+ * an item it cannot store (a NUL in a carrier's text: SQLSTATE class 22; a
+ * row deleted meanwhile: class 23) or one caught in a deadlock (class 40)
+ * then fails alone, not every item that shared its statement. Any other
+ * failure (the database away, overloaded, a statement timing out) fails the
+ * group at once: sending each item again would only add load.
  */
 export function failingAlone<I, O>(flush: (items: I[]) => Promise<Array<O | Error>>): (items: I[]) => Promise<Array<O | Error>> {
   return async (items) => {
     try {
       return await flush(items);
     } catch (error) {
-      if (items.length === 1 || isDatabaseUnavailable(error)) throw error;
-      return Promise.all(
-        items.map((item) =>
-          flush([item]).then(
+      if (items.length === 1 || !isRowLevelRefusal(error)) throw error;
+      const results = new Array<O | Error>(items.length);
+      let next = 0;
+      const worker = async () => {
+        for (let index = next++; index < items.length; index = next++) {
+          results[index] = await flush([items[index]]).then(
             ([result]) => result,
             (failure: unknown) => (failure instanceof Error ? failure : new Error(String(failure))),
-          ),
-        ),
-      );
+          );
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(ALONE_AT_ONCE, items.length) }, worker));
+      return results;
     }
   };
+}
+
+function isRowLevelRefusal(error: unknown): boolean {
+  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  const code = candidate?.code ?? candidate?.driverError?.code;
+  return typeof code === 'string' && /^(22|23|40)/.test(code);
 }

@@ -153,7 +153,7 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await statusOf(ringing)).toBe('ringing');
   });
 
-  it('hands a dial back to the queue only if the run has not moved since it was read and has no call id', async () => {
+  it('hands a dial back to the queue, or ends it, only if the run has not moved since it was read (and, to hand it back, has no call id)', async () => {
     const [runId, called] = storedRunIds(await store.insertQueued([queuedRun(), queuedRun()]));
     await store.transition(runId, 'dialing', 'dialer.dialing');
     const seen = (await store.findById(runId))!;
@@ -162,17 +162,19 @@ describe('WorkflowRunStore durations and transitions', () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     await store.transition(runId, 'queued', 'reaper.requeued');
     await store.transition(runId, 'dialing', 'dialer.dialing');
-    expect(await store.transition(runId, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], seen.statusChangedAt)).toBeNull();
+    expect(await store.transition(runId, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], { unmovedSince: seen.statusChangedAt, withoutCallId: true })).toBeNull();
+    // Nor is the new dial ended as the stuck one it replaced.
+    expect(await store.transition(runId, 'failed', 'reaper.failed', {}, undefined, ['dialing'], { unmovedSince: seen.statusChangedAt })).toBeNull();
     expect((await store.findById(runId))?.status).toBe('dialing');
 
     const current = (await store.findById(runId))!;
-    expect(await store.transition(runId, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], current.statusChangedAt)).not.toBeNull();
+    expect(await store.transition(runId, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], { unmovedSince: current.statusChangedAt, withoutCallId: true })).not.toBeNull();
     expect((await store.findById(runId))?.status).toBe('queued');
 
     await store.transition(called, 'dialing', 'dialer.dialing');
     await store.recordProviderCallId(called, 'CA-live');
     const withCall = (await store.findById(called))!;
-    expect(await store.transition(called, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], withCall.statusChangedAt)).toBeNull();
+    expect(await store.transition(called, 'queued', 'reaper.requeued', {}, undefined, ['dialing'], { unmovedSince: withCall.statusChangedAt, withoutCallId: true })).toBeNull();
     expect((await store.findById(called))?.status).toBe('dialing');
   });
 });

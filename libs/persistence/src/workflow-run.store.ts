@@ -33,6 +33,14 @@ export interface TransitionOutcome {
   telephonyConfigurationId: number | null;
 }
 
+/** What narrows a transition besides the statuses it may move from. */
+export interface TransitionGuard {
+  /** Only a run whose status has not moved since it was read (its `statusChangedAt` then). */
+  unmovedSince?: Date;
+  /** Only a run the carrier has given no call id. */
+  withoutCallId?: boolean;
+}
+
 /** Columns a transition may set besides the status. */
 export interface RunTransitionFields {
   definitionId?: number;
@@ -319,8 +327,7 @@ export class WorkflowRunStore {
    * Moves the run to `to` if its current status allows it, sets `fields`, and
    * appends one entry to `logs.events`. Returns null when the row did not change.
    * `from` narrows the statuses the move is allowed from (never widens them);
-   * `unmovedSince` narrows it to a run whose status has not moved since it
-   * was read (its `statusChangedAt` then) and that has no call id yet.
+   * `guard` narrows it further (see TransitionGuard).
    */
   async transition(
     runId: number,
@@ -329,15 +336,16 @@ export class WorkflowRunStore {
     fields: RunTransitionFields = {},
     detail?: Record<string, unknown>,
     from: readonly RunStatus[] = RUN_TRANSITIONS[to],
-    unmovedSince?: Date,
+    guard: TransitionGuard = {},
   ): Promise<TransitionOutcome | null> {
     const params: unknown[] = [runId, to, from.filter((status) => RUN_TRANSITIONS[to].includes(status))];
     const conditions = ['id = $1', 'status = ANY($3::text[])'];
-    if (unmovedSince) {
-      params.push(unmovedSince);
+    if (guard.unmovedSince) {
+      params.push(guard.unmovedSince);
       // A run read back carries its instant to the millisecond; Postgres keeps microseconds.
-      conditions.push(`date_trunc('milliseconds', status_changed_at) = $${params.length}::timestamptz`, 'provider_call_id IS NULL');
+      conditions.push(`date_trunc('milliseconds', status_changed_at) = $${params.length}::timestamptz`);
     }
+    if (guard.withoutCallId) conditions.push('provider_call_id IS NULL');
     const sets = ['status = $2', 'updated_at = now()', 'status_changed_at = now()'];
     for (const [key, value] of Object.entries(fields) as Array<[keyof RunTransitionFields, unknown]>) {
       if (value === undefined) continue;
@@ -386,7 +394,9 @@ export class WorkflowRunStore {
 
   private async moveMany(to: RunStatus, event: string, unordered: RunMove[], returning: string): Promise<RunRow[]> {
     if (unordered.length === 0) return [];
-    // Rows are locked in the order given: in id order, two grouped statements sharing runs cannot deadlock.
+    // Postgres locks rows in the order its plan visits them; these statements' plan, a nested loop over the input
+    // (README, "Where the time goes"), visits them as given. In run id order, two grouped statements sharing runs
+    // lock them in the same order. A deadlock that happens all the same fails its group, sent again run by run.
     const moves = [...unordered].sort((a, b) => a.runId - b.runId);
     const at = new Date().toISOString();
     const entries = moves.map(({ detail }) => JSON.stringify([{ at, event, status: to, ...(detail ? { detail } : {}) }]));
@@ -601,7 +611,7 @@ export class WorkflowRunStore {
   }
 }
 
-/** A copy in run id order, the order grouped writes lock their rows in (see `moveMany`). */
+/** A copy in run id order, the order grouped writes send their rows in (see `moveMany`). */
 function byRunId<T extends { runId: number }>(items: T[]): T[] {
   return [...items].sort((a, b) => a.runId - b.runId);
 }

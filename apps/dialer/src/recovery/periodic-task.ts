@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { RedisClient } from '@app/queue';
 
+/** How long a round keeps renewing its lease. */
+const MAX_RENEWED_ROUND_MS = 10 * 60_000;
+
 /**
  * Runs `work` every `intervalMs`, never overlapping itself, and on one dialer
  * replica at a time (a short Redis lease): replicas take over from each other
@@ -38,8 +41,15 @@ export class PeriodicTask {
   async runOnce(): Promise<void> {
     if (!(await this.holdLease())) return;
     // A round can outlast the lease (a carrier slow to answer the reaper's look-ups): it is renewed while the round
-    // runs, so no other replica starts a round beside this one unless this one stops renewing.
+    // runs, so no other replica starts a round beside this one, for MAX_RENEWED_ROUND_MS at most: a round that hangs
+    // must not keep the task from every other replica.
+    const renewUntil = Date.now() + MAX_RENEWED_ROUND_MS;
     const renewal = setInterval(() => {
+      if (Date.now() > renewUntil) {
+        clearInterval(renewal);
+        this.logger.warn(`${this.name}: a round has run for ${MAX_RENEWED_ROUND_MS / 60_000} minutes; its lease is no longer renewed`);
+        return;
+      }
       this.holdLease()
         .then((held) => held || this.logger.warn(`${this.name}: the lease was lost during a round`))
         .catch((error: unknown) => this.logger.warn({ err: error }, `${this.name}: could not renew the lease`));

@@ -132,7 +132,8 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         : candidate.status === 'ringing'
           ? 'ring_timeout'
           : 'max_duration_exceeded';
-    // Only from the status it was found stuck in: an event that moved it meanwhile (an answer) wins.
+    // Only the run as it was read, stuck: an event that moved it meanwhile (an answer) wins, and so does a dial of a
+    // run handed back to the queue and claimed again since (its age is no longer the one measured).
     const ended = await this.runs.transition(
       run.id,
       'failed',
@@ -140,6 +141,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       { endReason, endedAt: new Date() },
       { stuck_in: candidate.status, seconds: Math.round(candidate.age_seconds) },
       [candidate.status],
+      { unmovedSince: run.statusChangedAt },
     );
     if (!ended) return;
     if (ended.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);
@@ -183,7 +185,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         {},
         { reason: 'carrier_has_no_call' },
         ['dialing'],
-        run.statusChangedAt,
+        { unmovedSince: run.statusChangedAt, withoutCallId: true },
       );
       if (requeued) {
         await this.slots.release(config.id, run.id);
