@@ -184,6 +184,24 @@ describe('placing calls through Plivo', () => {
     expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
   });
 
+  it('records a machine verdict that comes after the hang-up was applied, and ends the run without waiting for an agent report', async () => {
+    const runId = await trigger(machineConfigId, '+14155550176');
+    const call = await callFor(runId);
+    await fake.ring(call.requestUuid);
+    await fake.answer(call.requestUuid);
+    // Plivo ends the call and posts both callbacks at once; here the hang-up is applied first.
+    await fake.complete(call.requestUuid, { durationSeconds: 3 });
+    await runReaches(runId, (current) => current.status === 'completed', 'the hang-up to be applied');
+    const verdict = await fake.sendStatus(
+      callbacks(runId).statusUrl,
+      fake.callbackFields(call.requestUuid, 'in-progress', { Event: 'MachineDetection', Machine: 'true', IfMachine: 'hangup' }),
+    );
+    expect(verdict.status).toBe(200);
+    // Well within the 20 s a completed call waits for the agent runtime to report.
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
+  });
+
   it('hangs up a ringing call through Plivo and ends the run canceled', async () => {
     const runId = await trigger(recordedConfigId, '+14155550180');
     const call = await callFor(runId);

@@ -82,10 +82,14 @@ export class CallEventApplier {
     if (event.type === 'answered' && moved) {
       await this.afterAnswer(event, moved.telephonyConfigurationId, true);
     } else if (event.type === 'answered' && event.answeredBy) {
-      // The answering-machine verdict may come after the call was answered.
+      // The answering-machine verdict may come after the answer was applied, or even after the hang-up was.
       const run = await this.reader.findById(event.runId);
       if (run?.status === 'in_progress') await this.afterAnswer(event, run.telephonyConfigurationId, false);
+      else if (run?.status === 'completed') await this.runs.mergeGatheredContext(event.runId, { answered_by: event.answeredBy });
     }
+    // A hang-up applied before the verdict was stored waited for an agent report, which a machine that is hung up
+    // on never sends. Collected again once the verdict is stored, the run ends now rather than when the reaper forces it.
+    if (event.type === 'answered' && event.answeredBy) await this.artifacts.collect(event.runId);
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
     return moved !== null;
