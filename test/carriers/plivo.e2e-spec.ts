@@ -1,3 +1,4 @@
+import { RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
@@ -109,6 +110,27 @@ describe('placing calls through Plivo', () => {
     expect(Buffer.from(await recording.arrayBuffer())).toEqual(PlivoFake.recordingBytes(2));
     const download = fake.requests.find((request) => request.method === 'GET' && request.path.includes('/Recording/'));
     expect(download?.headers.authorization).toBe(basic());
+  });
+
+  it('stores a recording Plivo announces after the run was finished without it', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550175');
+    const call = await callFor(runId);
+    await fake.ring(call.requestUuid);
+    await fake.answer(call.requestUuid);
+    await fake.complete(call.requestUuid, { durationSeconds: 12 });
+    await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
+    // What the reaper does 30 s after the hang-up when no recording has come: finish the run without one.
+    await apps.dialer!.get(RunArtifactsCollector).collect(runId, true);
+    const finished = await readRun(runId);
+    expect(finished).toMatchObject({ is_completed: true, recording_url: null });
+
+    expect((await fake.recordingReady(call.requestUuid, { durationSeconds: 3 })).status).toBe(200);
+    const run = await runReaches(runId, (current) => current.recording_url !== null, 'the late recording to be stored');
+    expect(run).toMatchObject({ status: 'completed', is_completed: true, duration_seconds: 12 });
+    expect(run.transcript_url).toEqual(expect.any(String));
+    const recording = await fetch(run.recording_url);
+    expect(Buffer.from(await recording.arrayBuffer())).toEqual(PlivoFake.recordingBytes(3));
+    expect(eventsOf(run)).toContain('artifacts.late_recording_stored');
   });
 
   describe('webhooks that Plivo did not send', () => {

@@ -557,6 +557,32 @@ export class WorkflowRunStore {
     await this.dataSource.query(`UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1`, [runId, recordingKey]);
   }
 
+  /**
+   * Stores a recording for a run that was finished without one, unless one
+   * was stored meanwhile (the agent runtime's upload wins). Answers whether it was stored.
+   */
+  async recordLateRecording(runId: number, recordingKey: string): Promise<boolean> {
+    const [, affected] = await this.dataSource.query(
+      `UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1 AND recording_key IS NULL`,
+      [runId, recordingKey],
+    );
+    return affected > 0;
+  }
+
+  /**
+   * The answer time of a call whose hang-up was applied before its answer
+   * (the two events' jobs ran side by side): set once, on a completed run
+   * that has none. Answers whether it was set.
+   */
+  async fillAnsweredAt(runId: number, answeredAt: Date): Promise<boolean> {
+    const [, affected] = await this.dataSource.query(
+      `UPDATE workflow_runs SET answered_at = $2, updated_at = now()
+        WHERE id = $1 AND status = 'completed' AND answered_at IS NULL AND (ended_at IS NULL OR ended_at >= $2)`,
+      [runId, answeredAt],
+    );
+    return affected > 0;
+  }
+
   /** Where the carrier's recording can be fetched; the dialer copies it into our storage. */
   async recordCarrierRecordingUrl(runId: number, url: string): Promise<void> {
     await this.dataSource.query(`UPDATE workflow_runs SET carrier_recording_url = $2, updated_at = now() WHERE id = $1`, [runId, url]);

@@ -44,6 +44,7 @@ export class CallEventApplier {
     if (event.type === 'recording') {
       if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
       await this.artifacts.collect(event.runId);
+      if (event.recordingUrl) await this.artifacts.storeLateRecording(event.runId);
       return false;
     }
     const to = STATUS_BY_EVENT[event.type];
@@ -66,6 +67,9 @@ export class CallEventApplier {
     });
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
+      // An answer applied after the hang-up (their jobs ran side by side) still tells when the call was answered,
+      // and so how long it lasted when the carrier did not say.
+      if (event.type === 'answered' && (await this.runs.fillAnsweredAt(event.runId, occurredAt))) await this.runs.fillDuration(event.runId);
       // Cost and recordings may come with a late event for a call that already ended.
       if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
       if (isFinalRunStatus(to)) await this.releaseSlotOfEndedRun(event.runId);

@@ -64,8 +64,7 @@ export class RunArtifactsCollector {
           return null;
         });
       if (recording) {
-        const name = artifactKey(run.id, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
-        recordingKey = await this.storage.put(name, recording.body, recording.contentType);
+        recordingKey = await this.storage.put(recordingName(run.id, recording.contentType), recording.body, recording.contentType);
         await this.runs.recordRecording(run.id, recordingKey);
       }
     }
@@ -90,9 +89,31 @@ export class RunArtifactsCollector {
     await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
   }
 
+  /**
+   * A carrier recording announced after the run was finished without it
+   * (the reaper stops waiting for one 30 s after the hang-up) is still
+   * copied into our storage, and the run's `recording_url` appears then.
+   * A recording stored meanwhile, such as the agent runtime's upload, is kept.
+   */
+  async storeLateRecording(runId: number): Promise<void> {
+    const run = await this.reader.findById(runId);
+    if (!run || !run.isCompleted || run.recordingKey || !run.carrierRecordingUrl) return;
+    const config = await this.configurations.find(run.telephonyConfigurationId);
+    const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
+    if (!hasWebhooks(provider)) return;
+    const recording = await provider.fetchRecording(run.carrierRecordingUrl, this.cipher.credentialsOf(config));
+    const recordingKey = await this.storage.put(recordingName(run.id, recording.contentType), recording.body, recording.contentType);
+    if (await this.runs.recordLateRecording(run.id, recordingKey)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
+  }
+
   private async agentOpening(run: WorkflowRun): Promise<string> {
     const definition = await this.definitions.byId(run.definitionId);
     if (!definition) return '';
     return (await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })).opening;
   }
+}
+
+/** A carrier recording's key: MP3 or WAV, as the carrier sent it. */
+function recordingName(runId: number, contentType: string): string {
+  return artifactKey(runId, 'recording', contentType.includes('mpeg') ? 'mp3' : 'wav');
 }

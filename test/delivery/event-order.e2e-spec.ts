@@ -1,0 +1,92 @@
+import { CallEventJob } from '@app/queue';
+import { CallEventApplier } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+/**
+ * Carrier events of one call travel in jobs of their own, which the dialer
+ * runs side by side: an answer can be applied after the hang-up that
+ * followed it. The run must end the same either way.
+ */
+describe('carrier events applied out of order', () => {
+  let apps: TestApps;
+  let applier: CallEventApplier;
+  let seedRun: (status: string) => Promise<number>;
+  let events: (runId: number, type: CallEventJob['type'], at: Date, extra?: Partial<CallEventJob>) => CallEventJob;
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+    applier = apps.dialer!.get(CallEventApplier);
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 } });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    let next = 0;
+    seedRun = async (status) => {
+      next += 1;
+      const [{ id }] = await apps.dataSource.query(
+        `INSERT INTO workflow_runs (organization_id, workflow_id, name, status, environment, trigger_uuid, telephony_configuration_id,
+                                    provider, phone_number, provider_call_id)
+         VALUES ($1, $2, $3, $4, 'production', $5, $6, 'sandbox', '+14155550100', $3)
+         RETURNING id`,
+        [org.organizationId, workflow.workflowId, `SB-order-${next}`, status, workflow.triggerUuid, config.id],
+      );
+      return id;
+    };
+    events = (runId, type, at, extra = {}) => ({
+      runId,
+      organizationId: org.organizationId,
+      provider: 'sandbox',
+      providerCallId: `SB-order-${runId}`,
+      type,
+      occurredAt: at.toISOString(),
+      ...extra,
+    });
+  });
+  afterAll(() => apps.close());
+
+  const readRow = async (runId: number) =>
+    (await apps.dataSource.query(`SELECT status, answered_at, ended_at, duration_seconds FROM workflow_runs WHERE id = $1`, [runId]))[0];
+
+  it('keeps the answer time of an answer applied after the hang-up, and the duration it gives', async () => {
+    const runId = await seedRun('ringing');
+    const answeredAt = new Date(Date.now() - 9_000);
+    const endedAt = new Date(Date.now() - 2_000);
+    // The carrier said nothing of the duration: it is the time from answer to hang-up.
+    expect(await applier.apply(events(runId, 'completed', endedAt))).toBe(true);
+    expect(await readRow(runId)).toMatchObject({ status: 'completed', answered_at: null, duration_seconds: null });
+
+    expect(await applier.apply(events(runId, 'answered', answeredAt))).toBe(false);
+    const row = await readRow(runId);
+    expect(row).toMatchObject({ status: 'completed', answered_at: answeredAt, ended_at: endedAt });
+    expect(row.duration_seconds).toBeCloseTo(7, 3);
+  });
+
+  it('leaves a carrier duration, and an answer time it already has, as they are', async () => {
+    const runId = await seedRun('ringing');
+    const endedAt = new Date(Date.now() - 1_000);
+    await applier.apply(events(runId, 'completed', endedAt, { durationSeconds: 4 }));
+    await applier.apply(events(runId, 'answered', new Date(endedAt.getTime() - 6_000)));
+    expect(await readRow(runId)).toMatchObject({ status: 'completed', duration_seconds: 4 });
+
+    const answeredAt = new Date(endedAt.getTime() - 6_000);
+    const second = await seedRun('ringing');
+    await applier.apply(events(second, 'answered', answeredAt));
+    await applier.apply(events(second, 'completed', endedAt));
+    // A repeat of the answer, later, changes nothing.
+    await applier.apply(events(second, 'answered', new Date(endedAt.getTime() - 1_000)));
+    expect(await readRow(second)).toMatchObject({ status: 'completed', answered_at: answeredAt });
+  });
+
+  it('takes no answer time later than the hang-up, nor one for a call that ended unanswered', async () => {
+    const runId = await seedRun('ringing');
+    const endedAt = new Date(Date.now() - 3_000);
+    await applier.apply(events(runId, 'completed', endedAt));
+    await applier.apply(events(runId, 'answered', new Date(endedAt.getTime() + 500)));
+    expect(await readRow(runId)).toMatchObject({ status: 'completed', answered_at: null });
+
+    const busy = await seedRun('ringing');
+    await applier.apply(events(busy, 'busy', endedAt));
+    await applier.apply(events(busy, 'answered', new Date(endedAt.getTime() - 500)));
+    expect(await readRow(busy)).toMatchObject({ status: 'busy', answered_at: null });
+  });
+});
