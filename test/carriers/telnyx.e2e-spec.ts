@@ -1,3 +1,6 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { QueueName } from '@app/queue';
 import { silentWav } from '../fakes/silent-wav';
 import { TelnyxFake, TelnyxFakeCall } from '../fakes/telnyx-fake';
 import { TestOrganization } from '../support/fixtures';
@@ -228,6 +231,24 @@ describe('placing calls through Telnyx', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' } });
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
+  });
+
+  it('applies a price that comes before the hang-up only after it, so the hang-up still says how the call ended', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550176');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    // Telnyx promises no order: here its call.cost is delivered before its call.hangup.
+    expect((await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0000', billed_duration_secs: 0 })).status).toBe(200);
+    const queue = apps.dialer!.get<Queue>(getQueueToken(QueueName.CallEvents));
+    await waitFor(async () => ((await queue.getJob(`run-${runId}-cost-cost`))?.attemptsMade ?? 0) >= 1 || undefined, {
+      what: 'the price to be tried once',
+    });
+    expect(await readRun(runId)).toMatchObject({ status: 'ringing', is_completed: false });
+
+    expect((await fake.sendCallEvent(call.callControlId, 'call.hangup', { hangup_cause: 'user_busy' })).status).toBe(200);
+    const run = await runReaches(runId, (current) => current.is_completed === true && current.cost_info?.total_cost !== undefined, 'the price');
+    expect(run).toMatchObject({ status: 'busy', answered_at: null, cost_info: { total_cost: 0, currency: 'USD' } });
   });
 
   it('hangs up a ringing call through Telnyx and ends the run canceled', async () => {

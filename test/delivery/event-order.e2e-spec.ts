@@ -77,6 +77,19 @@ describe('carrier events applied out of order', () => {
     expect(await readRow(second)).toMatchObject({ status: 'completed', answered_at: answeredAt });
   });
 
+  it('keeps the answer time, not the later time of a machine verdict applied before the answer', async () => {
+    const runId = await seedRun('ringing');
+    const answeredAt = new Date(Date.now() - 5_000);
+    const verdictAt = new Date(answeredAt.getTime() + 3_000);
+    expect(await applier.apply(events(runId, 'answered', verdictAt, { answeredBy: 'machine' }))).toBe(true);
+    expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: verdictAt });
+
+    expect(await applier.apply(events(runId, 'answered', answeredAt))).toBe(false);
+    expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: answeredAt });
+    await applier.apply(events(runId, 'answered', verdictAt, { answeredBy: 'machine' }));
+    expect(await readRow(runId)).toMatchObject({ answered_at: answeredAt });
+  });
+
   it('takes no answer time later than the hang-up, nor one for a call that ended unanswered', async () => {
     const runId = await seedRun('ringing');
     const endedAt = new Date(Date.now() - 3_000);

@@ -27,7 +27,11 @@ export interface PlaceCallRoute {
   triggerUuid: string | null;
 }
 
-/** Status events move the run; `recording` only says the carrier's recording can be fetched. */
+/**
+ * Status events move the run; `recording` only says the carrier's recording
+ * can be fetched, and `cost` only brings the price (and billed duration) of a
+ * call that has ended.
+ */
 export type CallEventType =
   | 'ringing'
   | 'answered'
@@ -36,7 +40,8 @@ export type CallEventType =
   | 'no_answer'
   | 'failed'
   | 'canceled'
-  | 'recording';
+  | 'recording'
+  | 'cost';
 
 /** A status event reported by a carrier about one of our runs. */
 export interface CallEventJob {
@@ -46,13 +51,13 @@ export interface CallEventJob {
   providerCallId: string;
   type: CallEventType;
   occurredAt: string;
-  /** Carrier-reported call length, with `completed`. */
+  /** Carrier-reported (or billed) call length, with `completed` or `cost`. */
   durationSeconds?: number;
   /** Carrier's words for a failure, with `failed`. */
   reason?: string;
   /** Who picked up, with `answered`, where the carrier runs answering-machine detection. */
   answeredBy?: 'human' | 'machine' | 'unknown';
-  /** What the carrier charged, with `completed` (or a later event), when it reports it. */
+  /** What the carrier charged, with `completed` or `cost`, when it reports it. */
   cost?: { amount: number; currency: string };
   /** Where the carrier's recording can be fetched (with the carrier's auth), once it is ready. */
   recordingUrl?: string;

@@ -7,7 +7,7 @@ import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
-const STATUS_BY_EVENT: Record<Exclude<CallEventJob['type'], 'recording'>, RunStatus> = {
+const STATUS_BY_EVENT: Record<Exclude<CallEventJob['type'], 'recording' | 'cost'>, RunStatus> = {
   ringing: 'ringing',
   answered: 'in_progress',
   completed: 'completed',
@@ -47,6 +47,7 @@ export class CallEventApplier {
       if (event.recordingUrl) await this.artifacts.storeLateRecording(event.runId);
       return false;
     }
+    if (event.type === 'cost') return this.applyCost(event);
     const to = STATUS_BY_EVENT[event.type];
     const occurredAt = new Date(event.occurredAt);
     const fields: RunTransitionFields = { providerCallId: event.providerCallId };
@@ -67,8 +68,8 @@ export class CallEventApplier {
     });
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
-      // An answer applied after the hang-up (their jobs ran side by side) still tells when the call was answered,
-      // and so how long it lasted when the carrier did not say.
+      // An answer applied after the hang-up (their jobs ran side by side), or after the machine verdict that came
+      // seconds later, still tells when the call was answered, and so how long it lasted when the carrier did not say.
       if (event.type === 'answered' && (await this.runs.fillAnsweredAt(event.runId, occurredAt))) await this.runs.fillDuration(event.runId);
       // Cost and recordings may come with a late event for a call that already ended.
       if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
@@ -97,6 +98,21 @@ export class CallEventApplier {
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
     return moved !== null;
+  }
+
+  /**
+   * A price that comes on its own (Telnyx's `call.cost`) is stored once the
+   * call has ended; its billed duration replaces a computed one. Applied
+   * before the hang-up, it fails its job with `EventTooEarly`, whose retry
+   * comes after the hang-up has been applied.
+   */
+  private async applyCost(event: CallEventJob): Promise<boolean> {
+    const run = await this.reader.findById(event.runId);
+    if (!run) return false;
+    if (!isFinalRunStatus(run.status)) throw new EventTooEarly(`a price for run ${event.runId}, whose hang-up has not been applied yet`);
+    if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
+    if (event.durationSeconds !== undefined) await this.runs.fillDuration(event.runId, event.durationSeconds);
+    return false;
   }
 
   /**
@@ -153,6 +169,14 @@ export class CallEventApplier {
       this.logger.warn({ run_id: event.runId, err: error }, 'carrier-side answer handling failed');
       await this.runs.appendEvent(event.runId, 'carrier.answer_handling_failed', { message: (error as Error).message });
     }
+  }
+}
+
+/** An event that can be applied only after another one of its call: its job is retried later. */
+export class EventTooEarly extends Error {
+  constructor(what: string) {
+    super(`Too early for ${what}`);
+    this.name = 'EventTooEarly';
   }
 }
 

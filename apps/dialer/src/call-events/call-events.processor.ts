@@ -3,7 +3,7 @@ import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob, cappedExponentialBackoff, eventsOf, QueueName } from '@app/queue';
-import { CallEventApplier } from './call-event-applier.service';
+import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
 
 /** Consumes carrier status events. Errors are logged with context and rethrown so BullMQ retries. */
 // The job policy's backoff is this strategy: without it a failed event job errors instead of retrying.
@@ -29,6 +29,11 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
       for (const event of eventsOf(job.data)) moved = (await this.applier.apply(event)) || moved;
       return moved;
     } catch (error) {
+      if (error instanceof EventTooEarly) {
+        // Expected: webhooks of one call come in no promised order. The job's retry applies it.
+        this.logger.log({ run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 }, error.message);
+        throw error;
+      }
       this.logger.error(
         { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 },
         'call event failed',

@@ -96,8 +96,10 @@ function costEvent(payload: Record<string, unknown>, occurredAt: string): Webhoo
   const parts = Array.isArray(payload.cost_parts) ? (payload.cost_parts as Record<string, unknown>[]) : [];
   const currency = parts.map((part) => part?.currency).find((value) => typeof value === 'string' && value) as string | undefined;
   const billed = Number(payload.billed_duration_secs);
+  // Its own type, not `completed`: Telnyx does not promise the order of its webhooks, and a price that is
+  // applied before the hang-up must not end the call in its stead.
   return {
-    type: 'completed',
+    type: 'cost',
     occurredAt,
     cost: { amount, currency: currency ?? 'USD' },
     ...(payload.billed_duration_secs !== undefined && payload.billed_duration_secs !== null && Number.isFinite(billed)
