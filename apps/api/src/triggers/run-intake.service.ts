@@ -5,6 +5,12 @@ import { NewRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, PlaceCallJob } from '@app/queue';
 
 const MAX_BATCH = 200;
+/**
+ * Grouped inserts at once. Two rather than five (half the default pool):
+ * larger groups, and Postgres spent 17 % less CPU per trigger with no loss
+ * of throughput or p99 (README, "What changed").
+ */
+const MAX_INSERTS_IN_FLIGHT = 2;
 
 /**
  * Stores accepted runs and enqueues their dial jobs, grouping concurrent
@@ -26,8 +32,8 @@ export class RunIntake {
   ) {
     this.batcher = new Batcher((batch) => this.storeAndEnqueue(batch), {
       maxBatch: MAX_BATCH,
-      // Leaves half the pool to everything else the gateway reads and writes.
-      maxInFlight: Math.max(1, Math.floor(config.databasePoolSize / 2)),
+      // Never more than half the pool: the rest is for everything else the gateway reads and writes.
+      maxInFlight: Math.max(1, Math.min(MAX_INSERTS_IN_FLIGHT, Math.floor(config.databasePoolSize / 2))),
     });
   }
 
