@@ -1,3 +1,7 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import { Job, Queue } from 'bullmq';
+import { QueueName } from '@app/queue';
+import { PRICE_LOOKUP_DELAYS_MS, priceLookupJobId } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { TwilioFake } from '../fakes/twilio-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
@@ -178,6 +182,48 @@ describe('placing calls through Twilio', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
+  });
+
+  describe('a call Twilio had not priced yet at the hang-up', () => {
+    const queue = () => apps.dialer!.get<Queue>(getQueueToken(QueueName.CallEvents));
+    /** The run's `lookup`-th price look-up after the hang-up, once enqueued; checked to wait for its delay. */
+    async function delayedLookup(runId: number, lookup: number): Promise<Job> {
+      const job = await waitFor(async () => (await queue().getJob(priceLookupJobId(runId, lookup))) ?? undefined, {
+        what: `price look-up ${lookup} of run ${runId}`,
+      });
+      expect(await job.isDelayed()).toBe(true);
+      expect(job.opts.delay).toBe(PRICE_LOOKUP_DELAYS_MS[lookup - 1]);
+      return job;
+    }
+    async function endedUnpriced(to: string): Promise<{ runId: number; sid: string }> {
+      const runId = await trigger(recordedConfigId, to);
+      const call = await callFor(runId);
+      await fake.ring(call.sid);
+      await fake.answer(call.sid);
+      await fake.complete(call.sid, { durationSeconds: 20, price: null });
+      await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
+      return { runId, sid: call.sid };
+    }
+
+    it('asks Twilio again after a delay, and stores the price it shows then', async () => {
+      const { runId, sid } = await endedUnpriced('+14155550184');
+      const first = await delayedLookup(runId, 1);
+      expect((await readRun(runId)).cost_info.total_cost).toBeUndefined();
+
+      fake.setCallStatus(sid, { price: '-0.01800', priceUnit: 'USD' });
+      await first.promote();
+      const run = await runReaches(runId, (current) => current.cost_info?.total_cost !== undefined, 'the price');
+      expect(run.cost_info).toMatchObject({ total_cost: 0.018, currency: 'USD', call_duration_seconds: 20 });
+      expect(await queue().getJob(priceLookupJobId(runId, 2))).toBeUndefined();
+    });
+
+    it('stops after the last look-up, and notes that Twilio never showed one', async () => {
+      const { runId } = await endedUnpriced('+14155550185');
+      for (let lookup = 1; lookup <= PRICE_LOOKUP_DELAYS_MS.length; lookup++) await (await delayedLookup(runId, lookup)).promote();
+      const run = await runReaches(runId, (current) => eventsOf(current).includes('carrier.price_unavailable'), 'the look-ups to stop');
+      expect(run.cost_info.total_cost).toBeUndefined();
+      expect(await queue().getJob(priceLookupJobId(runId, PRICE_LOOKUP_DELAYS_MS.length + 1))).toBeUndefined();
+    });
   });
 
   it('cancels a ringing call through Twilio and ends the run canceled', async () => {

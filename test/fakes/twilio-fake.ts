@@ -131,14 +131,18 @@ export class TwilioFake extends FormLoopbackFake<FakeTwilioCall, TwilioFailure> 
     return answer;
   }
 
-  /** The call ends after a conversation: `completed` with CallDuration; a look-up then shows Price. */
-  async complete(sid: string, options: { durationSeconds?: number; price?: string; priceUnit?: string } = {}): Promise<WebhookResponse | null> {
+  /**
+   * The call ends after a conversation: `completed` with CallDuration; a
+   * look-up then shows Price (`price: null`: not priced yet, as Twilio
+   * shows a call for a while after it ends).
+   */
+  async complete(sid: string, options: { durationSeconds?: number; price?: string | null; priceUnit?: string } = {}): Promise<WebhookResponse | null> {
     const duration = options.durationSeconds ?? 42;
     const call = this.setCallStatus(sid, {
       status: 'completed',
       endTime: new Date(),
       duration,
-      price: options.price ?? '-0.01300',
+      price: options.price === undefined ? '-0.01300' : options.price,
       priceUnit: options.priceUnit ?? 'USD',
     });
     return this.notify(call, 'completed', 'completed', { CallDuration: String(duration) });

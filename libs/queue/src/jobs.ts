@@ -30,7 +30,8 @@ export interface PlaceCallRoute {
 /**
  * Status events move the run; `recording` only says the carrier's recording
  * can be fetched, and `cost` only brings the price (and billed duration) of a
- * call that has ended.
+ * call that has ended. `price_lookup` is the dialer's own: ask the carrier
+ * again for the price of a completed call it had not priced yet.
  */
 export type CallEventType =
   | 'ringing'
@@ -41,7 +42,8 @@ export type CallEventType =
   | 'failed'
   | 'canceled'
   | 'recording'
-  | 'cost';
+  | 'cost'
+  | 'price_lookup';
 
 /** A status event reported by a carrier about one of our runs. */
 export interface CallEventJob {
@@ -61,6 +63,8 @@ export interface CallEventJob {
   cost?: { amount: number; currency: string };
   /** Where the carrier's recording can be fetched (with the carrier's auth), once it is ready. */
   recordingUrl?: string;
+  /** With `price_lookup`: which look-up after the one at the hang-up this is (1, 2, ...). */
+  lookup?: number;
   /**
    * Events of the same call that happened at the same instant, right after
    * this one: applied in order after it, in one job instead of one each.

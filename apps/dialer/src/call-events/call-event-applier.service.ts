@@ -1,13 +1,20 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { isFinalRunStatus, RunReader, RunStatus, RunTransitionFields, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
-import { CallEventJob } from '@app/queue';
+import { CallEventJob, CallEventsQueue } from '@app/queue';
 import { CallReference, callReferenceOf, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
-const STATUS_BY_EVENT: Record<Exclude<CallEventJob['type'], 'recording' | 'cost'>, RunStatus> = {
+/**
+ * When a completed call's price is asked for again, after the look-up at the
+ * hang-up found none: Twilio prices a call some time after it ends,
+ * usually within minutes.
+ */
+export const PRICE_LOOKUP_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000];
+
+const STATUS_BY_EVENT: Record<Exclude<CallEventJob['type'], 'recording' | 'cost' | 'price_lookup'>, RunStatus> = {
   ringing: 'ringing',
   answered: 'in_progress',
   completed: 'completed',
@@ -38,6 +45,7 @@ export class CallEventApplier {
     private readonly slots: ConcurrencyLimiter,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
+    private readonly events: CallEventsQueue,
   ) {}
 
   async apply(event: CallEventJob): Promise<boolean> {
@@ -48,6 +56,7 @@ export class CallEventApplier {
       return false;
     }
     if (event.type === 'cost') return this.applyCost(event);
+    if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
     const to = STATUS_BY_EVENT[event.type];
     const occurredAt = new Date(event.occurredAt);
     const fields: RunTransitionFields = { providerCallId: event.providerCallId };
@@ -127,23 +136,51 @@ export class CallEventApplier {
   }
 
   /**
-   * A hang-up that came without a price is followed by one look-up at
-   * carriers whose look-up can tell it (Twilio shows it on the Call resource
-   * only). A price is worth a look-up, not a failed event: without one the
+   * A hang-up that came without a price is followed by a look-up at carriers
+   * whose look-up can tell it (Twilio shows it on the Call resource only).
+   * A call the carrier has not priced yet is looked up again after each of
+   * PRICE_LOOKUP_DELAYS_MS; after the last, `carrier.price_unavailable` is
+   * noted. A price is worth a look-up, not a failed event: without one the
    * run keeps what it has.
    */
-  private async fetchPrice(event: CallEventJob, configurationId: number | null): Promise<void> {
+  private async fetchPrice(event: CallEventJob, configurationId: number | null, lookup = 0): Promise<void> {
     const config = await this.configurations.find(configurationId);
     if (!config || !this.providers.has(config.provider)) return;
     const provider = this.providers.get(config.provider);
     if (!provider.pricesOnLookup) return;
+    let cost: CallEventJob['cost'];
     try {
-      const lookup = await provider.lookupCall(this.referenceOf(event, config));
-      const cost = lookup.kind === 'found' ? lookup.events.find((found) => found.type === 'completed')?.cost : undefined;
-      if (cost) await this.runs.mergeCostInfo(event.runId, { total_cost: cost.amount, currency: cost.currency });
+      const found = await provider.lookupCall(this.referenceOf(event, config));
+      cost = found.kind === 'found' ? found.events.find((step) => step.type === 'completed')?.cost : undefined;
     } catch (error) {
       this.logger.warn({ run_id: event.runId, err: error }, 'could not look up the call price');
     }
+    if (cost) {
+      await this.runs.mergeCostInfo(event.runId, { total_cost: cost.amount, currency: cost.currency });
+      return;
+    }
+    if (lookup >= PRICE_LOOKUP_DELAYS_MS.length) {
+      await this.runs.appendEvent(event.runId, 'carrier.price_unavailable', { lookups: lookup + 1 });
+      return;
+    }
+    const next: CallEventJob = {
+      runId: event.runId,
+      organizationId: event.organizationId,
+      provider: event.provider,
+      providerCallId: event.providerCallId,
+      type: 'price_lookup',
+      occurredAt: new Date().toISOString(),
+      lookup: lookup + 1,
+    };
+    await this.events.enqueueEvent(next, PRICE_LOOKUP_DELAYS_MS[lookup], priceLookupJobId(event.runId, lookup + 1));
+  }
+
+  /** A look-up of a completed call's price after the one at the hang-up found none; nothing if a price came since. */
+  private async lookUpPriceAgain(event: CallEventJob): Promise<boolean> {
+    const run = await this.reader.findById(event.runId);
+    if (!run || run.status !== 'completed' || run.costInfo?.total_cost !== undefined) return false;
+    await this.fetchPrice(event, run.telephonyConfigurationId, event.lookup ?? 1);
+    return false;
   }
 
   private referenceOf(event: CallEventJob, config: TelephonyConfiguration): CallReference {
@@ -170,6 +207,11 @@ export class CallEventApplier {
       await this.runs.appendEvent(event.runId, 'carrier.answer_handling_failed', { message: (error as Error).message });
     }
   }
+}
+
+/** The job id of a call's `lookup`-th price look-up after the hang-up: one each, so none collapses into another. */
+export function priceLookupJobId(runId: number, lookup: number): string {
+  return `run-${runId}-price-lookup-${lookup}`;
 }
 
 /** An event that can be applied only after another one of its call: its job is retried later. */
