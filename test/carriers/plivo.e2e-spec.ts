@@ -28,6 +28,16 @@ describe('placing calls through Plivo', () => {
 
   const ofRun = (runId: number) => (url: string | null | undefined) => Boolean(url?.endsWith(`/answer/${runId}`));
   const dialsFor = (runId: number) => fake.dialRequests().filter((request) => ofRun(runId)((request.json as { answer_url?: string } | null)?.answer_url));
+  /** A call placed, rung, answered and hung up through Plivo, its hang-up applied to the run. */
+  async function answeredAndEnded(configId: number, to: string, durationSeconds: number): Promise<{ runId: number; call: FakePlivoCall }> {
+    const runId = await trigger(configId, to);
+    const call = await callFor(runId);
+    await fake.ring(call.requestUuid);
+    await fake.answer(call.requestUuid);
+    await fake.complete(call.requestUuid, { durationSeconds });
+    await runReaches(runId, (run) => run.status === 'completed', 'the hang-up to be applied');
+    return { runId, call };
+  }
   const basic = () => `Basic ${Buffer.from(`${PlivoFake.AUTH_ID}:${PlivoFake.AUTH_TOKEN}`).toString('base64')}`;
 
   describe('POST /api/v1/telephony-configurations/{id}/verify', () => {
@@ -113,12 +123,7 @@ describe('placing calls through Plivo', () => {
   });
 
   it('stores a recording Plivo announces after the run was finished without it', async () => {
-    const runId = await trigger(recordedConfigId, '+14155550175');
-    const call = await callFor(runId);
-    await fake.ring(call.requestUuid);
-    await fake.answer(call.requestUuid);
-    await fake.complete(call.requestUuid, { durationSeconds: 12 });
-    await runReaches(runId, (run) => run.status === 'completed', 'the call to end');
+    const { runId, call } = await answeredAndEnded(recordedConfigId, '+14155550175', 12);
     // What the reaper does 30 s after the hang-up when no recording has come: finish the run without one.
     await apps.dialer!.get(RunArtifactsCollector).collect(runId, true);
     const finished = await readRun(runId);
@@ -207,13 +212,8 @@ describe('placing calls through Plivo', () => {
   });
 
   it('records a machine verdict that comes after the hang-up was applied, and ends the run without waiting for an agent report', async () => {
-    const runId = await trigger(machineConfigId, '+14155550176');
-    const call = await callFor(runId);
-    await fake.ring(call.requestUuid);
-    await fake.answer(call.requestUuid);
     // Plivo ends the call and posts both callbacks at once; here the hang-up is applied first.
-    await fake.complete(call.requestUuid, { durationSeconds: 3 });
-    await runReaches(runId, (current) => current.status === 'completed', 'the hang-up to be applied');
+    const { runId, call } = await answeredAndEnded(machineConfigId, '+14155550176', 3);
     const verdict = await fake.sendStatus(
       callbacks(runId).statusUrl,
       fake.callbackFields(call.requestUuid, 'in-progress', { Event: 'MachineDetection', Machine: 'true', IfMachine: 'hangup' }),

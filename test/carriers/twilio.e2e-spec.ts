@@ -1,7 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Job, Queue } from 'bullmq';
 import { QueueName } from '@app/queue';
-import { PRICE_LOOKUP_DELAYS_MS, priceLookupJobId } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { CallEventApplier, PRICE_LOOKUP_DELAYS_MS, priceLookupJobId } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { TwilioFake } from '../fakes/twilio-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
@@ -215,6 +215,29 @@ describe('placing calls through Twilio', () => {
       const run = await runReaches(runId, (current) => current.cost_info?.total_cost !== undefined, 'the price');
       expect(run.cost_info).toMatchObject({ total_cost: 0.018, currency: 'USD', call_duration_seconds: 20 });
       expect(await queue().getJob(priceLookupJobId(runId, 2))).toBeUndefined();
+    });
+
+    it('is looked up by the retry of a hang-up whose move was stored before its job stopped, short of the look-up', async () => {
+      const runId = await trigger(recordedConfigId, '+14155550186');
+      const call = await callFor(runId);
+      await fake.ring(call.sid);
+      await fake.answer(call.sid);
+      await fake.complete(call.sid, { durationSeconds: 9, price: '-0.01000' });
+      await runReaches(runId, (run) => run.cost_info?.total_cost !== undefined, 'the price');
+      // The run as that first try left it: completed, without a price.
+      await apps.dataSource.query(`UPDATE workflow_runs SET cost_info = cost_info - 'total_cost' - 'currency' WHERE id = $1`, [runId]);
+
+      const retried = await apps.dialer!.get(CallEventApplier).apply({
+        runId,
+        organizationId: org.organizationId,
+        provider: 'twilio',
+        providerCallId: call.sid,
+        type: 'completed',
+        occurredAt: new Date().toISOString(),
+        durationSeconds: 9,
+      });
+      expect(retried).toBe(false);
+      expect((await readRun(runId)).cost_info).toMatchObject({ total_cost: 0.01, currency: 'USD', call_duration_seconds: 9 });
     });
 
     it('stops after the last look-up, and notes that Twilio never showed one', async () => {

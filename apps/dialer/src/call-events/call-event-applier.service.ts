@@ -1,5 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { isFinalRunStatus, RunReader, RunStatus, RunTransitionFields, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
+import {
+  isFinalRunStatus,
+  RunReader,
+  RunStatus,
+  RunTransitionFields,
+  TelephonyConfiguration,
+  WorkflowRun,
+  WorkflowRunStore,
+} from '@app/persistence';
 import { CallEventJob, CallEventsQueue } from '@app/queue';
 import { CallReference, callReferenceOf, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
@@ -75,6 +83,7 @@ export class CallEventApplier {
       ...(event.reason ? { reason: event.reason } : {}),
       ...(event.answeredBy ? { answered_by: event.answeredBy } : {}),
     });
+    let ended: WorkflowRun | null = null;
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
       // An answer applied after the hang-up (their jobs ran side by side), or after the machine verdict that came
@@ -82,7 +91,7 @@ export class CallEventApplier {
       if (event.type === 'answered' && (await this.runs.fillAnsweredAt(event.runId, occurredAt))) await this.runs.fillDuration(event.runId);
       // Cost and recordings may come with a late event for a call that already ended.
       if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
-      if (isFinalRunStatus(to)) await this.releaseSlotOfEndedRun(event.runId);
+      if (isFinalRunStatus(to)) ended = await this.releaseSlotOfEndedRun(event.runId);
     } else if (isFinalRunStatus(to) && moved.telephonyConfigurationId !== null) {
       await this.slots.release(moved.telephonyConfigurationId, event.runId);
     }
@@ -92,7 +101,11 @@ export class CallEventApplier {
     // The move to `completed` has already stored a carrier duration that came with it.
     const durationStored = moved !== null && event.durationSeconds !== undefined;
     if (event.type === 'completed' && !durationStored) await this.runs.fillDuration(event.runId, event.durationSeconds);
-    if (event.type === 'completed' && moved && !event.cost) await this.fetchPrice(event, moved.telephonyConfigurationId);
+    if (event.type === 'completed' && !event.cost) {
+      // Also for the retry of a hang-up whose move was stored before its job stopped, short of the look-up.
+      if (moved) await this.fetchPrice(event, moved.telephonyConfigurationId);
+      else if (ended?.status === 'completed' && ended.costInfo?.total_cost === undefined) await this.fetchPrice(event, ended.telephonyConfigurationId);
+    }
     if (event.type === 'answered' && moved) {
       await this.afterAnswer(event, moved.telephonyConfigurationId, true);
     } else if (event.type === 'answered' && event.answeredBy) {
@@ -129,10 +142,12 @@ export class CallEventApplier {
    * whose job stopped before it freed the slot (the process died, Redis
    * failed the release): a run that has ended holds no slot, and releasing
    * one is idempotent, so a duplicate costs a read and nothing else.
+   * Answers the run as read.
    */
-  private async releaseSlotOfEndedRun(runId: number): Promise<void> {
+  private async releaseSlotOfEndedRun(runId: number): Promise<WorkflowRun | null> {
     const run = await this.reader.findById(runId);
     if (run && isFinalRunStatus(run.status) && run.telephonyConfigurationId !== null) await this.slots.release(run.telephonyConfigurationId, runId);
+    return run;
   }
 
   /**
