@@ -1,4 +1,5 @@
 import { RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
+import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
@@ -222,6 +223,35 @@ describe('placing calls through Plivo', () => {
     // Well within the 20 s a completed call waits for the agent runtime to report.
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
+  });
+
+  it('keeps in the transcript the turns an agent reports while a machine it was talking to is hung up on', async () => {
+    const runId = await trigger(machineConfigId, '+14155550174');
+    const call = await callFor(runId);
+    await fake.ring(call.requestUuid);
+    const answer = await fake.answer(call.requestUuid);
+    const stream = /<Stream [^>]*>([^<]+)<\/Stream>/.exec(answer.body)?.[1].replace(/&amp;/g, '&');
+    const token = new URL(stream!).searchParams.get('session_token')!;
+    // The agent's report lands between the collector's read of the run and its final update.
+    const writes = apps.dialer!.get(GroupedRunWrites);
+    const complete = writes.completeArtifacts.bind(writes);
+    let reported = 0;
+    const spy = jest.spyOn(writes, 'completeArtifacts').mockImplementation(async (id, keys) => {
+      if (id === runId && reported++ === 0) {
+        const events = AGENT_TURNS.map((turn) => ({ type: 'transcript', ...turn }));
+        expect((await apps.client.post(`/api/v1/agent-sessions/${encodeURIComponent(token)}/events`, { events })).status).toBe(200);
+      }
+      return complete(id, keys);
+    });
+    try {
+      await fake.detectMachine(call.requestUuid, true);
+      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      expect(reported).toBeGreaterThan(0);
+      expect((await apps.client.get(run.transcript_url)).body.turns).toEqual(AGENT_TURNS);
+      expect(eventsOf(run)).toContain('artifacts.transcript_amended');
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('hangs up a ringing call through Plivo and ends the run canceled', async () => {

@@ -552,6 +552,11 @@ export class WorkflowRunStore {
     return changed > 0;
   }
 
+  /** Points the run at a transcript stored again, with turns the agent reported after the first was stored. */
+  async replaceTranscript(runId: number, transcriptKey: string): Promise<void> {
+    await this.dataSource.query(`UPDATE workflow_runs SET transcript_key = $2, updated_at = now() WHERE id = $1`, [runId, transcriptKey]);
+  }
+
   /** A recording stored in our artifacts (uploaded by the agent runtime or fetched from the carrier). */
   async recordRecording(runId: number, recordingKey: string): Promise<void> {
     await this.dataSource.query(`UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1`, [runId, recordingKey]);

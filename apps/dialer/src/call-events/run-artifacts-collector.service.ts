@@ -84,9 +84,27 @@ export class RunArtifactsCollector {
       }
     }
 
-    const transcript = Buffer.from(JSON.stringify({ run_id: run.id, turns }, null, 2));
-    const transcriptKey = await this.storage.put(artifactKey(run.id, 'transcript', 'json'), transcript, 'application/json');
-    await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
+    const transcriptKey = await this.storeTranscript(run.id, turns);
+    const completed = await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
+    // Finished while the agent runtime still had its session open (a machine hung up on, or the reaper forcing it):
+    // turns it reported after the read above are in the run but not in the file. Reports stop once the run is
+    // complete, so one more read sees the last of them.
+    if (completed && run.agentSessionStartedAt !== null && !run.agentSessionEndedAt) {
+      await this.amendTranscript(run.id, run.agentTranscript.length > 0 ? turns.length : 0);
+    }
+  }
+
+  private async storeTranscript(runId: number, turns: unknown[]): Promise<string> {
+    const transcript = Buffer.from(JSON.stringify({ run_id: runId, turns }, null, 2));
+    return this.storage.put(artifactKey(runId, 'transcript', 'json'), transcript, 'application/json');
+  }
+
+  /** Stores the transcript again if the agent reported more turns than the `stored` ones taken from it. */
+  private async amendTranscript(runId: number, stored: number): Promise<void> {
+    const run = await this.reader.findById(runId);
+    if (!run || run.agentTranscript.length <= stored) return;
+    await this.runs.replaceTranscript(runId, await this.storeTranscript(runId, run.agentTranscript));
+    await this.runs.appendEvent(runId, 'artifacts.transcript_amended', { turns: run.agentTranscript.length });
   }
 
   /**
