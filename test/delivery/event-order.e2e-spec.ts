@@ -1,5 +1,5 @@
 import { CallEventJob } from '@app/queue';
-import { CallEventApplier } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { CallEventApplier, EventTooEarly } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
@@ -77,17 +77,16 @@ describe('carrier events applied out of order', () => {
     expect(await readRow(second)).toMatchObject({ status: 'completed', answered_at: answeredAt });
   });
 
-  it('keeps the answer time, not the later time of a machine verdict applied before the answer', async () => {
-    const runId = await seedRun('ringing');
-    const answeredAt = new Date(Date.now() - 5_000);
-    const verdictAt = new Date(answeredAt.getTime() + 3_000);
-    expect(await applier.apply(events(runId, 'answered', verdictAt, { answeredBy: 'machine' }))).toBe(true);
-    expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: verdictAt });
+  it('waits for the hang-up before a price that came alone, but stores it on the last attempt if the hang-up never comes', async () => {
+    const runId = await seedRun('in_progress');
+    const price = events(runId, 'cost', new Date(), { cost: { amount: 0.02, currency: 'USD' }, durationSeconds: 60 });
+    await expect(applier.apply(price)).rejects.toBeInstanceOf(EventTooEarly);
+    expect((await apps.dataSource.query(`SELECT cost_info FROM workflow_runs WHERE id = $1`, [runId]))[0].cost_info).toEqual({});
 
-    expect(await applier.apply(events(runId, 'answered', answeredAt))).toBe(false);
-    expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: answeredAt });
-    await applier.apply(events(runId, 'answered', verdictAt, { answeredBy: 'machine' }));
-    expect(await readRow(runId)).toMatchObject({ answered_at: answeredAt });
+    expect(await applier.apply(price, true)).toBe(false);
+    const [row] = await apps.dataSource.query(`SELECT status, cost_info, logs FROM workflow_runs WHERE id = $1`, [runId]);
+    expect(row).toMatchObject({ status: 'in_progress', cost_info: { total_cost: 0.02, currency: 'USD' } });
+    expect(row.logs.events.map((entry: { event: string }) => entry.event)).toContain('carrier.cost_before_hangup');
   });
 
   it('takes no answer time later than the hang-up, nor one for a call that ended unanswered', async () => {

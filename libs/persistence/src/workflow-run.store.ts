@@ -575,18 +575,16 @@ export class WorkflowRunStore {
   }
 
   /**
-   * An answer event that did not move the run still tells when the call was
-   * answered: the earliest time heard wins. It fills a run whose hang-up was
-   * applied before its answer (the two events' jobs ran side by side), and
-   * moves back a time taken from an answering-machine verdict, which comes
-   * seconds after the answer. Never a time later than the hang-up. Answers
-   * whether the time changed.
+   * The answer time of a call whose hang-up was applied before its answer
+   * (the two events' jobs ran side by side): set once, on a completed run
+   * that has none, and never later than the hang-up. An answer time the run
+   * has is kept: a carrier look-up's answer event may carry the call's start
+   * instead. Answers whether it was set.
    */
   async fillAnsweredAt(runId: number, answeredAt: Date): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs SET answered_at = $2, updated_at = now()
-        WHERE id = $1 AND status IN ('in_progress', 'completed') AND (answered_at IS NULL OR answered_at > $2)
-          AND (ended_at IS NULL OR ended_at >= $2)`,
+        WHERE id = $1 AND status = 'completed' AND answered_at IS NULL AND (ended_at IS NULL OR ended_at >= $2)`,
       [runId, answeredAt],
     );
     return affected > 0;

@@ -16,9 +16,9 @@ import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
 /**
- * When a completed call's price is asked for again, after the look-up at the
- * hang-up found none: Twilio prices a call some time after it ends,
- * usually within minutes.
+ * The waits before each new look-up of a completed call's price, after the
+ * one at the hang-up found none (1, 6 and 36 minutes after it): Twilio
+ * prices a call some time after it ends, usually within minutes.
  */
 export const PRICE_LOOKUP_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000];
 
@@ -56,14 +56,15 @@ export class CallEventApplier {
     private readonly events: CallEventsQueue,
   ) {}
 
-  async apply(event: CallEventJob): Promise<boolean> {
+  /** `lastAttempt`: the job will not be retried, so an event that is too early is applied as best it can be. */
+  async apply(event: CallEventJob, lastAttempt = false): Promise<boolean> {
     if (event.type === 'recording') {
       if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
       await this.artifacts.collect(event.runId);
       if (event.recordingUrl) await this.artifacts.storeLateRecording(event.runId);
       return false;
     }
-    if (event.type === 'cost') return this.applyCost(event);
+    if (event.type === 'cost') return this.applyCost(event, lastAttempt);
     if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
     const to = STATUS_BY_EVENT[event.type];
     const occurredAt = new Date(event.occurredAt);
@@ -86,8 +87,8 @@ export class CallEventApplier {
     let ended: WorkflowRun | null = null;
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
-      // An answer applied after the hang-up (their jobs ran side by side), or after the machine verdict that came
-      // seconds later, still tells when the call was answered, and so how long it lasted when the carrier did not say.
+      // An answer applied after the hang-up (their jobs ran side by side) still tells when the call was answered,
+      // and so how long it lasted when the carrier did not say.
       if (event.type === 'answered' && (await this.runs.fillAnsweredAt(event.runId, occurredAt))) await this.runs.fillDuration(event.runId);
       // Cost and recordings may come with a late event for a call that already ended.
       if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
@@ -126,12 +127,19 @@ export class CallEventApplier {
    * A price that comes on its own (Telnyx's `call.cost`) is stored once the
    * call has ended; its billed duration replaces a computed one. Applied
    * before the hang-up, it fails its job with `EventTooEarly`, whose retry
-   * comes after the hang-up has been applied.
+   * comes after the hang-up has been applied. A hang-up that never comes
+   * (lost; the reaper ends such a run only after the maximum call duration)
+   * must not cost the price as well: the job's last attempt stores it all
+   * the same, and notes `carrier.cost_before_hangup`.
    */
-  private async applyCost(event: CallEventJob): Promise<boolean> {
+  private async applyCost(event: CallEventJob, lastAttempt: boolean): Promise<boolean> {
     const run = await this.reader.findById(event.runId);
     if (!run) return false;
-    if (!isFinalRunStatus(run.status)) throw new EventTooEarly(`a price for run ${event.runId}, whose hang-up has not been applied yet`);
+    if (!isFinalRunStatus(run.status)) {
+      if (!lastAttempt) throw new EventTooEarly(`a price for run ${event.runId}, whose hang-up has not been applied yet`);
+      this.logger.warn({ run_id: event.runId, status: run.status }, 'a price whose hang-up never came: stored without it');
+      await this.runs.appendEvent(event.runId, 'carrier.cost_before_hangup', { status: run.status });
+    }
     if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
     if (event.durationSeconds !== undefined) await this.runs.fillDuration(event.runId, event.durationSeconds);
     return false;

@@ -26,7 +26,8 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
   async process(job: Job<CallEventJob>): Promise<boolean> {
     try {
       let moved = false;
-      for (const event of eventsOf(job.data)) moved = (await this.applier.apply(event)) || moved;
+      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      for (const event of eventsOf(job.data)) moved = (await this.applier.apply(event, lastAttempt)) || moved;
       return moved;
     } catch (error) {
       if (error instanceof EventTooEarly) {
