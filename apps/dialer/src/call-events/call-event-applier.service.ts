@@ -105,7 +105,7 @@ export class CallEventApplier {
     if (event.type === 'completed' && !event.cost) {
       // Also for the retry of a hang-up whose move was stored before its job stopped, short of the look-up.
       if (moved) await this.fetchPrice(event, moved.telephonyConfigurationId);
-      else if (ended?.status === 'completed' && ended.costInfo?.total_cost === undefined) await this.fetchPrice(event, ended.telephonyConfigurationId);
+      else if (awaitsPrice(ended)) await this.fetchPrice(event, ended.telephonyConfigurationId);
     }
     if (event.type === 'answered' && moved) {
       await this.afterAnswer(event, moved.telephonyConfigurationId, true);
@@ -201,7 +201,7 @@ export class CallEventApplier {
   /** A look-up of a completed call's price after the one at the hang-up found none; nothing if a price came since. */
   private async lookUpPriceAgain(event: CallEventJob): Promise<boolean> {
     const run = await this.reader.findById(event.runId);
-    if (!run || run.status !== 'completed' || run.costInfo?.total_cost !== undefined) return false;
+    if (!awaitsPrice(run)) return false;
     await this.fetchPrice(event, run.telephonyConfigurationId, event.lookup ?? 1);
     return false;
   }
@@ -230,6 +230,11 @@ export class CallEventApplier {
       await this.runs.appendEvent(event.runId, 'carrier.answer_handling_failed', { message: (error as Error).message });
     }
   }
+}
+
+/** A completed call that has no price yet. */
+function awaitsPrice(run: WorkflowRun | null): run is WorkflowRun {
+  return run?.status === 'completed' && run.costInfo?.total_cost === undefined;
 }
 
 /** The job id of a call's `lookup`-th price look-up after the hang-up: one each, so none collapses into another. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
-import { RunReader, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CredentialsCipher, hasWebhooks, TelephonyProviders } from '@app/telephony';
+import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { CarrierWebhooks, CredentialsCipher, hasWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
@@ -50,23 +50,17 @@ export class RunArtifactsCollector {
     // Carriers announce their recording after the hang-up: wait for it (its event collects again; the reaper forces).
     const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl && run.answeredAt !== null;
     if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return;
-    const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
+    const provider = this.providerOf(run, config);
 
     let turns: unknown[] = run.agentTranscript;
     let recordingKey: string | null = null;
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
-      const url = run.carrierRecordingUrl;
-      const recording = await Promise.resolve()
-        .then(() => provider.fetchRecording(url, this.cipher.credentialsOf(config)))
-        .catch(async (error: unknown) => {
-          if (!giveUpOnCarrierRecording) throw error;
-          await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
-          return null;
-        });
-      if (recording) {
-        recordingKey = await this.storage.put(recordingName(run.id, recording.contentType), recording.body, recording.contentType);
-        await this.runs.recordRecording(run.id, recordingKey);
-      }
+      recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config).catch(async (error: unknown) => {
+        if (!giveUpOnCarrierRecording) throw error;
+        await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
+        return null;
+      });
+      if (recordingKey) await this.runs.recordRecording(run.id, recordingKey);
     }
     if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).
@@ -117,11 +111,26 @@ export class RunArtifactsCollector {
     const run = await this.reader.findById(runId);
     if (!run || !run.isCompleted || run.recordingKey || !run.carrierRecordingUrl) return;
     const config = await this.configurations.find(run.telephonyConfigurationId);
-    const provider = this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
+    const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
-    const recording = await provider.fetchRecording(run.carrierRecordingUrl, this.cipher.credentialsOf(config));
-    const recordingKey = await this.storage.put(recordingName(run.id, recording.contentType), recording.body, recording.contentType);
+    const recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
     if (await this.runs.recordLateRecording(run.id, recordingKey)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
+  }
+
+  private providerOf(run: WorkflowRun, config: TelephonyConfiguration | null): TelephonyProvider {
+    return this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
+  }
+
+  /** Fetches the carrier's recording with the configuration's credentials and stores it (MP3 or WAV, as sent); answers its key. */
+  private async copyCarrierRecording(
+    runId: number,
+    url: string,
+    provider: CarrierWebhooks,
+    config: TelephonyConfiguration | null,
+  ): Promise<string> {
+    const recording = await provider.fetchRecording(url, this.cipher.credentialsOf(config));
+    const name = artifactKey(runId, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
+    return this.storage.put(name, recording.body, recording.contentType);
   }
 
   private async agentOpening(run: WorkflowRun): Promise<string> {
@@ -129,9 +138,4 @@ export class RunArtifactsCollector {
     if (!definition) return '';
     return (await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })).opening;
   }
-}
-
-/** A carrier recording's key: MP3 or WAV, as the carrier sent it. */
-function recordingName(runId: number, contentType: string): string {
-  return artifactKey(runId, 'recording', contentType.includes('mpeg') ? 'mp3' : 'wav');
 }
