@@ -1,3 +1,4 @@
+import { WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
@@ -100,5 +101,76 @@ describe('carrier events applied out of order', () => {
     await applier.apply(events(busy, 'busy', endedAt));
     await applier.apply(events(busy, 'answered', new Date(endedAt.getTime() - 500)));
     expect(await readRow(busy)).toMatchObject({ status: 'busy', answered_at: null });
+  });
+
+  describe('events reported together', () => {
+    const logOf = async (runId: number) =>
+      ((await apps.dataSource.query(`SELECT logs FROM workflow_runs WHERE id = $1`, [runId]))[0].logs.events as Array<{ event: string; status?: string }>)
+        .filter((entry) => entry.event.startsWith('carrier.'))
+        .map(({ event, status }) => `${event} ${status}`);
+    const together = (runId: number, at: Date, extra: Partial<CallEventJob> = {}): CallEventJob => ({
+      ...events(runId, 'ringing', at),
+      following: [events(runId, 'answered', at), events(runId, 'completed', at, { durationSeconds: 0 })],
+      ...extra,
+    });
+    /** Applies a job and answers how many grouped status statements named its run. */
+    const statementsFor = async (runId: number, job: CallEventJob): Promise<{ moved: boolean; statements: number }> => {
+      const spy = jest.spyOn(apps.dialer!.get(WorkflowRunStore), 'transitionMany');
+      try {
+        const moved = await applier.applyJob(job);
+        const statements = spy.mock.calls.filter(([, , moves]) => moves.some((move) => move.runId === runId)).length;
+        return { moved, statements };
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    const fullLog = ['carrier.ringing ringing', 'carrier.answered in_progress', 'carrier.completed completed'];
+
+    it('moves a dialing run once, past ringing and answered, when the carrier has nothing to do between them', async () => {
+      const runId = await seedRun('dialing');
+      const at = new Date(Date.now() - 500);
+      expect(await statementsFor(runId, together(runId, at, { nothingBetween: true }))).toEqual({ moved: true, statements: 1 });
+      const [row] = await apps.dataSource.query(
+        `SELECT status, is_completed, answered_at, ended_at, end_reason, duration_seconds FROM workflow_runs WHERE id = $1`,
+        [runId],
+      );
+      expect(row).toMatchObject({ status: 'completed', is_completed: true, answered_at: at, ended_at: at, end_reason: 'completed', duration_seconds: 0 });
+      expect(await logOf(runId)).toEqual(fullLog);
+    });
+
+    it('leaves a run as applying the events one by one does, in one statement each', async () => {
+      const one = await seedRun('dialing');
+      const other = await seedRun('dialing');
+      const at = new Date(Date.now() - 500);
+      expect(await statementsFor(one, together(one, at))).toEqual({ moved: true, statements: 3 });
+      await statementsFor(other, together(other, at, { nothingBetween: true }));
+      const columns = `status, is_completed, answered_at, ended_at, end_reason, duration_seconds, cost_info`;
+      const [a] = await apps.dataSource.query(`SELECT ${columns} FROM workflow_runs WHERE id = $1`, [one]);
+      const [b] = await apps.dataSource.query(`SELECT ${columns} FROM workflow_runs WHERE id = $1`, [other]);
+      expect(b).toEqual(a);
+      expect(await logOf(one)).toEqual(await logOf(other));
+    });
+
+    it('applies them one by one to a run that has moved already, or when one asks for work of its own', async () => {
+      const rung = await seedRun('ringing');
+      const at = new Date(Date.now() - 500);
+      // Ringing from a duplicate that came first: the one move is tried and does not apply, then the events one by one
+      // do, and ringing is not logged twice.
+      expect(await statementsFor(rung, together(rung, at, { nothingBetween: true }))).toEqual({ moved: true, statements: 4 });
+      expect(await logOf(rung)).toEqual(fullLog.slice(1));
+      expect(await readRow(rung)).toMatchObject({ status: 'completed', answered_at: at });
+
+      // An answering-machine verdict is applied on the answer, before the hang-up: not tried as one move.
+      const machine = await seedRun('dialing');
+      const job = together(machine, at, { nothingBetween: true });
+      job.following = [events(machine, 'answered', at, { answeredBy: 'machine' }), events(machine, 'completed', at, { durationSeconds: 0 })];
+      expect(await statementsFor(machine, job)).toEqual({ moved: true, statements: 3 });
+      const [row] = await apps.dataSource.query(`SELECT status, gathered_context FROM workflow_runs WHERE id = $1`, [machine]);
+      expect(row).toEqual({ status: 'completed', gathered_context: { answered_by: 'machine' } });
+
+      // A run already ended changes no further.
+      expect(await statementsFor(rung, together(rung, at, { nothingBetween: true }))).toEqual({ moved: false, statements: 4 });
+      expect(await logOf(rung)).toEqual(fullLog.slice(1));
+    });
   });
 });

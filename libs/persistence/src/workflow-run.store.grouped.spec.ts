@@ -228,4 +228,33 @@ describe('WorkflowRunStore grouped writes', () => {
     expect(byId.get(completed)).toMatchObject({ isCompleted: true, transcriptKey: `runs/${completed}/transcript.json` });
     expect(byId.get(ringing)).toMatchObject({ isCompleted: false, transcriptKey: null });
   });
+
+  it('moves a run past the statuses in between when it is in one the first of them may be reached from, logging each in order', async () => {
+    const [dialing, ringing] = await queuedRuns(2);
+    for (const id of [dialing, ringing]) await store.transition(id, 'dialing', 'dialer.dialing');
+    await store.transition(ringing, 'ringing', 'carrier.ringing');
+    const through = [
+      { status: 'ringing' as const, event: 'carrier.ringing', detail: { step: 1 } },
+      { status: 'in_progress' as const, event: 'carrier.answered' },
+    ];
+    const answeredAt = new Date(Date.now() - 1_000);
+    const outcomes = await store.transitionMany(
+      'completed',
+      'carrier.completed',
+      [dialing, ringing].map((runId) => ({ runId, fields: { answeredAt, endedAt: new Date() }, detail: { step: 3 }, through })),
+      ['dialing'],
+    );
+    // The run that had already rung is not in a status ringing may be reached from: it does not move.
+    expect(outcomes).toEqual([{ telephonyConfigurationId: 1 }, null]);
+    const byId = new Map((await store.findManyById([dialing, ringing])).map((run) => [run.id, run]));
+    expect(byId.get(dialing)).toMatchObject({ status: 'completed', answeredAt, isCompleted: false });
+    expect((byId.get(dialing)!.logs.events ?? []).map(({ event, status, detail }) => ({ event, status, detail }))).toEqual([
+      { event: 'run.queued', status: 'queued', detail: undefined },
+      { event: 'dialer.dialing', status: 'dialing', detail: undefined },
+      { event: 'carrier.ringing', status: 'ringing', detail: { step: 1 } },
+      { event: 'carrier.answered', status: 'in_progress', detail: undefined },
+      { event: 'carrier.completed', status: 'completed', detail: { step: 3 } },
+    ]);
+    expect(byId.get(ringing)).toMatchObject({ status: 'ringing', answeredAt: null });
+  });
 });

@@ -58,6 +58,18 @@ export interface RunMove {
   runId: number;
   fields: RunTransitionFields;
   detail?: Record<string, unknown>;
+  /**
+   * Statuses the move passes through on its way, as the events that reported
+   * them: each gets its log entry, in order, before the move's own.
+   */
+  through?: PassedStatus[];
+}
+
+/** A status a grouped move passes through, and the log entry of the event that reported it. */
+export interface PassedStatus {
+  status: RunStatus;
+  event: string;
+  detail?: Record<string, unknown>;
 }
 
 /**
@@ -375,8 +387,13 @@ export class WorkflowRunStore {
    * `event` and sets the same fields (each run its own values). A run may
    * appear once. Answers each move's outcome, in order.
    */
-  async transitionMany(to: RunStatus, event: string, moves: RunMove[]): Promise<Array<TransitionOutcome | null>> {
-    const rows = await this.moveMany(to, event, moves, 'workflow_runs.id, workflow_runs.telephony_configuration_id');
+  async transitionMany(
+    to: RunStatus,
+    event: string,
+    moves: RunMove[],
+    from: readonly RunStatus[] = RUN_TRANSITIONS[to],
+  ): Promise<Array<TransitionOutcome | null>> {
+    const rows = await this.moveMany(to, event, moves, 'workflow_runs.id, workflow_runs.telephony_configuration_id', from);
     const moved = new Map(rows.map((row) => [row.id as number, { telephonyConfigurationId: row.telephony_configuration_id as number | null }]));
     return moves.map((move) => moved.get(move.runId) ?? null);
   }
@@ -387,20 +404,35 @@ export class WorkflowRunStore {
    * statement.
    */
   async transitionManyReturningRuns(to: RunStatus, event: string, moves: RunMove[]): Promise<Array<ClaimedRun | null>> {
-    const rows = await this.moveMany(to, event, moves, CLAIMED_RUN_RETURNING);
+    const rows = await this.moveMany(to, event, moves, CLAIMED_RUN_RETURNING, RUN_TRANSITIONS[to]);
     const moved = new Map(rows.map((row) => [row.id as number, claimedRunFromRow(row)]));
     return moves.map((move) => moved.get(move.runId) ?? null);
   }
 
-  private async moveMany(to: RunStatus, event: string, unordered: RunMove[], returning: string): Promise<RunRow[]> {
+  private async moveMany(
+    to: RunStatus,
+    event: string,
+    unordered: RunMove[],
+    returning: string,
+    from: readonly RunStatus[],
+  ): Promise<RunRow[]> {
     if (unordered.length === 0) return [];
     // Postgres locks rows in the order its plan visits them; these statements' plan, a nested loop over the input
     // (README, "Where the time goes"), visits them as given. In run id order, two grouped statements sharing runs
     // lock them in the same order. A deadlock that happens all the same fails its group, sent again run by run.
     const moves = [...unordered].sort((a, b) => a.runId - b.runId);
     const at = new Date().toISOString();
-    const entries = moves.map(({ detail }) => JSON.stringify([{ at, event, status: to, ...(detail ? { detail } : {}) }]));
-    const params: unknown[] = [to, RUN_TRANSITIONS[to], moves.map((move) => move.runId), entries];
+    const entry = (status: RunStatus, name: string, detail?: Record<string, unknown>): RunLogEvent => ({
+      at,
+      event: name,
+      status,
+      ...(detail ? { detail } : {}),
+    });
+    const entries = moves.map(({ detail, through = [] }) =>
+      JSON.stringify([...through.map((step) => entry(step.status, step.event, step.detail)), entry(to, event, detail)]),
+    );
+    const allowed = from.filter((status) => RUN_TRANSITIONS[to].includes(status));
+    const params: unknown[] = [to, allowed, moves.map((move) => move.runId), entries];
     const inputs = ['$3::integer[]', '$4::jsonb[]'];
     const names = ['id', 'entry'];
     const sets = ['status = $1', 'updated_at = now()', 'status_changed_at = now()'];

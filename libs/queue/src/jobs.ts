@@ -70,6 +70,12 @@ export interface CallEventJob {
    * this one: applied in order after it, in one job instead of one each.
    */
   following?: CallEventJob[];
+  /**
+   * With `following`: the carrier has nothing to do between these events (no
+   * agent of its own to start on the answer), so they may move the run at
+   * once, past the statuses in between.
+   */
+  nothingBetween?: boolean;
 }
 
 /** Job name → payload, per queue: a wrong enqueue does not compile. */
@@ -93,7 +99,7 @@ export function placeCallJobId(runId: number): string {
 
 /** The events a call-events job carries, in the order they happened. */
 export function eventsOf(job: CallEventJob): CallEventJob[] {
-  const { following, ...first } = job;
+  const { following, nothingBetween: _nothingBetween, ...first } = job;
   return [first, ...(following ?? [])];
 }
 

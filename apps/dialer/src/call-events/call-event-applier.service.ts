@@ -1,14 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
 import {
   isFinalRunStatus,
+  RUN_TRANSITIONS,
   RunReader,
   RunStatus,
   RunTransitionFields,
   TelephonyConfiguration,
+  TransitionOutcome,
   WorkflowRun,
   WorkflowRunStore,
 } from '@app/persistence';
-import { CallEventJob, CallEventsQueue } from '@app/queue';
+import { CallEventJob, CallEventsQueue, eventsOf } from '@app/queue';
 import { CallReference, callReferenceOf, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
@@ -56,7 +58,19 @@ export class CallEventApplier {
     private readonly events: CallEventsQueue,
   ) {}
 
-  /** `lastAttempt`: the job will not be retried, so an event that is too early is applied as best it can be. */
+  /**
+   * Applies a job's events, in the order they happened; true when any of
+   * them moved the run. `lastAttempt`: the job will not be retried, so an
+   * event that is too early is applied as best it can be.
+   */
+  async applyJob(job: CallEventJob, lastAttempt = false): Promise<boolean> {
+    const events = eventsOf(job);
+    if (job.nothingBetween && (await this.applyAsOneMove(events))) return true;
+    let moved = false;
+    for (const event of events) moved = (await this.apply(event, lastAttempt)) || moved;
+    return moved;
+  }
+
   async apply(event: CallEventJob, lastAttempt = false): Promise<boolean> {
     if (event.type === 'recording') {
       if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
@@ -66,24 +80,40 @@ export class CallEventApplier {
     }
     if (event.type === 'cost') return this.applyCost(event, lastAttempt);
     if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
-    const to = STATUS_BY_EVENT[event.type];
-    const occurredAt = new Date(event.occurredAt);
-    const fields: RunTransitionFields = { providerCallId: event.providerCallId };
-    if (event.type === 'answered') fields.answeredAt = occurredAt;
-    if (isFinalRunStatus(to)) {
-      fields.endedAt = occurredAt;
-      fields.endReason = event.type === 'failed' ? (event.reason ?? 'carrier_failed') : event.type;
-    }
-    if (event.type === 'completed' && event.durationSeconds !== undefined) fields.durationSeconds = Math.max(0, event.durationSeconds);
-    const cost = costInfoOf(event);
-    if (cost) fields.costInfo = cost;
+    const moved = await this.writes.transition(event.runId, STATUS_BY_EVENT[event.type], `carrier.${event.type}`, fieldsOf(event), detailOf(event));
+    await this.afterStatusEvent(event, moved);
+    return moved !== null;
+  }
 
-    const moved = await this.writes.transition(event.runId, to, `carrier.${event.type}`, fields, {
-      provider: event.provider,
-      provider_call_id: event.providerCallId,
-      ...(event.reason ? { reason: event.reason } : {}),
-      ...(event.answeredBy ? { answered_by: event.answeredBy } : {}),
-    });
+  /**
+   * Status events reported together with nothing to do between them (a
+   * sandbox call without ring or talk time and without the built-in agent:
+   * ringing, answered and completed at one instant) move the run once, past
+   * the statuses in between, each still logged: one row version and one
+   * statement instead of one per event. Only from a status the first of
+   * them may move from, so the run and its log end as applying them one by
+   * one would leave them; a run anywhere else (a duplicate job, a run that
+   * moved meanwhile) gets them one by one. False when they did not move the
+   * run as one.
+   */
+  private async applyAsOneMove(events: CallEventJob[]): Promise<boolean> {
+    if (!movableAsOne(events)) return false;
+    const last = events[events.length - 1];
+    const fields: RunTransitionFields = Object.assign({}, ...events.map(fieldsOf));
+    const through = {
+      from: RUN_TRANSITIONS[statusOf(events[0])],
+      statuses: events.slice(0, -1).map((event) => ({ status: statusOf(event), event: `carrier.${event.type}`, detail: detailOf(event) })),
+    };
+    const moved = await this.writes.transition(last.runId, statusOf(last), `carrier.${last.type}`, fields, detailOf(last), through);
+    if (!moved) return false;
+    await this.afterStatusEvent(last, moved);
+    return true;
+  }
+
+  /** What follows a status event once its move was tried: `moved` is null when the run did not move. */
+  private async afterStatusEvent(event: CallEventJob, moved: TransitionOutcome | null): Promise<void> {
+    const to = statusOf(event);
+    const occurredAt = new Date(event.occurredAt);
     let ended: WorkflowRun | null = null;
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
@@ -120,7 +150,6 @@ export class CallEventApplier {
     if (event.type === 'answered' && event.answeredBy) await this.artifacts.collect(event.runId);
     // Also after a lost race or a retry: finishing the artifacts is idempotent.
     if (event.type === 'completed') await this.artifacts.collect(event.runId);
-    return moved !== null;
   }
 
   /**
@@ -248,6 +277,61 @@ export class EventTooEarly extends Error {
     super(`Too early for ${what}`);
     this.name = 'EventTooEarly';
   }
+}
+
+type StatusEvent = CallEventJob & { type: keyof typeof STATUS_BY_EVENT };
+
+function isStatusEvent(event: CallEventJob): event is StatusEvent {
+  return event.type in STATUS_BY_EVENT;
+}
+
+function statusOf(event: CallEventJob): RunStatus {
+  return STATUS_BY_EVENT[event.type as StatusEvent['type']];
+}
+
+/**
+ * Whether events reported together can be one move: status events of one
+ * run, each a move the one before it allows, none but the last final, and
+ * none that asks for work of its own once applied (an answering-machine
+ * verdict, a recording, a price).
+ */
+function movableAsOne(events: CallEventJob[]): boolean {
+  if (events.length < 2 || !events.every(isStatusEvent)) return false;
+  const last = events[events.length - 1];
+  return events.every(
+    (event, index) =>
+      event.runId === last.runId &&
+      !event.answeredBy &&
+      !event.recordingUrl &&
+      (event === last || (!event.cost && !isFinalRunStatus(statusOf(event)))) &&
+      (index === 0 || RUN_TRANSITIONS[statusOf(event)].includes(statusOf(events[index - 1]))),
+  );
+}
+
+/** The run's columns a status event sets. */
+function fieldsOf(event: CallEventJob): RunTransitionFields {
+  const to = statusOf(event);
+  const occurredAt = new Date(event.occurredAt);
+  const fields: RunTransitionFields = { providerCallId: event.providerCallId };
+  if (event.type === 'answered') fields.answeredAt = occurredAt;
+  if (isFinalRunStatus(to)) {
+    fields.endedAt = occurredAt;
+    fields.endReason = event.type === 'failed' ? (event.reason ?? 'carrier_failed') : event.type;
+  }
+  if (event.type === 'completed' && event.durationSeconds !== undefined) fields.durationSeconds = Math.max(0, event.durationSeconds);
+  const cost = costInfoOf(event);
+  if (cost) fields.costInfo = cost;
+  return fields;
+}
+
+/** The detail of a status event's log entry. */
+function detailOf(event: CallEventJob): Record<string, unknown> {
+  return {
+    provider: event.provider,
+    provider_call_id: event.providerCallId,
+    ...(event.reason ? { reason: event.reason } : {}),
+    ...(event.answeredBy ? { answered_by: event.answeredBy } : {}),
+  };
 }
 
 function costInfoOf(event: CallEventJob): Record<string, unknown> | null {

@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob, cappedExponentialBackoff, eventsOf, QueueName } from '@app/queue';
+import { CallEventJob, cappedExponentialBackoff, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
 
 /** Consumes carrier status events. Errors are logged with context and rethrown so BullMQ retries. */
@@ -25,10 +25,7 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
   /** Answers whether any of the job's events moved the run. */
   async process(job: Job<CallEventJob>): Promise<boolean> {
     try {
-      let moved = false;
-      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      for (const event of eventsOf(job.data)) moved = (await this.applier.apply(event, lastAttempt)) || moved;
-      return moved;
+      return await this.applier.applyJob(job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
     } catch (error) {
       if (error instanceof EventTooEarly) {
         // Expected: webhooks of one call come in no promised order. The job's retry applies it.

@@ -1,6 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { Batcher, failingAlone } from '@app/common';
-import { ClaimedRun, RunMove, RunStatus, RunTransitionFields, TransitionOutcome, WorkflowRunStore } from '@app/persistence';
+import {
+  ClaimedRun,
+  PassedStatus,
+  RUN_TRANSITIONS,
+  RunMove,
+  RunStatus,
+  RunTransitionFields,
+  TransitionOutcome,
+  WorkflowRunStore,
+} from '@app/persistence';
 
 const GROUPING = { maxBatch: 500, maxInFlight: 4 };
 
@@ -37,10 +46,25 @@ export class GroupedRunWrites {
 
   constructor(private readonly runs: WorkflowRunStore) {}
 
-  /** `WorkflowRunStore.transition`, grouped with alike moves of other runs; null when the run did not move. */
-  transition(runId: number, to: RunStatus, event: string, fields: RunTransitionFields, detail?: Record<string, unknown>): Promise<TransitionOutcome | null> {
-    const group = groupFor(this.transitions, to, event, fields, (moves) => moveOnce(moves, (first) => this.runs.transitionMany(to, event, first)));
-    return group.submit({ runId, fields, detail });
+  /**
+   * `WorkflowRunStore.transition`, grouped with alike moves of other runs;
+   * null when the run did not move. `through`: statuses passed on the way
+   * (logged before the move's own entry); the run must then be in one of
+   * `from`, those the first of them may be reached from.
+   */
+  transition(
+    runId: number,
+    to: RunStatus,
+    event: string,
+    fields: RunTransitionFields,
+    detail?: Record<string, unknown>,
+    through?: { from: readonly RunStatus[]; statuses: PassedStatus[] },
+  ): Promise<TransitionOutcome | null> {
+    const from = through?.from ?? RUN_TRANSITIONS[to];
+    const group = groupFor(this.transitions, to, `${event} from ${[...from].sort().join(',')}`, fields, (moves) =>
+      moveOnce(moves, (first) => this.runs.transitionMany(to, event, first, from)),
+    );
+    return group.submit({ runId, fields, detail, ...(through ? { through: through.statuses } : {}) });
   }
 
   /**

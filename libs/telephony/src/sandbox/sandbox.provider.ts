@@ -131,12 +131,14 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     }
     // Each event carries the time it happens at, not the time it was scheduled. Events of one instant (a call
     // without ring or talk time is over at once) travel in one job, in order; each instant is delayed to its time.
+    // Without the built-in agent nothing happens on an answer, so they may be applied at once.
     await Promise.all(
       instantsOf(sandboxTimeline(outcome, settings.ringMs, talkMs)).map(([first, ...rest]) => {
         const at = new Date(call.createdAt.getTime() + first.atMs);
         const following = rest.map((step) => this.event(request, call.callId, step, at));
         const event = this.event(request, call.callId, first, at);
-        return this.events.publish(following.length ? { ...event, following } : event, at.getTime() - Date.now());
+        const job = following.length ? { ...event, following, ...(settings.builtinAgent ? {} : { nothingBetween: true }) } : event;
+        return this.events.publish(job, at.getTime() - Date.now());
       }),
     );
     if (roll < settings.throttleRate + settings.errorRate + settings.timeoutRate) {
