@@ -99,14 +99,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       dialers.push(dialer);
     }
 
-    const org = await createOrganization(dataSource, 'Chaos');
-    await seedSandboxConfiguration(dataSource, org.organizationId, {
-      settings: { ring_ms: 100, talk_ms: 300, throttle_rate: 0.15, error_rate: 0.1, timeout_rate: 0.05 },
-      callsPerSecond: 200,
-      maxConcurrentCalls: 60,
-      maxCallDurationSeconds: 30,
-    });
-    const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    // Calls that ring and talk, their status events one job each; and calls over at once without the built-in
+    // agent, whose events come in one job and move the run once. Triggers alternate between the two.
+    const faults = { throttle_rate: 0.15, error_rate: 0.1, timeout_rate: 0.05 };
+    const targets: TriggerTarget[] = [];
+    for (const [name, settings] of [
+      ['Chaos', { ring_ms: 100, talk_ms: 300, ...faults }],
+      ['Chaos, instant calls', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...faults }],
+    ] as const) {
+      const org = await createOrganization(dataSource, name);
+      await seedSandboxConfiguration(dataSource, org.organizationId, {
+        settings,
+        callsPerSecond: 200,
+        maxConcurrentCalls: 60,
+        maxCallDurationSeconds: 30,
+      });
+      const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+      targets.push({ uuid: workflow.triggerUuid, key: org.adminKey });
+    }
 
     let firing = true;
     let dialerKills = 0;
@@ -140,7 +150,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       }
     })();
 
-    const fired = await fireTriggers(apiPort, workflow.triggerUuid, org.adminKey, options, options.log);
+    const fired = await fireTriggers(apiPort, targets, options, options.log);
     firing = false;
     await chaos;
     for (const dialer of dialers) if (!dialer.running) dialer.start();
@@ -191,14 +201,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   }
 }
 
+/** A trigger to fire, and the key of its organization. */
+interface TriggerTarget {
+  uuid: string;
+  key: string;
+}
+
 /**
- * Fires the triggers spread over `fireSeconds`, up to 16 in flight; each retries with its
- * Idempotency-Key until it gets an answer, as a bulk caller's script would.
+ * Fires the triggers spread over `fireSeconds`, up to 16 in flight, at the
+ * targets in turn; each retries with its Idempotency-Key until it gets an
+ * answer, as a bulk caller's script would.
  */
 async function fireTriggers(
   port: number,
-  uuid: string,
-  key: string,
+  targets: TriggerTarget[],
   options: Pick<ChaosOptions, 'triggers' | 'fireSeconds'>,
   log: (line: string) => void,
 ) {
@@ -211,6 +227,7 @@ async function fireTriggers(
   const worker = async () => {
     while (next < count) {
       const index = next++;
+      const { uuid, key } = targets[index % targets.length];
       const due = start + index * spacingMs;
       if (due > Date.now()) await sleep(due - Date.now());
       for (let attempt = 0; ; attempt++) {
