@@ -1,4 +1,5 @@
 import { WorkflowRunStore } from '@app/persistence';
+import { AgentSessionTokens } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
@@ -63,6 +64,7 @@ describe('a sandbox call from trigger to downloadable artifacts', () => {
       await seedSandboxConfiguration(apps.dataSource, other.organizationId, { settings: { ring_ms: 0, talk_ms: 0, builtin_agent: builtinAgent } });
       const workflow = await seedWorkflow(apps.dataSource, other.organizationId, { published: (uuid) => agentGraph(uuid) });
       const spy = jest.spyOn(apps.dialer!.get(WorkflowRunStore), 'transitionMany');
+      const minted = jest.spyOn(apps.dialer!.get(AgentSessionTokens), 'sign');
       try {
         const trigger = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155552671' }, { key: other.adminKey });
         const runId: number = trigger.body.workflow_run_id;
@@ -80,9 +82,12 @@ describe('a sandbox call from trigger to downloadable artifacts', () => {
           'in_progress',
           'completed',
         ]);
+        // The sandbox, like every carrier but Telnyx, is not given the agent stream at dial time: no token is minted for it.
+        expect(minted).not.toHaveBeenCalled();
         return spy.mock.calls.filter(([, , moves]) => moves.some((move) => move.runId === runId)).length;
       } finally {
         spy.mockRestore();
+        minted.mockRestore();
       }
     };
     expect(await statusStatements(false)).toBe(1);

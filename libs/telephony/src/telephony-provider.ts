@@ -20,7 +20,7 @@ export interface PlaceCallRequest {
   settings: Record<string, unknown>;
   maxCallDurationSeconds: number;
   callbacks: CallbackUrls;
-  /** The agent runtime stream for carriers that connect it at dial time (Telnyx Call Control). */
+  /** The agent runtime stream, for carriers that connect it at dial time (`streamsAtDial`). */
   agentStream?: { url: string; sessionToken: string };
 }
 
@@ -104,6 +104,13 @@ export interface TelephonyProvider {
    * asked for nothing on every call.
    */
   readonly pricesOnLookup: boolean;
+  /**
+   * Whether the carrier connects the agent stream at dial time (Telnyx Call
+   * Control, which has no answer URL): only such a dial is given
+   * `agentStream`, whose session token the others mint when the call is
+   * answered.
+   */
+  readonly streamsAtDial: boolean;
   /** Checks the shape of credentials; returns problems, empty when valid. */
   validateCredentials(credentials: Record<string, unknown> | null): string[];
   /** Checks provider `settings`; returns problems, empty when valid. */

@@ -40,3 +40,14 @@ export async function renderDefinition(
   const start = nodes.find((node) => node.type === 'startCall');
   return { nodes, opening: start?.greeting || start?.prompt || '', missingPaths: [...missing] };
 }
+
+/** `renderDefinition(...).opening` alone: renders the start node's greeting, and its prompt only when that is empty. */
+export async function renderOpening(renderer: PromptRenderer, graph: DefinitionGraph, data: Record<string, unknown>): Promise<string> {
+  const start = graph.nodes.find((node) => node.type === 'startCall');
+  for (const source of [start?.data?.greeting, start?.data?.prompt]) {
+    if (typeof source !== 'string') continue;
+    const text = (await renderer.render(source, data)).text;
+    if (text) return text;
+  }
+  return '';
+}

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CarrierWebhooks, CredentialsCipher, hasWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
-import { PromptRenderer, renderDefinition } from '@app/templating';
+import { PromptRenderer, renderOpening } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
@@ -136,6 +136,6 @@ export class RunArtifactsCollector {
   private async agentOpening(run: WorkflowRun): Promise<string> {
     const definition = await this.definitions.byId(run.definitionId);
     if (!definition) return '';
-    return (await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })).opening;
+    return renderOpening(this.renderer, definition.definition, { initial_context: run.initialContext });
   }
 }

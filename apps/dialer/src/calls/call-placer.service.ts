@@ -142,11 +142,15 @@ export class CallPlacer {
         settings: config.settings,
         maxCallDurationSeconds: config.maxCallDurationSeconds,
         callbacks: callbackUrlsFor(this.config.publicBaseUrl, config.provider, run.id),
-        agentStream: agentStreamFor(this.sessions, run.id, {
-          defaultUrl: this.config.agentRuntimeUrl,
-          settings: config.settings,
-          ttlSeconds: this.config.agentSessionTtlSeconds,
-        }),
+        ...(provider.streamsAtDial
+          ? {
+              agentStream: agentStreamFor(this.sessions, run.id, {
+                defaultUrl: this.config.agentRuntimeUrl,
+                settings: config.settings,
+                ttlSeconds: this.config.agentSessionTtlSeconds,
+              }),
+            }
+          : {}),
       });
     } catch (error) {
       return this.afterDialError(run, config, provider, credentials, dial, progress, error);

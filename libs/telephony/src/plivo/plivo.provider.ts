@@ -54,6 +54,7 @@ import { plivoCallRecordEvents, plivoLiveCallEvents, plivoRecordingEvents, plivo
 export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'plivo';
   readonly pricesOnLookup = true;
+  readonly streamsAtDial = false;
   /** How long one REST request may take; tests shorten it. */
   requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: PlivoApi;

@@ -45,6 +45,8 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'telnyx';
   /** Its look-up says only whether a call is alive; the price comes on the `call.cost` webhook. */
   readonly pricesOnLookup = false;
+  /** Call Control has no answer URL: the dial itself names the agent stream. */
+  readonly streamsAtDial = true;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 

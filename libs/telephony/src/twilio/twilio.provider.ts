@@ -57,6 +57,7 @@ const INVALID_CALL_STATE = 21220;
 export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'twilio';
   readonly pricesOnLookup = true;
+  readonly streamsAtDial = false;
   /** How long one REST request may take; tests shorten it. */
   requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: TwilioApi;

@@ -37,6 +37,7 @@ const RECORDING_HOSTS = /(^|\.)(nexmo|vonage)\.com$/;
 export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'vonage';
   readonly pricesOnLookup = true;
+  readonly streamsAtDial = false;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
