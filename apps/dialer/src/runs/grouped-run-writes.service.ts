@@ -61,7 +61,9 @@ export class GroupedRunWrites {
     through?: { from: readonly RunStatus[]; statuses: PassedStatus[] },
   ): Promise<TransitionOutcome | null> {
     const from = through?.from ?? RUN_TRANSITIONS[to];
-    const group = groupFor(this.transitions, to, `${event} from ${[...from].sort().join(',')}`, fields, (moves) =>
+    // A move that passes statuses on the way may start from fewer: it groups only with moves from the same ones.
+    const label = through ? `${event} from ${from.join(',')}` : event;
+    const group = groupFor(this.transitions, to, label, fields, (moves) =>
       moveOnce(moves, (first) => this.runs.transitionMany(to, event, first, from)),
     );
     return group.submit({ runId, fields, detail, ...(through ? { through: through.statuses } : {}) });
@@ -89,15 +91,16 @@ export class GroupedRunWrites {
   }
 }
 
+/** `label`: the move's event, and whatever else keeps its statement apart from other moves of that event. */
 function groupFor<O>(
   groups: Map<string, Batcher<RunMove, O | null>>,
   to: RunStatus,
-  event: string,
+  label: string,
   fields: RunTransitionFields,
   flush: (moves: RunMove[]) => Promise<Array<O | null>>,
 ): Batcher<RunMove, O | null> {
   const keys = Object.keys(fields).filter((key) => fields[key as keyof RunTransitionFields] !== undefined);
-  const kind = `${to} ${event} ${keys.sort().join(',')}`;
+  const kind = `${to} ${label} ${keys.sort().join(',')}`;
   let group = groups.get(kind);
   if (!group) {
     group = new Batcher(failingAlone(flush), GROUPING);
