@@ -8,6 +8,10 @@
  *
  * Scenarios, in the order they run (names for BENCH_ONLY):
  *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon);
+ *   floor               the framework floor: a NestJS-on-Fastify route under the trigger's path that takes the
+ *                       trigger's own requests (guard on X-API-Key, JSON body parsed) and answers constant JSON,
+ *                       with the apps' Node flags (scripts/bench/floor-server.js): what the framework costs a
+ *                       trigger before the gateway's own work, and so the most the trigger could reach;
  *   trigger             POST /api/v1/public/agent/{uuid}, ~1 KiB initial_context and a phone number of its own on
  *                       every request, as a campaign dials each number once (autocannon);
  *   trigger-alone       the same with the dialer stopped, so the gateway has the machine to itself as it
@@ -35,7 +39,9 @@
  *                       (each run also goes through its events and artifacts), with the CPU use of each dialer,
  *                       of the Postgres backends serving the bench database and of the whole machine, and per call
  *                       the Postgres statements (transactions in the bench database), Redis script calls and Redis
- *                       commands (the scripts' included) the round took (the latency log gives them per trigger);
+ *                       commands (the scripts' included) the round took (the latency log gives them per trigger),
+ *                       and the dials/s the machine's cores would allow at most at that CPU per call (cores ÷ the
+ *                       dialers', Postgres' and Redis' CPU per call): a bound no process count or concurrency passes;
  *   history             CHECKPOINT, trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
  *                       of history, one INSERT ... SELECT generate_series), VACUUM ANALYZE and CHECKPOINT, then trigger and
  *                       get-run again (reads spread over old and new runs); a table sets each figure against
@@ -87,8 +93,9 @@ const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
 const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
+const { APP_NODE_FLAGS } = require('./app-node-flags');
 
-const SCENARIOS = ['ceiling', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
+const SCENARIOS = ['ceiling', 'floor', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
 const ROOT = join(__dirname, '..');
 const env = process.env;
 const knobs = {
@@ -176,6 +183,16 @@ async function main() {
     });
     ceiling.child.kill('SIGKILL');
     ceilingRps = row.rps;
+    report.http.push(row);
+  }
+  if (wants('floor')) {
+    const floor = await startFloor();
+    const row = await throughputRounds(
+      'framework floor: Nest on Fastify, the trigger\'s request, constant JSON',
+      () => ({ ...trigger, url: `${floor.url}/api/v1/public/agent/${uuid}` }),
+      { ...harness, pid: floor.child.pid },
+    );
+    floor.child.kill('SIGKILL');
     report.http.push(row);
   }
   if (wants('trigger')) {
@@ -307,6 +324,15 @@ async function startCeiling() {
   const child = startNode('ceiling', ['-e', source], process.env, ROOT);
   const url = `http://127.0.0.1:${port}`;
   await waitUp(url);
+  return { url, child };
+}
+
+/** The framework floor (scripts/bench/floor-server.js), with the apps' Node flags. */
+async function startFloor() {
+  const port = await freePort();
+  const child = startNode('floor', [join(__dirname, 'bench', 'floor-server.js'), String(port)], process.env, ROOT, APP_NODE_FLAGS);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUp(`${url}/api/v1/public/agent/ready`);
   return { url, child };
 }
 
