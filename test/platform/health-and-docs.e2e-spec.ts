@@ -1,3 +1,6 @@
+import { Workflow } from '@app/persistence';
+import { createOrganization } from '../support/fixtures';
+import { expectError } from '../support/public-api-helpers';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 describe('health and OpenAPI', () => {
@@ -32,5 +35,18 @@ describe('health and OpenAPI', () => {
     expect(response.status).toBe(404);
     expect(response.headers.get('x-request-id')).toBe('trace-123');
     expect(response.body).toEqual({ statusCode: 404, code: 'not_found', message: expect.any(String), request_id: 'trace-123' });
+  });
+
+  it('answers 415 for a form body on a management endpoint, and creates nothing', async () => {
+    const org = await createOrganization(apps.dataSource, 'Form body');
+    const workflows = () => apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId });
+    const before = await workflows();
+    const response = await apps.client.post('/api/v1/workflows', undefined, {
+      key: org.adminKey,
+      raw: 'name=Form+agent',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expectError(response, 415, 'unsupported_media_type');
+    expect(await workflows()).toBe(before);
   });
 });

@@ -167,12 +167,29 @@ describe('trigger body: validation, limits and fuzz', () => {
       );
     });
 
-    it('answers 400 for a JSON body sent as text/plain (read as a string, not an object)', async () => {
-      await expectRejectedWithoutRun(
+    it('answers 415 unsupported_media_type, naming JSON, for a JSON body sent as text/plain', async () => {
+      const response = await expectRejectedWithoutRun(
         () => postRaw(JSON.stringify({ phone_number: PHONE }), { 'content-type': 'text/plain' }),
-        400,
-        'validation_failed',
+        415,
+        'unsupported_media_type',
       );
+      expect(response.body.message).toBe('Send the body as JSON, with Content-Type: application/json');
+    });
+
+    it('answers 415 for form fields (what curl -d sends without a type), not a 400 about the number', async () => {
+      // Read as a form, `+` is a space: the number would have been refused for lacking the plus it was sent with.
+      const response = await expectRejectedWithoutRun(
+        () => postRaw(`phone_number=${PHONE}`, { 'content-type': 'application/x-www-form-urlencoded' }),
+        415,
+        'unsupported_media_type',
+      );
+      expect(response.body.message).toMatch(/application\/json/);
+    });
+
+    it('takes JSON whatever the case and parameters of its Content-Type', async () => {
+      const response = await postRaw(JSON.stringify({ phone_number: PHONE }), { 'content-type': 'Application/JSON; charset=utf-8' });
+      expect(response.status).toBe(200);
+      expect(response.body.status).toBe('initiated');
     });
   });
 

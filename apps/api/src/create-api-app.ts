@@ -9,13 +9,12 @@ import { PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
 import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
 import { AppModule } from './app.module';
+import { bodyMediaTypeRefusal } from './body-media-type';
 
 /** Request bodies above this answer 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const RECORDING_LIMIT_BYTES = 100 * 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
-/** The one route that takes audio: an agent session's recording upload. */
-const RECORDING_UPLOAD = /^\/api\/v1\/agent-sessions\/[^/?]+\/recording(?:\?|$)/;
 const RECORDING_ROUTE = '/api/v1/agent-sessions/:token/recording';
 
 /**
@@ -35,10 +34,10 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
-    // Audio bodies may be up to RECORDING_LIMIT_BYTES, read before any check: refused before reading anywhere else.
-    const type = request.headers['content-type'];
-    if (typeof type === 'string' && /^\s*audio\//i.test(type) && !(request.method === 'PUT' && RECORDING_UPLOAD.test(request.url))) {
-      done(Object.assign(new Error('Audio is accepted only by the recording upload'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
+    // Before the body is read: audio bodies may be up to RECORDING_LIMIT_BYTES, and a body of the wrong type is not parsed.
+    const refusal = bodyMediaTypeRefusal(request.method, request.url, request.headers);
+    if (refusal) {
+      done(Object.assign(new Error(refusal), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
       return;
     }
     done();
