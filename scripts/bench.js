@@ -40,8 +40,8 @@
  *                       of the Postgres backends serving the bench database and of the whole machine, and per call
  *                       the Postgres statements (transactions in the bench database), Redis script calls and Redis
  *                       commands (the scripts' included) the round took (the latency log gives them per trigger),
- *                       and the dials/s the machine's cores would allow at most at that CPU per call (cores ÷ the
- *                       dialers', Postgres' and Redis' CPU per call): a bound no process count or concurrency passes;
+ *                       and about the most dials/s the machine's cores allow at that CPU per call (cores ÷ the
+ *                       dialers', Postgres' and Redis' CPU per call), which no process count or concurrency gets far past;
  *   history             CHECKPOINT, trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
  *                       of history, one INSERT ... SELECT generate_series), VACUUM ANALYZE and CHECKPOINT, then trigger and
  *                       get-run again (reads spread over old and new runs); a table sets each figure against
