@@ -49,4 +49,11 @@ describe('health and OpenAPI', () => {
     expectError(response, 415, 'unsupported_media_type');
     expect(await workflows()).toBe(before);
   });
+
+  it('answers an array body on a management endpoint as one problem, not one per index', async () => {
+    const org = await createOrganization(apps.dataSource, 'Array body');
+    const response = await apps.client.post('/api/v1/workflows', [{ name: 'Agent' }], { key: org.adminKey });
+    expectError(response, 400, 'validation_failed');
+    expect(response.body.message).toBe('The body must be a JSON object (one request per object: an array is not taken)');
+  });
 });

@@ -135,12 +135,19 @@ describe('trigger body: validation, limits and fuzz', () => {
     it.each([
       ['a JSON array', '[{"phone_number": "+14155552671"}]'],
       ['a JSON string', '"+14155552671"'],
-      ['JSON null', 'null'],
       ['a JSON number', '14155552671'],
       ['JSON true', 'true'],
+    ])('answers 400 validation_failed, saying the body must be an object, for %s as the whole body', async (_, raw) => {
+      const response = await expectRejectedWithoutRun(() => postRaw(raw), 400, 'validation_failed');
+      expect(response.body.message).toBe('The body must be a JSON object (one request per object: an array is not taken)');
+    });
+
+    it.each([
+      ['JSON null', 'null'],
       ['an empty object', '{}'],
-    ])('answers 400 validation_failed for %s as the whole body', async (_, raw) => {
-      await expectRejectedWithoutRun(() => postRaw(raw), 400, 'validation_failed');
+    ])('answers 400 validation_failed, naming the missing number, for %s as the whole body', async (_, raw) => {
+      const response = await expectRejectedWithoutRun(() => postRaw(raw), 400, 'validation_failed');
+      expect(response.body.details).toEqual([{ field: 'phone_number', message: expect.stringMatching(/^phone_number must be/) }]);
     });
 
     it('answers 415 unsupported_media_type for a body without Content-Type', async () => {

@@ -5,6 +5,7 @@ import { Errors } from './errors';
 const KEEP_AS_SENT = Symbol('keep-as-sent');
 /** Deeper values would overflow the stack of the (recursive) transformer and validator: a 500 instead of a 400. */
 const MAX_NESTING_DEPTH = 64;
+const BODY_NOT_OBJECT = 'The body must be a JSON object (one request per object: an array is not taken)';
 
 /**
  * The one validation pipe: strips nothing silently (unknown fields are a
@@ -75,6 +76,11 @@ class StrictValidationPipe extends ValidationPipe {
     const checked = metadata.type === 'body' ? !ArrayBuffer.isView(value) : Boolean(metatype && this.toValidate(metadata));
     if (checked && nestingDepthExceeds(value, MAX_NESTING_DEPTH)) {
       throw Errors.validation(`The ${metadata.type} is nested more than ${MAX_NESTING_DEPTH} levels deep`);
+    }
+    // A body class describes an object: an array (a batch of calls, say), a string or a number is refused as a
+    // whole, not field by field (an array's indexes read as unknown fields). No body, or null, reads as `{}`.
+    if (metadata.type === 'body' && metatype && this.toValidate(metadata) && value !== undefined && value !== null && !isPlainObject(value)) {
+      throw Errors.validation(BODY_NOT_OBJECT);
     }
     if (metadata.type === 'body' && parsesOwnBody(metatype)) return metatype.parseBody(value);
     if (!metatype || !this.toValidate(metadata) || !isPlainObject(value)) return super.transform(value, metadata);
