@@ -79,7 +79,7 @@ class StrictValidationPipe extends ValidationPipe {
     }
     // A body class describes an object: an array (a batch of calls, say), a string or a number is refused as a
     // whole, not field by field (an array's indexes read as unknown fields). No body, or null, reads as `{}`.
-    if (metadata.type === 'body' && metatype && this.toValidate(metadata) && value !== undefined && value !== null && !isPlainObject(value)) {
+    if (metadata.type === 'body' && value !== undefined && value !== null && !isPlainObject(value) && metatype && this.toValidate(metadata)) {
       throw Errors.validation(BODY_NOT_OBJECT);
     }
     if (metadata.type === 'body' && parsesOwnBody(metatype)) return metatype.parseBody(value);
