@@ -44,7 +44,8 @@ export class TriggerCallDto {
    * configuration and the context.
    */
   static parseBody(value: unknown): TriggerCallDto {
-    // An array's indexes are unknown fields, as they were to class-validator.
+    // The pipe refuses a body that is not an object before this (an array, a string, a number); no body, or null,
+    // reads as {} as it does to class-validator. Called on its own, an array's indexes are unknown fields.
     const body: object = typeof value === 'object' && value !== null ? value : {};
     const problems: FieldProblem[] = [];
     for (const field of Object.keys(body)) {
