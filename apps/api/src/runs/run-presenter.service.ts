@@ -2,8 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ArtifactKind, DownloadTokens } from '@app/artifacts';
 import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { WorkflowRun } from '@app/persistence';
-import { RunView } from './run-view';
+import { RunRecordRow } from './run-records.service';
 
 /** Run-record links remembered for reuse; a dashboard polling a few thousand runs stays within it. */
 const RECORD_LINKS_KEPT = 10_000;
@@ -16,7 +15,8 @@ interface DownloadLink {
 }
 
 /**
- * Shapes runs for the API and mints their download links.
+ * Writes run records for the API (as JSON text, see `recordJson`) and mints
+ * their download links.
  *
  * The links in a run record expire on a step of TTL/60 seconds (at most a
  * minute; at TTL 3600, the next whole minute), so a run read many times
@@ -33,36 +33,37 @@ export class RunPresenter {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  present(run: WorkflowRun): RunView {
-    return {
-      id: run.id,
-      workflow_id: run.workflowId,
-      name: run.name,
-      mode: run.provider ?? 'sandbox',
-      created_at: run.createdAt.toISOString(),
-      is_completed: run.isCompleted,
-      transcript_url: run.transcriptKey ? this.recordLink(run.id, 'transcript').url : null,
-      recording_url: run.recordingKey ? this.recordLink(run.id, 'recording').url : null,
-      cost_info: { call_duration_seconds: run.durationSeconds ?? 0, ...run.costInfo },
-      definition_id: run.definitionId,
-      call_type: run.callType,
-      initial_context: run.initialContext,
-      gathered_context: run.gatheredContext,
-      logs: run.logs,
-      annotations: run.annotations,
-      status: run.status,
-      environment: run.environment,
-      phone_number: run.phoneNumber,
-      from_number: run.fromNumber,
-      telephony_configuration_id: run.telephonyConfigurationId,
-      provider_call_id: run.providerCallId,
-      duration_seconds: run.durationSeconds,
-      answered_at: run.answeredAt?.toISOString() ?? null,
-      ended_at: run.endedAt?.toISOString() ?? null,
-      end_reason: run.endReason,
-      trigger_uuid: run.triggerUuid,
-      updated_at: run.updatedAt.toISOString(),
-    };
+  /**
+   * The run record as JSON text, its fields in RunView's order. The JSON
+   * columns are spliced in as Postgres wrote them (valid JSON, its own
+   * spacing); everything else is written by JSON.stringify.
+   */
+  recordJson(run: RunRecordRow): string {
+    const text = JSON.stringify;
+    const transcriptUrl = run.has_transcript ? this.recordLink(run.id, 'transcript').url : null;
+    const recordingUrl = run.has_recording ? this.recordLink(run.id, 'recording').url : null;
+    const costInfo = { call_duration_seconds: run.duration_seconds ?? 0, ...run.cost_info };
+    return (
+      `{"id":${text(run.id)},"workflow_id":${text(run.workflow_id)},"name":${text(run.name)},` +
+      `"mode":${text(run.provider ?? 'sandbox')},"created_at":${text(run.created_at)},` +
+      `"is_completed":${text(run.is_completed)},"transcript_url":${text(transcriptUrl)},` +
+      `"recording_url":${text(recordingUrl)},"cost_info":${text(costInfo)},` +
+      `"definition_id":${text(run.definition_id)},"call_type":${text(run.call_type)},` +
+      `"initial_context":${run.initial_context},"gathered_context":${run.gathered_context},` +
+      `"logs":${run.logs},"annotations":${run.annotations},` +
+      `"status":${text(run.status)},"environment":${text(run.environment)},` +
+      `"phone_number":${text(run.phone_number)},"from_number":${text(run.from_number)},` +
+      `"telephony_configuration_id":${text(run.telephony_configuration_id)},` +
+      `"provider_call_id":${text(run.provider_call_id)},"duration_seconds":${text(run.duration_seconds)},` +
+      `"answered_at":${text(run.answered_at)},"ended_at":${text(run.ended_at)},` +
+      `"end_reason":${text(run.end_reason)},"trigger_uuid":${text(run.trigger_uuid)},` +
+      `"updated_at":${text(run.updated_at)}}`
+    );
+  }
+
+  /** A page of the run list as JSON text: `{"runs": [...], "next_cursor": ...}`. */
+  pageJson(runs: RunRecordRow[], nextCursor: string | null): string {
+    return `{"runs":[${runs.map((run) => this.recordJson(run)).join(',')}],"next_cursor":${JSON.stringify(nextCursor)}}`;
   }
 
   downloadUrl(runId: number, artifact: ArtifactKind, lifetimeSeconds = this.config.downloadUrlTtlSeconds): DownloadLink {

@@ -2,13 +2,14 @@ import { Module } from '@nestjs/common';
 import { TelephonyModule } from '@app/telephony';
 import { RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
+import { RunRecords } from './run-records.service';
 import { WorkflowRunsController } from './workflow-runs.controller';
 import { WorkflowRunsService } from './workflow-runs.service';
 
 @Module({
   imports: [TelephonyModule],
   controllers: [WorkflowRunsController],
-  providers: [WorkflowRunsService, RunPresenter, RunCancellation],
+  providers: [WorkflowRunsService, RunPresenter, RunRecords, RunCancellation],
   exports: [RunPresenter],
 })
 export class RunsModule {}

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Errors, ParseIdPipe } from '@app/common';
@@ -10,6 +10,8 @@ import { ListRunsQuery } from './list-runs.query';
 import { RunPage, RunView } from './run-view';
 import { runNotFound, WorkflowRunsService } from './workflow-runs.service';
 
+/** Run records are answered as JSON text already written (see `RunPresenter.recordJson`). */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const workflowId = new ParseIdPipe(() => Errors.notFound('run_not_found', 'No run belongs to this workflow'));
 const runId = new ParseIdPipe(runNotFound);
 
@@ -23,25 +25,27 @@ export class WorkflowRunsController {
   constructor(private readonly runs: WorkflowRunsService) {}
 
   @Get()
+  @Header('content-type', JSON_CONTENT_TYPE)
   @ApiOperation({ operationId: 'listWorkflowRuns', summary: 'Runs of a workflow, newest first' })
   @ApiOkResponse({ type: RunPage })
   list(
     @Param('workflow_id', workflowId) workflow: number,
     @Query() query: ListRunsQuery,
     @CurrentApiKey() key: AuthenticatedKey,
-  ): Promise<RunPage> {
-    return this.runs.list(key, workflow, query);
+  ): Promise<string> {
+    return this.runs.listJson(key, workflow, query);
   }
 
   @Get(':run_id')
+  @Header('content-type', JSON_CONTENT_TYPE)
   @ApiOperation({ operationId: 'getWorkflowRun', summary: 'The record of one call' })
   @ApiOkResponse({ type: RunView })
   get(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,
     @CurrentApiKey() key: AuthenticatedKey,
-  ): Promise<RunView> {
-    return this.runs.get(key, workflow, run);
+  ): Promise<string> {
+    return this.runs.getJson(key, workflow, run);
   }
 
   @Post(':run_id/downloads')
@@ -59,6 +63,7 @@ export class WorkflowRunsController {
 
   @Post(':run_id/cancel')
   @HttpCode(200)
+  @Header('content-type', JSON_CONTENT_TYPE)
   @ApiOperation({
     operationId: 'cancelWorkflowRun',
     summary: 'Cancel a run that is queued or waiting, or hang up a ringing call',
@@ -74,9 +79,9 @@ export class WorkflowRunsController {
     @Param('run_id', runId) run: number,
     @CurrentApiKey() key: AuthenticatedKey,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<RunView> {
+  ): Promise<string> {
     const result = await this.runs.cancel(key, workflow, run);
     if (result.outcome === 'hangup_requested') void reply.status(202);
-    return result.run;
+    return result.runJson;
   }
 }

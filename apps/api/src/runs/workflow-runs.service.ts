@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, FindOptionsWhere, LessThan } from 'typeorm';
 import { ArtifactKind } from '@app/artifacts';
 import { Errors } from '@app/common';
 import { RunReader, WorkflowRun } from '@app/persistence';
@@ -7,45 +6,50 @@ import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { ListRunsQuery } from './list-runs.query';
 import { CancelOutcome, RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
-import { RunPage, RunView } from './run-view';
+import { RunRecordRow, RunRecords } from './run-records.service';
 import { DownloadLinkDto } from './create-download.dto';
 
 const DEFAULT_PAGE_SIZE = 50;
 
-/** Reading runs back, scoped to the key's organization and workflows. */
+/**
+ * Reading runs back, scoped to the key's organization and workflows. Records
+ * are answered as JSON text (RunView's fields, see `RunPresenter.recordJson`).
+ */
 @Injectable()
 export class WorkflowRunsService {
   constructor(
-    private readonly dataSource: DataSource,
     private readonly presenter: RunPresenter,
     private readonly cancellation: RunCancellation,
-    /** Concurrent reads of single runs (dashboards polling) go to Postgres as one query. */
+    private readonly records: RunRecords,
     private readonly reads: RunReader,
   ) {}
 
-  async cancel(key: AuthenticatedKey, workflowId: number, runId: number): Promise<{ outcome: CancelOutcome; run: RunView }> {
+  /** Cancels the run; answers the outcome and the run's record as JSON text afterwards. */
+  async cancel(key: AuthenticatedKey, workflowId: number, runId: number): Promise<{ outcome: CancelOutcome; runJson: string }> {
     const outcome = await this.cancellation.cancel(await this.find(key, workflowId, runId));
-    return { outcome, run: await this.get(key, workflowId, runId) };
+    return { outcome, runJson: await this.getJson(key, workflowId, runId) };
   }
 
-  async get(key: AuthenticatedKey, workflowId: number, runId: number): Promise<RunView> {
-    return this.presenter.present(await this.find(key, workflowId, runId));
+  /** The run's record as JSON text. */
+  async getJson(key: AuthenticatedKey, workflowId: number, runId: number): Promise<string> {
+    const run = await this.records.findById(runId);
+    this.assertVisible(key, workflowId, run);
+    return this.presenter.recordJson(run);
   }
 
-  async list(key: AuthenticatedKey, workflowId: number, query: ListRunsQuery): Promise<RunPage> {
+  /** A page of the workflow's runs, newest first, as JSON text (RunPage's fields). */
+  async listJson(key: AuthenticatedKey, workflowId: number, query: ListRunsQuery): Promise<string> {
     this.assertWorkflowAccess(key, workflowId);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const where: FindOptionsWhere<WorkflowRun> = { workflowId, organizationId: key.organizationId };
-    if (query.status) where.status = query.status;
-    if (query.cursor) where.id = LessThan(decodeCursor(query.cursor));
-    const rows = await this.dataSource
-      .getRepository(WorkflowRun)
-      .find({ where, order: { id: 'DESC' }, take: limit + 1 });
+    const rows = await this.records.list({
+      workflowId,
+      organizationId: key.organizationId,
+      status: query.status,
+      beforeId: query.cursor ? decodeCursor(query.cursor) : undefined,
+      limit: limit + 1,
+    });
     const page = rows.slice(0, limit);
-    return {
-      runs: page.map((run) => this.presenter.present(run)),
-      next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null,
-    };
+    return this.presenter.pageJson(page, rows.length > limit ? encodeCursor(page[page.length - 1].id) : null);
   }
 
   async createDownload(
@@ -63,9 +67,19 @@ export class WorkflowRunsService {
 
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
     const run = await this.reads.findById(runId);
-    if (!run || run.workflowId !== workflowId || run.organizationId !== key.organizationId) throw runNotFound();
-    this.assertWorkflowAccess(key, workflowId);
+    if (!run) throw runNotFound();
+    this.assertVisible(key, workflowId, { workflow_id: run.workflowId, organization_id: run.organizationId });
     return run;
+  }
+
+  /** A run of another workflow or organization is answered as not found; one the key may not read, 403. */
+  private assertVisible(
+    key: AuthenticatedKey,
+    workflowId: number,
+    run: Pick<RunRecordRow, 'workflow_id' | 'organization_id'> | null,
+  ): asserts run {
+    if (!run || run.workflow_id !== workflowId || run.organization_id !== key.organizationId) throw runNotFound();
+    this.assertWorkflowAccess(key, workflowId);
   }
 
   private assertWorkflowAccess(key: AuthenticatedKey, workflowId: number): void {

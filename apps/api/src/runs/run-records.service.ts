@@ -1,0 +1,138 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { Batcher } from '@app/common';
+import { preparedQuery, RunStatus } from '@app/persistence';
+
+/**
+ * A run read in the shape the API writes it. The free-form JSON columns
+ * (initial_context, gathered_context, logs, annotations) come as Postgres'
+ * own JSON text, to be spliced into the answer as they are: parsed by the
+ * driver, they were turned back into the same text on every poll. Times
+ * come as ISO 8601 text, as `Date.toISOString` writes them.
+ */
+export interface RunRecordRow {
+  id: number;
+  organization_id: number;
+  workflow_id: number;
+  name: string;
+  provider: string | null;
+  created_at: string;
+  is_completed: boolean;
+  has_transcript: boolean;
+  has_recording: boolean;
+  cost_info: Record<string, unknown>;
+  definition_id: number | null;
+  call_type: string;
+  initial_context: string;
+  gathered_context: string;
+  logs: string;
+  annotations: string;
+  status: RunStatus;
+  environment: string;
+  phone_number: string;
+  from_number: string | null;
+  telephony_configuration_id: number | null;
+  provider_call_id: string | null;
+  duration_seconds: number | null;
+  answered_at: string | null;
+  ended_at: string | null;
+  end_reason: string | null;
+  trigger_uuid: string | null;
+  updated_at: string;
+}
+
+export interface RunListFilter {
+  workflowId: number;
+  organizationId: number;
+  status?: RunStatus;
+  /** Only runs with a smaller id (the cursor of the previous page). */
+  beforeId?: number;
+  limit: number;
+}
+
+/** `Date.toISOString`'s form (milliseconds, truncated as a JavaScript Date holds them), written by Postgres. */
+function iso(column: string): string {
+  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
+}
+
+/**
+ * Only what a record shows: the agent's transcript, the carrier's recording
+ * URL and the artifact keys stay in the database (a key only says whether a
+ * link is minted).
+ */
+const RECORD_SELECT = [
+  'id',
+  'organization_id',
+  'workflow_id',
+  'name',
+  'provider',
+  iso('created_at'),
+  'is_completed',
+  `COALESCE(transcript_key, '') <> '' AS has_transcript`,
+  `COALESCE(recording_key, '') <> '' AS has_recording`,
+  'cost_info',
+  'definition_id',
+  'call_type',
+  'initial_context::text AS initial_context',
+  'gathered_context::text AS gathered_context',
+  'logs::text AS logs',
+  'annotations::text AS annotations',
+  'status',
+  'environment',
+  'phone_number',
+  'from_number',
+  'telephony_configuration_id',
+  'provider_call_id',
+  'duration_seconds',
+  iso('answered_at'),
+  iso('ended_at'),
+  'end_reason',
+  'trigger_uuid',
+  iso('updated_at'),
+].join(', ');
+
+/**
+ * Reads run records for the API. Single reads (dashboards polling one run
+ * each) that arrive together leave as one `id = ANY(...)` query; nothing is
+ * cached.
+ */
+@Injectable()
+export class RunRecords {
+  private readonly byId = new Batcher<number, RunRecordRow | null>(
+    async (ids) => {
+      const rows = await preparedQuery<RunRecordRow>(
+        this.dataSource,
+        `SELECT ${RECORD_SELECT} FROM workflow_runs WHERE id = ANY($1::integer[])`,
+        [[...new Set(ids)]],
+      );
+      const found = new Map(rows.map((row) => [row.id, row]));
+      return ids.map((id) => found.get(id) ?? null);
+    },
+    { maxBatch: 500, maxInFlight: 4 },
+  );
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  findById(runId: number): Promise<RunRecordRow | null> {
+    return this.byId.submit(runId);
+  }
+
+  /** A workflow's runs of one organization, newest first. */
+  list(filter: RunListFilter): Promise<RunRecordRow[]> {
+    const conditions = ['workflow_id = $1', 'organization_id = $2'];
+    const values: unknown[] = [filter.workflowId, filter.organizationId];
+    if (filter.status !== undefined) {
+      values.push(filter.status);
+      conditions.push(`status = $${values.length}`);
+    }
+    if (filter.beforeId !== undefined) {
+      values.push(filter.beforeId);
+      conditions.push(`id < $${values.length}`);
+    }
+    values.push(filter.limit);
+    return this.dataSource.query(
+      `SELECT ${RECORD_SELECT} FROM workflow_runs WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
+      values,
+    );
+  }
+}
