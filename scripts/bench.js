@@ -18,6 +18,8 @@
  *                       would beside dialers on other hosts; the dialer restarts afterwards and dials the runs;
  *   trigger-idempotent  the same with a fresh Idempotency-Key on every request;
  *   get-run             GET /api/v1/workflow/{id}/runs/{run_id} over the 2000 newest runs;
+ *   list-runs           GET /api/v1/workflow/{id}/runs?limit=50 over the pages of those runs, as a dashboard pages
+ *                       through a campaign's calls (50 full run records an answer);
  *                       (the dialer runs alongside these (but trigger-alone) and works through the calls they create; each
  *                       scenario after the first trigger one starts once the dialer has finished the calls
  *                       the previous one left, so no figure depends on the backlog of the scenario before it)
@@ -83,7 +85,7 @@
 
 const { cpus, loadavg } = require('node:os');
 const { join } = require('node:path');
-const { seed, recentRunIds, triggerBodies } = require('./bench/api-client');
+const { seed, recentRunIds, listCursors, triggerBodies } = require('./bench/api-client');
 const { dialerThroughput } = require('./bench/dialer-throughput');
 const { insertHistory, sampledRunIds } = require('./bench/history');
 const { sendAmount, throughputRounds } = require('./bench/load');
@@ -95,7 +97,7 @@ const { cell } = require('./bench/stats');
 const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
 const { APP_NODE_FLAGS } = require('./app-node-flags');
 
-const SCENARIOS = ['ceiling', 'floor', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'latency', 'soak', 'dialer', 'history'];
+const SCENARIOS = ['ceiling', 'floor', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'list-runs', 'latency', 'soak', 'dialer', 'history'];
 const ROOT = join(__dirname, '..');
 const env = process.env;
 const knobs = {
@@ -113,6 +115,7 @@ const knobs = {
   dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
 };
 const GET_RUN_IDS = 2000;
+const LIST_PAGE_SIZE = 50;
 /** The history may cost at most this share of any figure (req/s, p50, p99, CPU per request). */
 const HISTORY_TOLERANCE = 0.1;
 /** Other work on the machine skews every figure: the report shows how busy it was. */
@@ -226,6 +229,20 @@ async function main() {
     return throughputRounds(`GET run (${ids.length} distinct runs${label})`, getRun(ids), apiHarness);
   };
   if (wants('get-run')) report.http.push(await getRecentRuns());
+  if (wants('list-runs')) {
+    await ensureRuns(trigger, GET_RUN_IDS);
+    await stack.waitDrained();
+    const cursors = await listCursors(stack.base, stack.key, workflowId, LIST_PAGE_SIZE, GET_RUN_IDS / LIST_PAGE_SIZE);
+    const listPath = (cursor) => `/api/v1/workflow/${workflowId}/runs?limit=${LIST_PAGE_SIZE}${cursor ? `&cursor=${cursor}` : ''}`;
+    let next = 0;
+    const listRuns = () => ({
+      url: `${stack.base}${listPath(null)}`,
+      method: 'GET',
+      headers: { 'x-api-key': stack.key },
+      setupRequest: (request) => ({ ...request, path: listPath(cursors[next++ % cursors.length]) }),
+    });
+    report.http.push(await throughputRounds(`GET run list, ${LIST_PAGE_SIZE} a page (${cursors.length} pages)`, listRuns, apiHarness));
+  }
   if (wants('latency')) {
     for (const rate of knobs.latencyRates) {
       report.latency.push(

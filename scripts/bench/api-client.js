@@ -50,6 +50,19 @@ async function recentRunIds(base, key, workflowId, count) {
   return ids.slice(0, count);
 }
 
+/** The run list's first `pages` cursors at `pageSize` runs a page, newest first (null: the first page). */
+async function listCursors(base, key, workflowId, pageSize, pages) {
+  const call = apiCaller(base, key);
+  const cursors = [null];
+  while (cursors.length < pages) {
+    const cursor = cursors[cursors.length - 1];
+    const page = await call('GET', `/api/v1/workflow/${workflowId}/runs?limit=${pageSize}${cursor ? `&cursor=${cursor}` : ''}`);
+    if (!page.next_cursor) break;
+    cursors.push(page.next_cursor);
+  }
+  return cursors;
+}
+
 /** An ~1 KiB initial_context, like a CRM would send. */
 function realisticContext() {
   const context = {
@@ -92,4 +105,4 @@ function apiCaller(base, key) {
   };
 }
 
-module.exports = { seed, recentRunIds, realisticContext, triggerBodies };
+module.exports = { seed, recentRunIds, listCursors, realisticContext, triggerBodies };
