@@ -205,7 +205,7 @@ describe('RunRecords and RunPresenter.recordJson', () => {
     expect(before.map((row) => row.id)).toEqual([finished, queued]);
     expect(await records.list({ workflowId: WORKFLOW, organizationId: ORG + 1, limit: 200 })).toEqual([]);
 
-    const page = JSON.parse(presenter.pageJson(before, 'next'));
+    const page = JSON.parse(presenter.pageJson(before, 'next').toString('utf8'));
     expect(page).toEqual({ runs: before.map((row) => JSON.parse(presenter.recordJson(row))), next_cursor: 'next' });
   });
 });

@@ -10,7 +10,7 @@ import { ListRunsQuery } from './list-runs.query';
 import { RunPage, RunView } from './run-view';
 import { runNotFound, WorkflowRunsService } from './workflow-runs.service';
 
-/** Run records are answered as JSON text already written (see `RunPresenter.recordJson`). */
+/** Run records are answered as JSON already written (see `RunPresenter.recordJson` and `pageJson`). */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const workflowId = new ParseIdPipe(() => Errors.notFound('run_not_found', 'No run belongs to this workflow'));
 const runId = new ParseIdPipe(runNotFound);
@@ -32,7 +32,7 @@ export class WorkflowRunsController {
     @Param('workflow_id', workflowId) workflow: number,
     @Query() query: ListRunsQuery,
     @CurrentApiKey() key: AuthenticatedKey,
-  ): Promise<string> {
+  ): Promise<Buffer> {
     return this.runs.listJson(key, workflow, query);
   }
 

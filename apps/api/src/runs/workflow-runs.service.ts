@@ -37,8 +37,8 @@ export class WorkflowRunsService {
     return this.presenter.recordJson(run);
   }
 
-  /** A page of the workflow's runs, newest first, as JSON text (RunPage's fields). */
-  async listJson(key: AuthenticatedKey, workflowId: number, query: ListRunsQuery): Promise<string> {
+  /** A page of the workflow's runs, newest first, as JSON (RunPage's fields). */
+  async listJson(key: AuthenticatedKey, workflowId: number, query: ListRunsQuery): Promise<Buffer> {
     this.assertWorkflowAccess(key, workflowId);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const rows = await this.records.list({
@@ -59,12 +59,14 @@ export class WorkflowRunsService {
     artifact: ArtifactKind,
     lifetimeSeconds: number | undefined,
   ): Promise<DownloadLinkDto> {
-    const run = await this.find(key, workflowId, runId);
-    const stored = artifact === 'recording' ? run.recordingKey : run.transcriptKey;
+    const run = await this.records.findById(runId);
+    this.assertVisible(key, workflowId, run);
+    const stored = artifact === 'recording' ? run.has_recording : run.has_transcript;
     if (!stored) throw Errors.notFound('artifact_not_available', `The run has no ${artifact} (yet)`);
     return this.presenter.downloadUrl(run.id, artifact, lifetimeSeconds);
   }
 
+  /** The whole run, for a change to it. */
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
     const run = await this.reads.findById(runId);
     if (!run) throw runNotFound();
