@@ -3,41 +3,11 @@ import { DataSource } from 'typeorm';
 import { DownloadTokens } from '@app/artifacts';
 import { AppConfig } from '@app/config';
 import { createDataSource, NewRun, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { RUN_RECORD_FIELDS } from '../../../../test/support/run-record-fields';
 import { storedRunIds } from '../../../../test/support/stored-run-ids';
 import { testRunResources } from '../../../../test/support/test-run-id';
 import { RunPresenter } from './run-presenter.service';
 import { RunRecords } from './run-records.service';
-
-/** RunView's fields, in the order a record is written. */
-const RECORD_FIELDS = [
-  'id',
-  'workflow_id',
-  'name',
-  'mode',
-  'created_at',
-  'is_completed',
-  'transcript_url',
-  'recording_url',
-  'cost_info',
-  'definition_id',
-  'call_type',
-  'initial_context',
-  'gathered_context',
-  'logs',
-  'annotations',
-  'status',
-  'environment',
-  'phone_number',
-  'from_number',
-  'telephony_configuration_id',
-  'provider_call_id',
-  'duration_seconds',
-  'answered_at',
-  'ended_at',
-  'end_reason',
-  'trigger_uuid',
-  'updated_at',
-];
 
 /** JSON whose text Postgres writes differently from JSON.stringify: numbers, escapes, key order, nesting. */
 const AWKWARD_CONTEXT = {
@@ -167,7 +137,7 @@ describe('RunRecords and RunPresenter.recordJson', () => {
       expect(row).not.toBeNull();
       const text = presenter.recordJson(row!);
       const written = JSON.parse(text) as Record<string, unknown>;
-      expect(Object.keys(written)).toEqual(RECORD_FIELDS);
+      expect(Object.keys(written)).toEqual(RUN_RECORD_FIELDS);
       expect(withLinksAsFlags(written)).toEqual(entityRecord(entities.get(id)!));
     }
   });
