@@ -33,7 +33,8 @@
  *                       dialer took the job), taken→claiming (run read, pacing, slot, definition → the claim
  *                       asked for), claiming→dialed (claim, render, carrier ledger insert);
  *   soak                API (and dialer) RSS every BENCH_SOAK_SAMPLE_SECONDS while triggers arrive at half
- *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope
+ *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope,
+ *                       Theil–Sen (the verdict: RSS is a sawtooth, scripts/bench/soak.js) and least squares
  *                       (a verdict needs 5 samples in the last half);
  *   dialer              dials/s with ONE and with TWO dialer processes: with no dialer running the gateway
  *                       takes a backlog of triggers, then the dialers start; the median per-second count of
@@ -44,11 +45,13 @@
  *                       commands (the scripts' included) the round took (the latency log gives them per trigger),
  *                       and about the most dials/s the machine's cores allow at that CPU per call (cores ÷ the
  *                       dialers', Postgres' and Redis' CPU per call), which no process count or concurrency gets far past;
- *   history             CHECKPOINT, trigger and get-run once more, then inserts BENCH_HISTORY_RUNS finished runs (30 days
- *                       of history, one INSERT ... SELECT generate_series), VACUUM ANALYZE and CHECKPOINT, then trigger and
- *                       get-run again (reads spread over old and new runs); a table sets each figure against
- *                       the one measured just before the insert (not at the start of the run: the machine's
- *                       speed drifts over half an hour) and says whether any got worse by more than 10 %.
+ *   history             inserts BENCH_HISTORY_RUNS finished runs (30 days of history, one INSERT ... SELECT
+ *                       generate_series), VACUUM ANALYZE and CHECKPOINT, and sets trigger and get-run against a twin:
+ *                       a second API, dialer and database started for it, alike but for the history. The two are
+ *                       measured in rounds taken in turn (A B, B A, ...; both dialers drained before each), so the
+ *                       machine's speed, which drifts by more than the 10 % judged over a few minutes, falls on both
+ *                       alike. Reads come twice: the newest runs, as before the history, and runs spread over all of
+ *                       it (old rows, cold pages); a table says whether any figure got worse by more than 10 %.
  * Every HTTP row also gives the server's CPU time per answered request (utime + stime from /proc over
  * each round, the ceiling's server included), which other load on the machine moves far less than req/s,
  * and every API row the CPU time of the Postgres backends serving the bench database per answered
@@ -67,9 +70,10 @@
  *   BENCH_DIAL_BACKLOG  runs per dialer round (default: sized from the rate seen so far for ~BENCH_SECONDS
  *                       of steady dialing)
  *   BENCH_LATENCY_RATE (1000; a comma-separated list gives a row per rate), BENCH_LATENCY_SECONDS (15)
- *   BENCH_SOAK_SECONDS (300), BENCH_SOAK_SAMPLE_SECONDS (10), BENCH_SOAK_RATE (half the measured trigger
+ *   BENCH_SOAK_SECONDS (300), BENCH_SOAK_SAMPLE_SECONDS (2), BENCH_SOAK_RATE (half the measured trigger
  *                       req/s; measured with one round first when the trigger scenario is not run)
- *   BENCH_HISTORY_RUNS (1000000)
+ *   BENCH_HISTORY_RUNS (1000000), BENCH_HISTORY_ROUNDS (5: rounds of each side of the history's comparison, whose
+ *                       10 % lies within the spread of a few rounds on this machine)
  *   BENCH_POSTGRES_URL (postgres://postgres@127.0.0.1:5432), REDIS_URL (redis://127.0.0.1:6379)
  *   BENCH_NODE_FLAGS    node flags for the API and dialer processes (space-separated), e.g.
  *                       `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them
@@ -88,7 +92,7 @@ const { join } = require('node:path');
 const { seed, recentRunIds, listCursors, triggerBodies } = require('./bench/api-client');
 const { dialerThroughput } = require('./bench/dialer-throughput');
 const { insertHistory, sampledRunIds } = require('./bench/history');
-const { sendAmount, throughputRounds } = require('./bench/load');
+const { alternatingRounds, sendAmount, throughputRounds } = require('./bench/load');
 const { freePort, killAll, startNode, waitUp } = require('./bench/processes');
 const { dialerTable, historyTable, httpTable, latencyStagesTable, latencyTable, soakTable } = require('./bench/report');
 const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
@@ -109,9 +113,10 @@ const knobs = {
   latencyRates: (env.BENCH_LATENCY_RATE || '1000').split(',').map((rate) => positive('BENCH_LATENCY_RATE', rate)),
   latencySeconds: number('BENCH_LATENCY_SECONDS', 15),
   soakSeconds: number('BENCH_SOAK_SECONDS', 300),
-  soakSampleSeconds: number('BENCH_SOAK_SAMPLE_SECONDS', 10),
+  soakSampleSeconds: number('BENCH_SOAK_SAMPLE_SECONDS', 2),
   soakRate: number('BENCH_SOAK_RATE', null),
   historyRuns: integer('BENCH_HISTORY_RUNS', 1000000),
+  historyRounds: integer('BENCH_HISTORY_ROUNDS', 5),
   dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
 };
 const GET_RUN_IDS = 2000;
@@ -122,19 +127,23 @@ const HISTORY_TOLERANCE = 0.1;
 const loadNow = () => loadavg().map((load) => load.toFixed(1)).join(' ');
 const loadAtStart = loadNow();
 
-const stack = new BenchStack({
+const stackOptions = {
   root: ROOT,
   postgres: env.BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432',
   redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
   keepDatabase: env.BENCH_KEEP_DATA === '1',
   artifactsParent: env.BENCH_ARTIFACTS_DIR || undefined,
   log,
-});
+};
+const stack = new BenchStack(stackOptions);
+/** The history scenario's twin: a second stack without the history (null until it starts). */
+let twin = null;
+const closeStacks = () => Promise.all([stack.close(), twin?.close()]);
 process.once('exit', killAll);
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.once(signal, () => {
     log(`${signal}: stopping the apps and dropping the database`);
-    void stack.close().finally(() => process.exit(130));
+    void closeStacks().finally(() => process.exit(130));
   });
 }
 
@@ -143,36 +152,17 @@ main()
     process.stderr.write(`bench failed: ${error.stack || error}\n`);
     process.exitCode = 1;
   })
-  .finally(() => stack.close());
+  .finally(closeStacks);
 
 async function main() {
   log(`scenarios: ${knobs.only.join(', ')}; load average ${loadAtStart}`);
   log('building the apps');
   stack.build();
   await stack.start();
-  const { uuid, workflowId } = await seed(stack.base, stack.key);
+  const { workflowId, trigger, getRun } = targetsOf(stack, await seed(stack.base, stack.key));
   await stack.startDialers(1, 'alongside the HTTP scenarios');
-
-  // Each request a number of its own (autocannon and fixedRate call setupRequest before every request).
-  const nextBody = triggerBodies();
-  const trigger = {
-    url: `${stack.base}/api/v1/public/agent/${uuid}`,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': stack.key },
-    body: nextBody(),
-    setupRequest: (request) => ({ ...request, body: nextBody() }),
-  };
-  const getRun = (ids) => {
-    let next = 0;
-    return () => ({
-      url: `${stack.base}/api/v1/workflow/${workflowId}/runs/${ids[0]}`,
-      method: 'GET',
-      headers: { 'x-api-key': stack.key },
-      setupRequest: (request) => ({ ...request, path: `/api/v1/workflow/${workflowId}/runs/${ids[next++ % ids.length]}` }),
-    });
-  };
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
-  const apiHarness = { ...harness, pid: stack.api.pid, measure: () => stack.measurePostgres() };
+  const apiHarness = { ...harness, ...measuredApi(stack) };
   const report = { http: [], dialer: [], latency: [], soak: null, historySize: null, history: [] };
   let ceilingRps = null;
   let triggerRps = null;
@@ -192,7 +182,7 @@ async function main() {
     const floor = await startFloor();
     const row = await throughputRounds(
       'framework floor: Nest on Fastify, the trigger\'s request, constant JSON',
-      () => ({ ...trigger, url: `${floor.url}/api/v1/public/agent/${uuid}` }),
+      () => ({ ...trigger, url: `${floor.url}${new URL(trigger.url).pathname}` }),
       { ...harness, pid: floor.child.pid },
     );
     floor.child.kill('SIGKILL');
@@ -221,16 +211,14 @@ async function main() {
     });
     report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness));
   }
-  /** GET run over the newest runs, once the dialer has finished the calls before it. */
-  const getRecentRuns = async (label = '') => {
-    await ensureRuns(trigger, GET_RUN_IDS);
+  if (wants('get-run')) {
+    await ensureRuns(stack, trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    return throughputRounds(`GET run (${ids.length} distinct runs${label})`, getRun(ids), apiHarness);
-  };
-  if (wants('get-run')) report.http.push(await getRecentRuns());
+    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness));
+  }
   if (wants('list-runs')) {
-    await ensureRuns(trigger, GET_RUN_IDS);
+    await ensureRuns(stack, trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const cursors = await listCursors(stack.base, stack.key, workflowId, LIST_PAGE_SIZE, GET_RUN_IDS / LIST_PAGE_SIZE);
     const listPath = (cursor) => `/api/v1/workflow/${workflowId}/runs?limit=${LIST_PAGE_SIZE}${cursor ? `&cursor=${cursor}` : ''}`;
@@ -277,24 +265,49 @@ async function main() {
     await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
   if (wants('history')) {
-    // This machine's speed drifts over a run, so the history is judged against figures taken just before it,
-    // starting, as the figures after it do, from a checkpoint.
+    // The machine's speed drifts by more than the 10 % judged over the minutes a measurement takes, so the
+    // history is set against a twin: a second API, dialer and database, alike but for the history, measured in
+    // rounds taken in turn with the stack holding it (A B, B A, ...) so that the drift falls on both alike.
+    await ensureRuns(stack, trigger, GET_RUN_IDS);
     await stack.waitDrained();
-    await stack.checkpoint();
-    const before = { trigger: await throughputRounds('POST trigger (just before the history)', () => trigger, apiHarness) };
-    before.getRun = await getRecentRuns(', just before the history');
-    await stack.waitDrained();
+    twin = new BenchStack({ ...stackOptions, name: 'twin' });
+    await twin.start();
+    const twinTargets = targetsOf(twin, await seed(twin.base, twin.key));
+    await twin.startDialers(1, 'the twin without the history');
+    await ensureRuns(twin, twinTargets.trigger, GET_RUN_IDS);
     report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
     const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
-    const after = { trigger: await throughputRounds(`POST trigger (${stored})`, () => trigger, apiHarness) };
-    await stack.waitDrained();
-    const ids = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
-    after.getRun = await throughputRounds(`GET run (${ids.length} distinct runs spread over ${stored})`, getRun(ids), apiHarness);
-    report.http.push(before.trigger, before.getRun, after.trigger, after.getRun);
+    const historyHarness = { ...harness, rounds: knobs.historyRounds };
+    const bothDrained = async () => {
+      await stack.waitDrained();
+      await twin.waitDrained();
+    };
+    const [twinTrigger, historyTrigger] = await alternatingRounds(
+      [
+        { name: 'POST trigger, twin without the history', options: () => twinTargets.trigger, ...measuredApi(twin), before: bothDrained },
+        { name: `POST trigger, ${stored}`, options: () => trigger, ...measuredApi(stack), before: bothDrained },
+      ],
+      historyHarness,
+    );
+    await bothDrained();
+    const twinNewest = await recentRunIds(twin.base, twin.key, twinTargets.workflowId, GET_RUN_IDS);
+    const newest = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
+    const spread = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
+    const [twinGet, newestGet, spreadGet] = await alternatingRounds(
+      [
+        { name: `GET run, twin without the history (its ${twinNewest.length} newest)`, options: twinTargets.getRun(twinNewest), ...measuredApi(twin) },
+        { name: `GET run, ${stored} (the ${newest.length} newest)`, options: getRun(newest), ...measuredApi(stack) },
+        { name: `GET run, ${stored} (${spread.length} spread over them all)`, options: getRun(spread), ...measuredApi(stack) },
+      ],
+      historyHarness,
+    );
+    report.http.push(twinTrigger, historyTrigger, twinGet, newestGet, spreadGet);
     report.history = [
-      { name: 'POST trigger', before: before.trigger, after: after.trigger },
-      { name: 'GET run', before: before.getRun, after: after.getRun },
+      { name: 'POST trigger', before: twinTrigger, after: historyTrigger },
+      { name: 'GET run, the newest runs', before: twinGet, after: newestGet },
+      { name: 'GET run, runs spread over the history', before: twinGet, after: spreadGet },
     ];
+    await twin.stopDialers();
   }
 
   const apiPeak = stack.apiPeakMiB();
@@ -306,7 +319,10 @@ function print(report, ceilingRps, apiPeak) {
   const out = [];
   if (report.http.length) out.push(httpTable(report.http, ceilingRps));
   if (report.historySize) {
-    out.push(`History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs.`);
+    out.push(
+      `History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs; against a twin without them, ` +
+        `medians of ${knobs.historyRounds} rounds a side taken in turn.`,
+    );
     out.push(historyTable(report.history, HISTORY_TOLERANCE));
   }
   if (report.dialer.length) out.push(dialerTable(report.dialer));
@@ -323,12 +339,42 @@ function print(report, ceilingRps, apiPeak) {
   process.stdout.write(`\n${out.join('\n\n')}\n`);
 }
 
-/** Makes sure the workflow has at least `count` runs to read (when get-run runs without the trigger scenarios). */
-async function ensureRuns(trigger, count) {
-  const [{ runs }] = await stack.query(`SELECT count(*)::int AS runs FROM workflow_runs`);
+/** Makes sure the stack's workflow has at least `count` runs to read (when get-run runs without the trigger scenarios). */
+async function ensureRuns(onStack, trigger, count) {
+  const [{ runs }] = await onStack.query(`SELECT count(*)::int AS runs FROM workflow_runs`);
   if (runs >= count) return;
   log(`triggering ${count - runs} runs to read`);
   await sendAmount(trigger, count - runs, knobs.connections);
+}
+
+/**
+ * The requests of a stack's seeded agent: its trigger (~1 KiB initial_context, and a phone number of its own on
+ * every request: autocannon and fixedRate call setupRequest before each), and GET run over the given run ids.
+ */
+function targetsOf(onStack, { uuid, workflowId }) {
+  const nextBody = triggerBodies();
+  const trigger = {
+    url: `${onStack.base}/api/v1/public/agent/${uuid}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': onStack.key },
+    body: nextBody(),
+    setupRequest: (request) => ({ ...request, body: nextBody() }),
+  };
+  const getRun = (ids) => {
+    let next = 0;
+    return () => ({
+      url: `${onStack.base}/api/v1/workflow/${workflowId}/runs/${ids[0]}`,
+      method: 'GET',
+      headers: { 'x-api-key': onStack.key },
+      setupRequest: (request) => ({ ...request, path: `/api/v1/workflow/${workflowId}/runs/${ids[next++ % ids.length]}` }),
+    });
+  };
+  return { workflowId, trigger, getRun };
+}
+
+/** What a round against a stack's API measures besides the load: the API's CPU and its database's work. */
+function measuredApi(onStack) {
+  return { pid: onStack.api.pid, measure: () => onStack.measurePostgres() };
 }
 
 async function startCeiling() {

@@ -20,23 +20,60 @@ const { cpuSeconds, sleep } = require('./processes');
 async function throughputRounds(name, options, { rounds, seconds, connections, log, pid, measure }) {
   const results = [];
   for (let round = 0; round < rounds; round++) {
-    const cpuFrom = pid ? cpuSeconds(pid) : NaN;
-    const measured = measure ? await measure() : null;
-    const result = await autocannon(perRequest({ ...options(), connections, duration: seconds }));
-    const answered = result.requests.total;
-    results.push({
-      rps: result.requests.average,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      errors: result.errors + result.timeouts + result.non2xx,
-      cpuMicros: pid && answered > 0 ? ((cpuSeconds(pid) - cpuFrom) * 1e6) / answered : NaN,
-      ...(measured ? await measured(answered) : {}),
-    });
+    results.push(await oneRound(options, { seconds, connections, pid, measure }));
     log(`${name}, round ${round + 1}: ${roundLine(results[round])}`);
   }
+  const row = rowOf(name, results);
+  log(`${name} (medians): ${roundLine(row)}`);
+  return row;
+}
+
+/**
+ * Rounds of several arms taken in turn, the order reversed every other round
+ * (A B, B A, A B, ...), so that the machine's speed drifting over the minutes
+ * falls on every arm alike: for comparing two setups that cannot run in one
+ * process. Each arm is `{ name, options, pid, measure, before }`, as for
+ * throughputRounds, `before` awaited ahead of each of its rounds. Answers a
+ * row of medians per arm, in the arms' order.
+ */
+async function alternatingRounds(arms, { rounds, seconds, connections, log }) {
+  const results = arms.map(() => []);
+  for (let round = 0; round < rounds; round++) {
+    const order = arms.map((_, index) => index);
+    if (round % 2 === 1) order.reverse();
+    for (const index of order) {
+      const { name, options, pid, measure, before } = arms[index];
+      await before?.();
+      results[index].push(await oneRound(options, { seconds, connections, pid, measure }));
+      log(`${name}, round ${round + 1}: ${roundLine(results[index][round])}`);
+    }
+  }
+  return arms.map(({ name }, index) => {
+    const row = rowOf(name, results[index]);
+    log(`${name} (medians): ${roundLine(row)}`);
+    return row;
+  });
+}
+
+async function oneRound(options, { seconds, connections, pid, measure }) {
+  const cpuFrom = pid ? cpuSeconds(pid) : NaN;
+  const measured = measure ? await measure() : null;
+  const result = await autocannon(perRequest({ ...options(), connections, duration: seconds }));
+  const answered = result.requests.total;
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    cpuMicros: pid && answered > 0 ? ((cpuSeconds(pid) - cpuFrom) * 1e6) / answered : NaN,
+    ...(measured ? await measured(answered) : {}),
+  };
+}
+
+/** A row of rounds: the medians of each figure, the errors summed. */
+function rowOf(name, results) {
   const row = { name, errors: results.reduce((sum, r) => sum + r.errors, 0) };
   for (const key of Object.keys(results[0])) if (key !== 'errors') row[key] = median(results.map((r) => r[key]));
-  log(`${name} (medians): ${roundLine(row)}`);
   return row;
 }
 
@@ -177,4 +214,4 @@ function summarizeFixedRate({ start, answers, shed }) {
   };
 }
 
-module.exports = { throughputRounds, sendAmount, fixedRate, summarizeFixedRate };
+module.exports = { throughputRounds, alternatingRounds, sendAmount, fixedRate, summarizeFixedRate };

@@ -92,7 +92,7 @@ function historyTable(rows, tolerance) {
   const change = (before, after) => (before > 0 ? `${after >= before ? '+' : '−'}${cell((Math.abs(after - before) / before) * 100)} %` : '–');
   const judged = figures.filter((f) => f.worse !== 0).map((f) => f.title);
   return [
-    `| with the history, against just before it | ${figures.map((f) => f.title).join(' | ')} | none of ${judged.join(', ')} worse by more than ${cell(tolerance * 100)} % (and latencies by more than 1 ms) |`,
+    `| with the history, against the twin without it | ${figures.map((f) => f.title).join(' | ')} | none of ${judged.join(', ')} worse by more than ${cell(tolerance * 100)} % (and latencies by more than 1 ms) |`,
     `|---|${figures.map(() => '---:').join('|')}|---|`,
     ...rows.map(({ name, before, after }) => {
       const cells = figures.map(
@@ -108,14 +108,14 @@ function historyTable(rows, tolerance) {
 
 function soakTable(r, growingThreshold) {
   const row = (name, m) =>
-    `| ${name} | ${cell(m.first)} | ${cell(m.last)} | ${cell(m.max)} | ${cell(m.slope, 2)} |`;
+    `| ${name} | ${cell(m.first)} | ${cell(m.last)} | ${cell(m.max)} | ${cell(m.slope, 2)} | ${cell(m.leastSquaresSlope, 2)} |`;
   return [
     `Soak: ${cell(r.rate)} triggers/s offered for ${r.seconds} s (answered ${cell(r.load.answeredPerSecond)}/s, ` +
       `p50 ${cell(r.load.p50)} ms, p99 ${cell(r.load.p99)} ms, failed ${r.load.failed}, shed ${r.load.shed}), ${r.samples} samples. ` +
-      `API RSS: ${r.verdict} (last-half slope against ${growingThreshold} MiB/min).`,
+      `API RSS: ${r.verdict} (last-half Theil–Sen slope against ${growingThreshold} MiB/min).`,
     '',
-    '| RSS MiB | first | last | max | last-half slope MiB/min |',
-    '|---|---:|---:|---:|---:|',
+    '| RSS MiB | first | last | max | last-half slope MiB/min, Theil–Sen | the same, least squares |',
+    '|---|---:|---:|---:|---:|---:|',
     row('api', r.api),
     row('dialer', r.dialer),
   ].join('\n');

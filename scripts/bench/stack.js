@@ -16,14 +16,16 @@ const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
 const DIALER_MAIN = 'dist/apps/dialer/apps/dialer/src/main.js';
 
 class BenchStack {
-  constructor({ root, postgres, redisUrl, keepDatabase, artifactsParent, log }) {
+  /** `name` (optional) tells a second stack's database, queue keys and processes from the first's. */
+  constructor({ root, postgres, redisUrl, keepDatabase, artifactsParent, log, name = '' }) {
     this.root = root;
+    this.name = name;
     this.artifactsParent = artifactsParent;
     this.postgres = postgres;
     this.redisUrl = redisUrl;
     this.keepDatabase = keepDatabase;
     this.log = log;
-    this.id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+    this.id = `${Date.now().toString(36)}${process.pid.toString(36)}${name}`;
     this.databaseUrl = `${postgres}/va_bench_${this.id}`;
     /** The apps' QUEUE_PREFIX: a Redis Cluster hash tag, as in production. */
     this.queuePrefix = `{va-bench-${this.id}}`;
@@ -70,8 +72,12 @@ class BenchStack {
     if (this.vacuumsItself) {
       this.log('autovacuum is off on this Postgres server: the bench runs VACUUM ANALYZE on its database after each drain');
     }
-    this.api = startNode('api', [join(this.root, API_MAIN)], this.env, this.root, APP_NODE_FLAGS);
+    this.api = startNode(this.processName('api'), [join(this.root, API_MAIN)], this.env, this.root, APP_NODE_FLAGS);
     await waitUp(`${this.base}/health/ready`);
+  }
+
+  processName(app) {
+    return this.name ? `${this.name} ${app}` : app;
   }
 
   /** Runs `npm run cli -- args` on the bench database; its output stays out of the report unless it fails. */
@@ -88,7 +94,7 @@ class BenchStack {
     const started = [];
     for (let i = 0; i < count; i++) {
       const port = await freePort();
-      const name = count > 1 ? `dialer ${i + 1}` : 'dialer';
+      const name = this.processName(count > 1 ? `dialer ${i + 1}` : 'dialer');
       const child = startNode(
         name,
         [join(this.root, DIALER_MAIN)],

@@ -31,9 +31,27 @@ function slope(points) {
   return den === 0 ? NaN : num / den;
 }
 
+/**
+ * Theil–Sen slope of y over x: the median of the slopes between every two
+ * points (points as [x, y]); NaN with fewer than two distinct x. A steady
+ * climb moves it as it moves a least-squares line; a few high samples (a
+ * heap grown until its next collection) and a sawtooth caught at one phase
+ * or another do not.
+ */
+function medianSlope(points) {
+  const slopes = [];
+  for (let i = 0; i < points.length; i++) {
+    for (let j = i + 1; j < points.length; j++) {
+      const dx = points[j][0] - points[i][0];
+      if (dx !== 0) slopes.push((points[j][1] - points[i][1]) / dx);
+    }
+  }
+  return median(slopes);
+}
+
 /** A number for a table cell: rounded, or a dash when missing. */
 function cell(value, digits = 0) {
   return Number.isFinite(value) ? value.toFixed(digits) : '–';
 }
 
-module.exports = { median, percentile, slope, cell };
+module.exports = { median, percentile, slope, medianSlope, cell };
