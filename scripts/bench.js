@@ -58,7 +58,8 @@
  * request (when Postgres runs on this machine; the dialer's queries included while it runs alongside);
  * the history table adds Postgres' WAL bytes, full-page images and blocks read from outside its shared
  * buffers per request, to explain a change. The log shows each round's figures, not only the medians.
- * Peak RSS (VmHWM) of the API and of every dialer process closes the report. All of it takes about
+ * Peak RSS (VmHWM) of the API and of every dialer process closes the report, after the highest of the API's RSS
+ * sampled every 250 ms in each scenario (which scenario reached the peak; a sample can miss a spike of a few MiB). All of it takes about
  * 35 minutes on 2 cores; BENCH_ONLY and smaller knobs make a part quick to re-run. The apps run with
  * the Node flags of scripts/app-node-flags.js, as npm start runs them.
  *
@@ -120,6 +121,7 @@ const knobs = {
   dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
 };
 const GET_RUN_IDS = 2000;
+const RSS_SAMPLE_MS = 250;
 const LIST_PAGE_SIZE = 50;
 /** The history may cost at most this share of any figure (req/s, p50, p99, CPU per request). */
 const HISTORY_TOLERANCE = 0.1;
@@ -167,8 +169,22 @@ async function main() {
   let ceilingRps = null;
   let triggerRps = null;
 
+  // VmHWM gives the API's peak over the whole run; which scenario reached it shows in a sample of its RSS
+  // every RSS_SAMPLE_MS, kept per scenario.
+  let scenario = 'setup';
+  const rssPeaks = new Map();
+  const rssSampler = setInterval(() => {
+    const mib = stack.apiRssMiB();
+    if (Number.isFinite(mib)) rssPeaks.set(scenario, Math.max(rssPeaks.get(scenario) ?? 0, mib));
+  }, RSS_SAMPLE_MS);
+  const starts = (name) => {
+    if (!wants(name)) return false;
+    scenario = name;
+    return true;
+  };
+
   log(`measuring: ${knobs.rounds} rounds of ${knobs.seconds} s, ${knobs.connections} connections`);
-  if (wants('ceiling')) {
+  if (starts('ceiling')) {
     const ceiling = await startCeiling();
     const row = await throughputRounds('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/` }), {
       ...harness,
@@ -178,7 +194,7 @@ async function main() {
     ceilingRps = row.rps;
     report.http.push(row);
   }
-  if (wants('floor')) {
+  if (starts('floor')) {
     const floor = await startFloor();
     const row = await throughputRounds(
       'framework floor: Nest on Fastify, the trigger\'s request, constant JSON',
@@ -188,18 +204,18 @@ async function main() {
     floor.child.kill('SIGKILL');
     report.http.push(row);
   }
-  if (wants('trigger')) {
+  if (starts('trigger')) {
     const row = await throughputRounds('POST trigger', () => trigger, apiHarness);
     triggerRps = row.rps;
     report.http.push(row);
   }
-  if (wants('trigger-alone')) {
+  if (starts('trigger-alone')) {
     await stack.waitDrained();
     await stack.stopDialers();
     report.http.push(await throughputRounds('POST trigger, dialer stopped', () => trigger, apiHarness));
     await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
-  if (wants('trigger-idempotent')) {
+  if (starts('trigger-idempotent')) {
     await stack.waitDrained();
     let sequence = 0;
     const idempotent = () => ({
@@ -211,13 +227,13 @@ async function main() {
     });
     report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness));
   }
-  if (wants('get-run')) {
+  if (starts('get-run')) {
     await ensureRuns(stack, trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
     report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness));
   }
-  if (wants('list-runs')) {
+  if (starts('list-runs')) {
     await ensureRuns(stack, trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const cursors = await listCursors(stack.base, stack.key, workflowId, LIST_PAGE_SIZE, GET_RUN_IDS / LIST_PAGE_SIZE);
@@ -231,14 +247,14 @@ async function main() {
     });
     report.http.push(await throughputRounds(`GET run list, ${LIST_PAGE_SIZE} a page (${cursors.length} pages)`, listRuns, apiHarness));
   }
-  if (wants('latency')) {
+  if (starts('latency')) {
     for (const rate of knobs.latencyRates) {
       report.latency.push(
         await triggerToDial(stack, trigger, { rate, seconds: knobs.latencySeconds, rounds: knobs.rounds, connections: knobs.connections, log }),
       );
     }
   }
-  if (wants('soak')) {
+  if (starts('soak')) {
     await stack.waitDrained();
     triggerRps ??= (await throughputRounds('POST trigger (for the soak rate)', () => trigger, { ...harness, rounds: 1 })).rps;
     const rate = knobs.soakRate ?? triggerRps / 2;
@@ -251,7 +267,7 @@ async function main() {
       log,
     });
   }
-  if (wants('dialer')) {
+  if (starts('dialer')) {
     await stack.waitDrained();
     await stack.stopDialers();
     report.dialer = await dialerThroughput(stack, trigger, {
@@ -264,7 +280,7 @@ async function main() {
     });
     await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
-  if (wants('history')) {
+  if (starts('history')) {
     // The machine's speed drifts by more than the 10 % judged over the minutes a measurement takes, so the
     // history is set against a twin: a second API, dialer and database, alike but for the history, measured in
     // rounds taken in turn with the stack holding it (A B, B A, ...) so that the drift falls on both alike.
@@ -310,12 +326,13 @@ async function main() {
     await twin.stopDialers();
   }
 
+  clearInterval(rssSampler);
   const apiPeak = stack.apiPeakMiB();
   await stack.stopDialers();
-  print(report, ceilingRps, apiPeak);
+  print(report, ceilingRps, apiPeak, rssPeaks);
 }
 
-function print(report, ceilingRps, apiPeak) {
+function print(report, ceilingRps, apiPeak, rssPeaks) {
   const out = [];
   if (report.http.length) out.push(httpTable(report.http, ceilingRps));
   if (report.historySize) {
@@ -330,8 +347,10 @@ function print(report, ceilingRps, apiPeak) {
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
   const dialerPeaks = new Map();
   for (const { role, mib } of stack.dialerPeaks) dialerPeaks.set(role, Math.max(dialerPeaks.get(role) ?? 0, mib));
+  const byScenario = [...rssPeaks].map(([name, mib]) => `${name} ${cell(mib)}`).join(', ');
   out.push(
-    `peak RSS: api ${cell(apiPeak)} MiB; dialer ${[...dialerPeaks].map(([role, mib]) => `${cell(mib)} MiB (${role})`).join(', ')}\n` +
+    `API RSS by scenario, the highest of samples ${RSS_SAMPLE_MS} ms apart (MiB): ${byScenario}\n` +
+      `peak RSS: api ${cell(apiPeak)} MiB; dialer ${[...dialerPeaks].map(([role, mib]) => `${cell(mib)} MiB (${role})`).join(', ')}\n` +
       `(medians of ${knobs.rounds} rounds × ${knobs.seconds} s, ${knobs.connections} connections; node ${process.version}; ` +
       `${cpus().length} cores; load average ${loadAtStart} at the start, ${loadNow()} at the end` +
       `${stack.vacuumsItself ? '; autovacuum off on this server: the bench ran VACUUM ANALYZE after each drain' : ''})`,
