@@ -18,13 +18,7 @@ const { cpuSeconds, sleep } = require('./processes');
  * request join the row.
  */
 async function throughputRounds(name, options, { rounds, seconds, connections, log, pid, measure }) {
-  const results = [];
-  for (let round = 0; round < rounds; round++) {
-    results.push(await oneRound(options, { seconds, connections, pid, measure }));
-    log(`${name}, round ${round + 1}: ${roundLine(results[round])}`);
-  }
-  const row = rowOf(name, results);
-  log(`${name} (medians): ${roundLine(row)}`);
+  const [row] = await alternatingRounds([{ name, options, pid, measure }], { rounds, seconds, connections, log });
   return row;
 }
 
