@@ -41,15 +41,23 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   const session = (token: string) => `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
   const tokenFor = (runId: number, lifetime = 600) => tokens.sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + lifetime });
 
+  /** A connection that has sent a recording upload's head announcing `bytes` and the first kilobyte, and holds the rest. */
+  const startUpload = (path: string, contentType: string, bytes: number) => {
+    const { hostname, port } = new URL(apps.client.baseUrl);
+    const socket = connect(Number(port), hostname);
+    socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: ${contentType}\r\nContent-Length: ${bytes}\r\n\r\n`);
+    socket.write(Buffer.alloc(1024));
+    return socket;
+  };
+
   /**
-   * Sends a recording upload's head announcing 50 MiB of audio and only the
-   * first kilobyte of it: the API's answer, or 'no answer yet' when it is
-   * still waiting for the rest after a second.
+   * Sends a recording upload's head announcing 50 MiB of audio (or `bytes`)
+   * and only the first kilobyte of it: the API's answer, or 'no answer yet'
+   * when it is still waiting for the rest after a second.
    */
-  const uploadHead = (path: string, contentType: string) =>
+  const uploadHead = (path: string, contentType: string, bytes = 50 * 1024 * 1024) =>
     new Promise<{ status: number; code: string } | 'no answer yet'>((resolve, reject) => {
-      const { hostname, port } = new URL(apps.client.baseUrl);
-      const socket = connect(Number(port), hostname);
+      const socket = startUpload(path, contentType, bytes);
       let received = '';
       const finish = (outcome: { status: number; code: string } | 'no answer yet') => {
         clearTimeout(timer);
@@ -65,8 +73,6 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return;
         finish({ status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code });
       });
-      socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: ${contentType}\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
-      socket.write(Buffer.alloc(1024));
     });
 
   it('is what every sandbox call goes through: the agent reports the transcript, context, usage and recording', async () => {
@@ -174,6 +180,46 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const replay = await apps.client.get(session(token));
       expect(replay.status).toBe(410);
       expect(replay.body.code).toBe('session_ended');
+    });
+  });
+
+  describe('recording uploads', () => {
+    let runId: number;
+
+    beforeAll(async () => {
+      runId = await trigger(longCallConfigId);
+      await waitFor(async () => ((await run(runId)).body.status === 'in_progress' ? true : undefined));
+    });
+
+    it('reads at most 256 MiB of recordings at once, and answers 429 past it before reading the body', async () => {
+      const path = `${session(tokenFor(runId))}/recording`;
+      const MiB = 1024 * 1024;
+      const held = [startUpload(path, 'audio/wav', 100 * MiB), startUpload(path, 'audio/wav', 100 * MiB)];
+      try {
+        // Once both held uploads are admitted (200 MiB), another 100 MiB is one too many.
+        const busy = await waitFor(async () => {
+          const answer = await uploadHead(path, 'audio/wav', 100 * MiB);
+          return answer !== 'no answer yet' ? answer : undefined;
+        });
+        expect(busy).toEqual({ status: 429, code: 'recording_uploads_busy' });
+        await expect(uploadHead(path, 'audio/wav', 50 * MiB)).resolves.toBe('no answer yet');
+      } finally {
+        for (const socket of held) socket.destroy();
+      }
+      // Given back when a held upload's connection closes.
+      await waitFor(async () => ((await uploadHead(path, 'audio/wav', 100 * MiB)) === 'no answer yet' ? true : undefined));
+    });
+
+    it('keeps one recording: a second upload is refused, before its body is read', async () => {
+      const path = `${session(tokenFor(runId))}/recording`;
+      const first = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF first'), headers: { 'content-type': 'audio/wav' } });
+      expect(first.status).toBe(200);
+
+      const second = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF second'), headers: { 'content-type': 'audio/wav' } });
+      expect({ status: second.status, code: second.body?.code }).toEqual({ status: 409, code: 'recording_already_stored' });
+      await expect(uploadHead(path, 'audio/wav')).resolves.toMatchObject({ status: 409, code: 'recording_already_stored' });
+      const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(row.recording_key).toEqual(expect.any(String));
     });
   });
 

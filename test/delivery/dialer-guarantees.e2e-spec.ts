@@ -12,7 +12,10 @@ import {
 } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
+import { WorkflowRunStore } from '@app/persistence';
+import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
+import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 
 
 describe('every accepted trigger becomes exactly one call attempt', () => {
@@ -81,6 +84,91 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'carrier_rejected' });
     expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  describe('when the database fails a dial job between its claim and its dial', () => {
+    /** Runs created from here on: the ones a test's stand-in for a failing database acts on, each once. */
+    async function newRunsAfterNow(): Promise<(runId: number) => boolean> {
+      const [{ last }] = await apps.dataSource.query(`SELECT COALESCE(max(id), 0)::int AS last FROM workflow_runs`);
+      const seen = new Set<number>();
+      return (runId) => {
+        if (runId <= last || seen.has(runId)) return false;
+        seen.add(runId);
+        return true;
+      };
+    }
+    const events = (run: { logs: { events: Array<{ event: string }> } }) => run.logs.events.map((entry) => entry.event);
+
+    it('dials once a run whose claim committed but whose answer was lost', async () => {
+      const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50 });
+      const writes = apps.dialer!.get(GroupedRunWrites);
+      const claim = writes.claim.bind(writes);
+      const firstOf = await newRunsAfterNow();
+      const lost = jest.spyOn(writes, 'claim').mockImplementation(async (...args) => {
+        const claimed = await claim(...args);
+        if (firstOf(args[0])) throw new Error('Connection terminated unexpectedly');
+        return claimed;
+      });
+      try {
+        const runIds = await trigger(org, workflow.triggerUuid, 3);
+        const runs = await runsWhenComplete(apps.dataSource, runIds);
+        expect(runs.map((run) => run.status)).toEqual(['completed', 'completed', 'completed']);
+        expect([...(await sandboxDialsByRun(apps.dataSource, runIds)).values()]).toEqual([1, 1, 1]);
+        for (const run of runs) expect(events(run)).toEqual(expect.arrayContaining(['dialer.dialing', 'dialer.claim_resumed']));
+      } finally {
+        lost.mockRestore();
+      }
+    });
+
+    it('claims again, and dials once, a run whose claim never reached the database', async () => {
+      const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50 });
+      const writes = apps.dialer!.get(GroupedRunWrites);
+      const claim = writes.claim.bind(writes);
+      const firstOf = await newRunsAfterNow();
+      const refused = jest.spyOn(writes, 'claim').mockImplementation(async (...args) => {
+        if (firstOf(args[0])) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+        return claim(...args);
+      });
+      try {
+        const [runId] = await trigger(org, workflow.triggerUuid, 1);
+        const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+        expect(run.status).toBe('completed');
+        expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+        expect(events(run)).not.toContain('dialer.claim_resumed');
+      } finally {
+        refused.mockRestore();
+      }
+    });
+
+    it('dials again, once, a run the carrier refused unprocessed when handing it back failed', async () => {
+      const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50 });
+      const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+      const store = apps.dialer!.get(WorkflowRunStore);
+      const placeCall = sandbox.placeCall.bind(sandbox);
+      const transition = store.transition.bind(store);
+      const refusedOnce = await newRunsAfterNow();
+      const handBackFailsOnce = await newRunsAfterNow();
+      const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async (request) => {
+        if (refusedOnce(request.runId)) throw new CarrierError('Busy, try again', { reason: 'carrier_busy', permanent: false, notProcessed: true });
+        return placeCall(request);
+      });
+      const moves = jest.spyOn(store, 'transition').mockImplementation(async (...args) => {
+        if (args[2] === 'dialer.retry' && handBackFailsOnce(args[0])) throw new Error('Connection terminated unexpectedly');
+        return transition(...args);
+      });
+      try {
+        const [runId] = await trigger(org, workflow.triggerUuid, 1);
+        const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+        expect(run.status).toBe('completed');
+        // The refused request never reached the sandbox's call log: the one call is the dial made after it.
+        expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+        expect(events(run)).toEqual(expect.arrayContaining(['dialer.dialing', 'dialer.claim_resumed']));
+        expect(events(run)).not.toContain('dialer.retry');
+      } finally {
+        dials.mockRestore();
+        moves.mockRestore();
+      }
+    });
   });
 
   it('caps the calls live at once at max_concurrent_calls and delays the rest instead of failing them', async () => {

@@ -40,6 +40,45 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
   });
 
+  it('takes a field sent as null, or an empty initial_context, as the same request as one without it', async () => {
+    const phone = { phone_number: body.phone_number };
+    const first = await post('order-null', phone);
+    expect(first.status).toBe(200);
+    for (const repeat of [
+      { ...phone, telephony_configuration_id: null },
+      { ...phone, initial_context: null },
+      { ...phone, initial_context: {} },
+      { initial_context: null, ...phone, telephony_configuration_id: null },
+    ]) {
+      const answer = await post('order-null', repeat);
+      expect({ status: answer.status, body: answer.body, replayed: answer.headers.get('idempotent-replayed') }).toEqual({
+        status: 200,
+        body: first.body,
+        replayed: 'true',
+      });
+    }
+    expect((await post('order-null', { ...phone, initial_context: { order: 1 } })).status).toBe(422);
+  });
+
+  it('still replays a key claimed with the hash an earlier version wrote for a body with nulls', async () => {
+    const sent = { phone_number: body.phone_number, initial_context: null, telephony_configuration_id: null };
+    const { IdempotencyKeys } = await import('../../apps/api/src/idempotency/idempotency-keys.service');
+    const first = await post('order-former', sent);
+    expect(first.status).toBe(200);
+    // As a gateway before the normal form stored it: the parsed body's own hash.
+    const former = IdempotencyKeys.fingerprint(`production ${uuid}`, sent);
+    await apps.dataSource.query(`UPDATE idempotency_keys SET request_hash = $3 WHERE organization_id = $1 AND key = $2`, [
+      org.organizationId,
+      'order-former',
+      former,
+    ]);
+
+    const repeat = await post('order-former', sent);
+
+    expect({ status: repeat.status, body: repeat.body }).toEqual({ status: 200, body: first.body });
+    expect((await post('order-former', { phone_number: body.phone_number })).status).toBe(422);
+  });
+
   it('answers 422 when the same key comes with a different body', async () => {
     expect((await post('order-8')).status).toBe(200);
     const changed = await post('order-8', { ...body, initial_context: { order: 9 } });

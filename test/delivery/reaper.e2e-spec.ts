@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { SandboxCall, WorkflowRun } from '@app/persistence';
+import { SandboxCall, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import {
   agentGraph,
@@ -174,6 +174,34 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('artifacts.recording_unavailable');
     const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
     expect(stored.transcriptKey).not.toBeNull();
+  });
+
+  it('leaves a run that moved after its round selected it: a new dial, whose age is not the one measured', async () => {
+    const store = apps.dialer!.get(WorkflowRunStore);
+    const read = store.findById.bind(store);
+    let runId = 0;
+    let moved = false;
+    const reads = jest.spyOn(store, 'findById').mockImplementation(async (id: number) => {
+      if (id === runId && !moved) {
+        moved = true;
+        // Between the round's selection and its read of the run: requeued and claimed again (another reaper's round, a dialer).
+        await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() WHERE id = $1`, [id]);
+      }
+      return read(id);
+    });
+    try {
+      await strandedRun(apps.dataSource, seed, 'ringing', 'SB-moved-on', async (id) => (runId = id));
+      await waitFor(async () => (moved ? true : undefined), { what: 'the reaper to read the run it selected' });
+      // Three more rounds: the run is 600 ms into its new status, short of the 2-s limit.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      const [row] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(row.status).toBe('ringing');
+    } finally {
+      reads.mockRestore();
+    }
+    // Its age now counts from the new status: it ends at the ring limit from there.
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
   });
 
   it('waits before trying again a run whose reaping failed, instead of retrying it every round', async () => {

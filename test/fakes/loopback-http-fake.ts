@@ -24,6 +24,7 @@ export abstract class LoopbackHttpFake {
   private server: Server | null = null;
   private base: string | null = null;
   private readonly sockets = new Set<Socket>();
+  private readonly redirects = new Map<string, string>();
 
   protected constructor(protected readonly fakeName: string) {}
 
@@ -34,6 +35,11 @@ export abstract class LoopbackHttpFake {
   async start(): Promise<string> {
     if (this.base) return this.base;
     const server = createServer((request, response) => {
+      const redirect = this.redirects.get(request.url ?? '');
+      if (redirect) {
+        response.writeHead(302, { location: redirect }).end();
+        return;
+      }
       void this.handle(request, response).catch((error: unknown) => {
         if (!response.headersSent) this.handlerFailed(response, error);
       });
@@ -60,6 +66,13 @@ export abstract class LoopbackHttpFake {
   get url(): string {
     if (!this.base) throw new Error(`${this.fakeName} is not started`);
     return this.base;
+  }
+
+  /** A URL on the fake's own origin that answers 302 to `location`, as a carrier hands a download over to its storage. */
+  redirectTo(location: string): string {
+    const path = `/redirect/${this.redirects.size + 1}`;
+    this.redirects.set(path, location);
+    return `${this.url}${path}`;
   }
 
   protected abstract handle(request: IncomingMessage, response: ServerResponse): Promise<void>;

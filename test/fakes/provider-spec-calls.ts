@@ -37,11 +37,13 @@ export async function dialError(promise: Promise<unknown>): Promise<CarrierError
 
 /**
  * Points a download at a loopback host that is not the carrier's (as a forged
- * recording callback could): what reached that host (the Authorization header
- * of each request) and whether the download was refused.
+ * recording callback could), directly or `via` a redirect from a host the
+ * download trusts: what reached that host (the Authorization header of each
+ * request) and whether the download was refused.
  */
 export async function downloadElsewhere(
   download: (url: string) => Promise<unknown>,
+  via: (elsewhere: string) => string = (elsewhere) => elsewhere,
 ): Promise<{ authorizations: Array<string | undefined>; refused: boolean }> {
   const seen: Array<string | undefined> = [];
   const elsewhere = createServer((request, response) => {
@@ -50,7 +52,7 @@ export async function downloadElsewhere(
   });
   await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
   try {
-    const refused = await download(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/recording.wav`).then(
+    const refused = await download(via(`http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/recording.wav`)).then(
       () => false,
       () => true,
     );

@@ -193,12 +193,20 @@ describe('run record: GET /api/v1/workflow/{workflow_id}/runs/{run_id}', () => {
       expectError(await apps.client.get(runPath(workflowId, completedRunId), { key: main.org.adminKey }), 400, 'validation_failed');
     });
 
-    it.each(['2147483648', '99999999999'])('answers 404 for the run id %s, beyond the int range', async (runId) => {
+    it.each(['2147483648', '99999999999', '9999999999999', '0002147483648', '7'.repeat(100)])('answers 404 for the run id %s, beyond the int range', async (runId) => {
       expectError(await apps.client.get(runPath(main.workflow.workflowId, runId), { key: main.org.adminKey }), 404, 'run_not_found');
     });
 
     it('answers 404 for a workflow id beyond the int range', async () => {
       expectError(await apps.client.get(runPath('2147483648', completedRunId), { key: main.org.adminKey }), 404, 'run_not_found');
+    });
+
+    it('answers a URL the router cannot read with the same error body and request id as any other error', async () => {
+      const malformed = await apps.client.get(runPath(main.workflow.workflowId, '%E0'), { key: main.org.adminKey });
+      expectError(malformed, 400, 'bad_request');
+      expect(malformed.body.message).toMatch(/percent-encoded/);
+      expectError(await apps.client.get(runPath(main.workflow.workflowId, '7'.repeat(101)), { key: main.org.adminKey }), 414, 'uri_too_long');
+      expectError(await apps.client.post('/api/v1/public/agent/%zz', { phone_number: '+14155552671' }, { key: main.org.adminKey }), 400, 'bad_request');
     });
 
     it('answers 401, not 400, for a malformed id without credentials', async () => {

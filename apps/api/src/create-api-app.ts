@@ -3,9 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
-import { PinoNestLogger } from '@app/common';
+import { DomainError, ErrorBody, PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
 import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
 import { AppModule } from './app.module';
@@ -14,8 +14,41 @@ import { bodyMediaTypeRefusal } from './body-media-type';
 /** Request bodies above this answer 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const RECORDING_LIMIT_BYTES = 100 * 1024 * 1024;
+/** Recording bodies this process reads at once, by their Content-Length (one without counts as the largest allowed). */
+export const RECORDING_BYTES_IN_FLIGHT = 256 * 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 const RECORDING_ROUTE = '/api/v1/agent-sessions/:token/recording';
+
+/** The recording's declared size, or the largest allowed when it declares none (chunked) or an unreadable one. */
+function declaredBytes(header: string | undefined): number {
+  const bytes = Number(header);
+  return header !== undefined && Number.isSafeInteger(bytes) && bytes >= 0 ? Math.min(bytes, RECORDING_LIMIT_BYTES) : RECORDING_LIMIT_BYTES;
+}
+
+/** A count of bytes held at once: `take` answers false, taking nothing, past the limit. */
+class ByteBudget {
+  private held = 0;
+
+  constructor(private readonly limit: number) {}
+
+  take(bytes: number): boolean {
+    if (this.held + bytes > this.limit) return false;
+    this.held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.held -= bytes;
+  }
+}
+
+/** What the router answers a URL it cannot route: malformed percent-encoding, or a path segment past its length limit. */
+function routerRefusal(fastifyCode: string, requestId: string): ErrorBody {
+  if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return { statusCode: 414, code: 'uri_too_long', message: 'A path segment of the URL is over 100 characters', request_id: requestId };
+  }
+  return { statusCode: 400, code: 'bad_request', message: 'The URL is malformed: its path is not valid percent-encoded UTF-8', request_id: requestId };
+}
 
 /**
  * Builds the gateway on Fastify, with everything production and tests share:
@@ -30,6 +63,11 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : randomUUID();
+    },
+    // The router refuses these before any hook or filter runs: they get the same body and request id as every other error.
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const body = routerRefusal(error.code, String(request.id));
+      void reply.status(body.statusCode).header('x-request-id', request.id).header('content-type', 'application/json; charset=utf-8').send(body);
     },
   });
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
@@ -56,13 +94,21 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     rawBody: true,
   });
 
-  // The recording upload's token and type are checked once the head has arrived, before its body is read.
+  // The recording upload's token and type are checked once the head has arrived, before its body is read,
+  // and the bodies being read at once are held to RECORDING_BYTES_IN_FLIGHT (each is read whole into memory).
   const sessions = app.get(AgentSessionsService);
+  const recordingBytes = new ByteBudget(RECORDING_BYTES_IN_FLIGHT);
   adapter.getInstance().addHook('onRoute', (route) => {
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
-    const admit: onRequestAsyncHookHandler = async (request) => {
+    const admit: onRequestAsyncHookHandler = async (request, reply) => {
       const { token } = request.params as { token: string };
       await sessions.admitRecording(token, request.headers['content-type']);
+      const bytes = declaredBytes(request.headers['content-length']);
+      if (!recordingBytes.take(bytes)) {
+        void reply.header('retry-after', '5');
+        throw new DomainError(429, 'recording_uploads_busy', 'This gateway is receiving as many recordings as it holds at once; retry shortly');
+      }
+      reply.raw.once('close', () => recordingBytes.give(bytes));
     };
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()];
   });

@@ -13,11 +13,12 @@ export class ParseIdPipe implements PipeTransform<string, number> {
   constructor(private readonly notFound: () => DomainError) {}
 
   transform(value: string): number {
-    if (!/^\d{1,12}$/.test(value) || Number(value) < 1) {
+    // Digits only (a route parameter is at most 100 characters); leading zeros are the same id.
+    const digits = /^\d+$/.test(value) ? value.replace(/^0+/, '') : null;
+    if (digits === null || digits === '') {
       throw Errors.validation(`"${value.slice(0, 40)}" is not a valid id: ids are positive integers`);
     }
-    const id = Number(value);
-    if (id > MAX_ID) throw this.notFound();
-    return id;
+    if (digits.length > String(MAX_ID).length || Number(digits) > MAX_ID) throw this.notFound();
+    return Number(digits);
   }
 }

@@ -35,7 +35,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     apiKeyCacheTtlMs: reader.integer('API_KEY_CACHE_TTL_MS', 2000, 0, 5000),
     lookupCacheTtlMs: reader.integer('LOOKUP_CACHE_TTL_MS', 2000, 0, 5000),
     dialerConcurrency: reader.integer('DIALER_CONCURRENCY', 200, 1, 1000),
-    shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', 35000, 0, 600000),
     enqueueTimeoutMs: reader.integer('ENQUEUE_TIMEOUT_MS', 500, 10, 10000),
     dispatchIntervalMs: reader.integer('DISPATCH_INTERVAL_MS', 1000, 50, 60000),
     reaperIntervalMs: reader.integer('REAPER_INTERVAL_MS', 5000, 50, 600000),

@@ -257,4 +257,41 @@ describe('WorkflowRunStore grouped writes', () => {
     ]);
     expect(byId.get(ringing)).toMatchObject({ status: 'ringing', answeredAt: null });
   });
+
+  describe('resumeClaim', () => {
+    const claim = (runId: number, claimId: string) =>
+      store.transitionManyReturningRuns('dialing', 'dialer.dialing', [{ runId, fields: { fromNumber: '+15005550006' }, detail: { claim: claimId } }]);
+
+    it('answers the run a claim of this id left dialing without a call, and notes it in the log', async () => {
+      const [runId] = await queuedRuns(1);
+      const [claimed] = await claim(runId, 'claim-a');
+
+      const resumed = await store.resumeClaim(runId, 'claim-a', 'dialer.claim_resumed');
+
+      expect(resumed).toEqual(claimed);
+      const [run] = await store.findManyById([runId]);
+      expect(run.status).toBe('dialing');
+      expect((run.logs.events ?? []).map(({ event, detail }) => ({ event, detail }))).toEqual([
+        { event: 'run.queued', detail: undefined },
+        { event: 'dialer.dialing', detail: { claim: 'claim-a' } },
+        { event: 'dialer.claim_resumed', detail: { claim: 'claim-a' } },
+      ]);
+    });
+
+    it('answers null for a run still queued, one with a call, one claimed by another, and one claimed again since', async () => {
+      const [queued, withCall, other, again] = await queuedRuns(4);
+      await claim(withCall, 'claim-b');
+      await store.recordProviderCallId(withCall, 'SB-placed');
+      await claim(other, 'claim-c');
+      await claim(again, 'claim-d');
+      await store.transition(again, 'queued', 'reaper.requeued');
+      await claim(again, 'claim-e');
+
+      expect(await store.resumeClaim(queued, 'claim-a', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(withCall, 'claim-b', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(other, 'claim-x', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(again, 'claim-d', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(again, 'claim-e', 'dialer.claim_resumed')).toMatchObject({ id: again, status: 'dialing' });
+    });
+  });
 });

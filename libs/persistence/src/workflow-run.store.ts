@@ -409,6 +409,29 @@ export class WorkflowRunStore {
     return moves.map((move) => moved.get(move.runId) ?? null);
   }
 
+  /**
+   * Takes up a claim whose answer was lost: the run as `claim` answers it,
+   * when it is still `dialing`, without a call, and its latest claim is the
+   * one whose log entry carries `claimId` (a dialer's job notes its claim's
+   * id there). Null for any other run: queued (the claim never committed),
+   * moved on, or claimed since by another.
+   */
+  async resumeClaim(runId: number, claimId: string, event: string): Promise<ClaimedRun | null> {
+    const entry: RunLogEvent = { at: new Date().toISOString(), event, status: 'dialing', detail: { claim: claimId } };
+    const [rows]: [RunRow[], number] = await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET updated_at = now(), logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
+        WHERE id = $1 AND status = 'dialing' AND provider_call_id IS NULL
+          AND (SELECT claim.entry->'detail'->>'claim'
+                 FROM jsonb_array_elements(workflow_runs.logs->'events') WITH ORDINALITY AS claim (entry, n)
+                WHERE claim.entry->>'event' = 'dialer.dialing'
+                ORDER BY claim.n DESC LIMIT 1) = $2
+        RETURNING ${CLAIMED_RUN_RETURNING}`,
+      [runId, claimId, JSON.stringify([entry])],
+    );
+    return rows.length > 0 ? claimedRunFromRow(rows[0]) : null;
+  }
+
   private async moveMany(
     to: RunStatus,
     event: string,
@@ -595,10 +618,11 @@ export class WorkflowRunStore {
   }
 
   /**
-   * Stores a recording for a run that was finished without one, unless one
-   * was stored meanwhile (the agent runtime's upload wins). Answers whether it was stored.
+   * Stores a run's recording unless it has one: the agent runtime's one
+   * upload, or a carrier's recording announced after the run was finished
+   * without one. Answers whether it was stored.
    */
-  async recordLateRecording(runId: number, recordingKey: string): Promise<boolean> {
+  async recordRecordingIfNone(runId: number, recordingKey: string): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1 AND recording_key IS NULL`,
       [runId, recordingKey],

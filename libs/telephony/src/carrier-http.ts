@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { CarrierError } from './carrier-error';
 
 /** Requests to a carrier's API give up after this long; the outcome of a dial is then unknown. */
@@ -36,8 +37,14 @@ export interface CarrierHttpRequest {
   /** Sent as `application/x-www-form-urlencoded` (Twilio). */
   form?: URLSearchParams;
   timeoutMs: number;
-  /** Off for API calls, which never redirect; on for recordings, which do (to storage). */
-  followRedirects?: boolean;
+  /**
+   * For downloads (GET), which carriers redirect to their storage: whether a
+   * redirect to `target` is followed. Every hop is checked, so a host trusted
+   * for the first request cannot hand the dialer on to an internal address,
+   * and the Authorization header stays with the first request's origin.
+   * Without it (API calls, which never redirect) a redirect is the answer.
+   */
+  followRedirect?: (target: URL) => boolean;
 }
 
 export interface CarrierHttpResponse {
@@ -65,7 +72,31 @@ export class CarrierRequestFailed extends Error {
   }
 }
 
+/** A download's redirect that was not followed: the host it leads to is not one the download trusts, or there were too many. */
+export class RedirectRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RedirectRefused';
+  }
+}
+
 const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** Redirects a download follows at most (fetch's own limit is 20). */
+export const MAX_REDIRECTS = 5;
+
+/**
+ * An https URL naming a host by its name, not a local one: where a trusted
+ * carrier's redirect may lead (its storage). IP literals and local names are
+ * refused, so a redirect cannot reach a metadata endpoint or an internal
+ * service however the first host was persuaded to send it.
+ */
+export function isPublicHttpsUrl(target: URL): boolean {
+  if (target.protocol !== 'https:') return false;
+  const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (isIP(host) !== 0 || !host.includes('.')) return false;
+  return !/(^|\.)(localhost|local|internal|localdomain|home\.arpa)\.?$/.test(host);
+}
 
 /**
  * One request to a carrier: JSON accepted, a timeout on every request, the
@@ -79,16 +110,10 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
   let response: Response;
   let bytes: Buffer;
   try {
-    response = await fetch(url, {
-      method: init.method,
-      headers,
-      body: init.form ? init.form.toString() : init.json !== undefined ? JSON.stringify(init.json) : undefined,
-      signal: AbortSignal.timeout(init.timeoutMs),
-      // fetch drops the auth header when a redirect leaves the origin.
-      redirect: init.followRedirects ? 'follow' : 'manual',
-    });
+    response = await send(new URL(url), init, headers, AbortSignal.timeout(init.timeoutMs));
     bytes = await readBody(response);
   } catch (error) {
+    if (error instanceof RedirectRefused) throw error;
     const code = socketErrorCode(error);
     const timedOut = (error as Error)?.name === 'TimeoutError';
     const what = timedOut ? `no answer within ${init.timeoutMs} ms` : code ?? (error as Error)?.message ?? String(error);
@@ -97,6 +122,24 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
     });
   }
   return { status: response.status, headers: response.headers, json: parseJson(bytes), bytes };
+}
+
+/** The request, and each redirect `init.followRedirect` allows, within one timeout. */
+async function send(first: URL, init: CarrierHttpRequest, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+  const body = init.form ? init.form.toString() : init.json !== undefined ? JSON.stringify(init.json) : undefined;
+  let target = first;
+  for (let redirects = 0; ; redirects++) {
+    const sameOrigin = target.origin === first.origin;
+    const { authorization: _leftBehind, ...elsewhere } = headers;
+    const response = await fetch(target, { method: init.method, headers: sameOrigin ? headers : elsewhere, body, signal, redirect: 'manual' });
+    const location = REDIRECTS.has(response.status) ? response.headers.get('location') : null;
+    if (!init.followRedirect || location === null) return response;
+    await response.body?.cancel();
+    const next = new URL(location, target);
+    if (redirects === MAX_REDIRECTS) throw new RedirectRefused(`${first.origin} redirected more than ${MAX_REDIRECTS} times`);
+    if (!init.followRedirect(next)) throw new RedirectRefused(`refused to follow a redirect to ${next.protocol}//${next.host}`);
+    target = next;
+  }
 }
 
 export function basicAuthorization(user: string, password: string): string {

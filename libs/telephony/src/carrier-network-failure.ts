@@ -1,5 +1,5 @@
 import { CarrierError } from './carrier-error';
-import { CarrierRequestFailed } from './carrier-http';
+import { CarrierRequestFailed, RedirectRefused } from './carrier-http';
 
 const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
@@ -10,6 +10,7 @@ const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
  * knows whether the carrier acted on it.
  */
 export function carrierNetworkFailure(what: string, error: unknown): Error {
+  if (error instanceof RedirectRefused) return new Error(`${what}: ${error.message}`, { cause: error });
   const failure = error instanceof CarrierRequestFailed ? error.cause : error;
   const code = (failure as { cause?: { code?: string } }).cause?.code ?? (failure as { name?: string }).name ?? 'network_error';
   if (NEVER_SENT.includes(code)) {

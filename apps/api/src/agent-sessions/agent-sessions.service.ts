@@ -75,16 +75,19 @@ export class AgentSessionsService {
    * before up to 100 MiB of audio is read.
    */
   async admitRecording(token: string, contentType: string | undefined): Promise<void> {
-    await this.openRun(token);
+    const run = await this.openRun(token);
     recordingExtension(contentType);
+    if (run.recordingKey) throw recordingAlreadyStored();
   }
 
+  /** A run keeps one recording: a second upload (or one racing the first) is refused, and nothing replaces the first. */
   async uploadRecording(token: string, contentType: string | undefined, body: unknown): Promise<{ stored: true }> {
     const run = await this.openRun(token);
     const extension = recordingExtension(contentType);
+    if (run.recordingKey) throw recordingAlreadyStored();
     if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
     const key = await this.storage.put(artifactKey(run.id, 'recording', extension), body, contentType!);
-    await this.runs.recordRecording(run.id, key);
+    if (!(await this.runs.recordRecordingIfNone(run.id, key))) throw recordingAlreadyStored();
     return { stored: true };
   }
 
@@ -118,6 +121,10 @@ export class AgentSessionsService {
       `run-${run.id}-agent-ended`,
     );
   }
+}
+
+function recordingAlreadyStored(): DomainError {
+  return new DomainError(409, 'recording_already_stored', 'This run already has its recording; a run keeps one');
 }
 
 function sessionEnded(): DomainError {

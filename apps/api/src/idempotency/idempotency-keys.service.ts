@@ -37,15 +37,17 @@ export class IdempotencyKeys {
    * expired). Throws 422 when the key came with another body, and 409 while
    * the key is held without a run (claimed by a gateway of an earlier
    * version, which claimed a key before storing its run, for at most 30 s).
+   * `formerHash`, when given, is the same request's hash as an earlier
+   * version wrote it, which a key claimed then still holds.
    */
-  async earlierRun(organizationId: number, { key, requestHash }: RunIdempotency): Promise<number | null> {
+  async earlierRun(organizationId: number, { key, requestHash }: RunIdempotency, formerHash?: () => string): Promise<number | null> {
     const [existing] = await preparedQuery<{ request_hash: string; run_id: number | null }>(
       this.dataSource,
       `SELECT request_hash, run_id FROM idempotency_keys WHERE organization_id = $1 AND key = $2 AND expires_at >= now()`,
       [organizationId, key],
     );
     if (!existing) return null;
-    if (existing.request_hash !== requestHash) {
+    if (existing.request_hash !== requestHash && existing.request_hash !== formerHash?.()) {
       throw new DomainError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
     }
     if (existing.run_id === null) {

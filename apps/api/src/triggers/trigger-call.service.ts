@@ -40,16 +40,17 @@ export class TriggerCallService {
     body: TriggerCallDto,
     idempotencyKey: string | null = null,
   ): Promise<TriggerOutcome> {
-    const idempotency = idempotencyKey
-      ? { key: idempotencyKey, requestHash: IdempotencyKeys.fingerprint(`${environment} ${uuid.toLowerCase()}`, body) }
-      : null;
+    const endpoint = `${environment} ${uuid.toLowerCase()}`;
+    const idempotency = idempotencyKey ? { key: idempotencyKey, requestHash: IdempotencyKeys.fingerprint(endpoint, fingerprinted(body)) } : null;
+    // Keys claimed before `fingerprinted` (within their 24 h) hold the body's hash as it came; a repeat still matches it.
+    const earlierFingerprint = () => IdempotencyKeys.fingerprint(endpoint, body);
     let run: NewRun;
     try {
       run = { ...(await this.prepareRun(key, uuid, environment, body)), idempotency };
     } catch (error) {
       // A repeat is answered as its first request was, even if the trigger was deactivated since (the call was
       // accepted), and a key reused with another body is a 422 whatever else is wrong with the request.
-      const earlier = idempotency && (await this.idempotency.earlierRun(key.organizationId, idempotency));
+      const earlier = idempotency && (await this.idempotency.earlierRun(key.organizationId, idempotency, earlierFingerprint));
       if (earlier) return this.replay(key, earlier);
       throw error;
     }
@@ -59,7 +60,7 @@ export class TriggerCallService {
       const runId = await this.intake.accept(run);
       if (runId !== null) return { response: initiated(runId), replayed: false };
       // Only a run with a key is ever left unstored.
-      const earlier = await this.idempotency.earlierRun(key.organizationId, idempotency!);
+      const earlier = await this.idempotency.earlierRun(key.organizationId, idempotency!, earlierFingerprint);
       if (earlier !== null) return this.replay(key, earlier);
       if (attempt === MAX_CLAIM_ATTEMPTS) {
         throw Errors.conflict('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed');
@@ -111,4 +112,19 @@ export class TriggerCallService {
 
 function initiated(runId: number): TriggerCallResponseDto {
   return { status: 'initiated', workflow_run_id: runId, workflow_run_name: `WR-API-${runId}` };
+}
+
+/**
+ * The request as its Idempotency-Key's fingerprint sees it: a field sent as
+ * null, or an empty `initial_context`, means what leaving it out means (the
+ * default configuration, no context), so a retry written by another client
+ * library is the same request. A request without such fields is fingerprinted
+ * as it came, as before this normal form.
+ */
+export function fingerprinted(body: TriggerCallDto): Record<string, unknown> {
+  const { initial_context: context, telephony_configuration_id: configurationId, ...rest } = body;
+  const request: Record<string, unknown> = { ...rest };
+  if (context !== null && context !== undefined && Object.keys(context).length > 0) request.initial_context = context;
+  if (configurationId !== null && configurationId !== undefined) request.telephony_configuration_id = configurationId;
+  return request;
 }

@@ -114,7 +114,7 @@ export class RunArtifactsCollector {
     const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
     const recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
-    if (await this.runs.recordLateRecording(run.id, recordingKey)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
+    if (await this.runs.recordRecordingIfNone(run.id, recordingKey)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
   }
 
   private providerOf(run: WorkflowRun, config: TelephonyConfiguration | null): TelephonyProvider {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ClaimedRun, LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
@@ -33,7 +34,16 @@ const INLINE_PACING_WAIT_MS = 250;
 /** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
 const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
+/** How soon a job whose claim is unsettled (the database away) comes back for it. */
+const UNSETTLED_RETRY_MS = 2_000;
 const CARRIER_BACKOFF_CAP_MS = 60_000;
+
+/** A run this job claimed, the claim's id, and the job's progress so far. */
+interface ClaimedDial {
+  run: ClaimedRun;
+  claimId: string;
+  progress: PlaceCallProgress;
+}
 
 /**
  * Turns a queued run into one carrier call. It waits for the configuration's
@@ -66,7 +76,9 @@ export class CallPlacer {
     let route = job.route;
     if (!route) {
       const stored = await this.reader.findById(runId);
-      if (!stored || stored.status !== 'queued') return done('skipped');
+      // A run left `dialing` under this job's unsettled claim is still this job's to dial (`resumeClaim` checks it).
+      const resumable = progress.unsettledClaim !== undefined && stored?.status === 'dialing';
+      if (!stored || (stored.status !== 'queued' && !resumable)) return done('skipped');
       route = routeOf(stored);
     }
 
@@ -104,8 +116,19 @@ export class CallPlacer {
     }
 
     const definition = await picking;
-    // The claim answers the run as it moved it: the job's one read of the run, in the same statement.
-    const run = await this.writes.claim(runId, 'dialer.dialing', { definitionId: definition?.id, fromNumber });
+    // The claim answers the run as it moved it: the job's one read of the run, in the same statement. Its id, in its
+    // log entry, lets a later attempt of this job know the claim for its own if this one cannot finish (`unsettled`).
+    let claimId = progress.unsettledClaim;
+    let run: ClaimedRun | null;
+    try {
+      run = claimId ? await this.runs.resumeClaim(runId, claimId, 'dialer.claim_resumed') : null;
+      if (!run) {
+        claimId = randomUUID();
+        run = await this.writes.claim(runId, 'dialer.dialing', { definitionId: definition?.id, fromNumber }, { claim: claimId });
+      }
+    } catch (error) {
+      return this.unsettled(runId, claimId!, progress, 'the claim got no answer', error);
+    }
     if (!run) {
       // A slot belongs to the run, not to the job: when another job for this run won the claim, the slot is the
       // winner's (acquiring it again only renewed its lease) and stays with the live call.
@@ -113,22 +136,38 @@ export class CallPlacer {
       if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, runId);
       return done('skipped');
     }
-    if (!definition) {
-      return this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config);
-    }
-    let missingPaths: string[];
+    const claimed: ClaimedDial = { run, claimId: claimId!, progress };
     try {
-      ({ missingPaths } = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext }));
+      if (!definition) {
+        return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config);
+      }
+      let missingPaths: string[];
+      try {
+        ({ missingPaths } = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext }));
+      } catch (error) {
+        return await this.fail(run.id, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, undefined, config);
+      }
+      if (missingPaths.length) {
+        // A note for the run's history: losing it must not stop the call.
+        await this.runs.setLog(run.id, 'template_missing_paths', missingPaths).catch((error: unknown) => {
+          this.logger.warn({ run_id: run.id, err: error }, 'could not note the missing template paths');
+        });
+      }
     } catch (error) {
-      return this.fail(run.id, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, undefined, config);
+      // No dial went out: a later attempt takes the claim up again.
+      return this.unsettled(run.id, claimed.claimId, progress, 'the run could not be ended before its dial', error);
     }
-    if (missingPaths.length) {
-      // A note for the run's history: losing it must not stop the call.
-      await this.runs.setLog(run.id, 'template_missing_paths', missingPaths).catch((error: unknown) => {
-        this.logger.warn({ run_id: run.id, err: error }, 'could not note the missing template paths');
-      });
-    }
+    return this.dial(claimed, config, credentials, fromNumber);
+  }
 
+  /** The claimed run's one dial, and what the carrier's answer makes of the run. */
+  private async dial(
+    claimed: ClaimedDial,
+    config: TelephonyConfiguration,
+    credentials: Record<string, unknown> | null,
+    fromNumber: string,
+  ): Promise<PlaceDecision> {
+    const { run } = claimed;
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
@@ -153,7 +192,7 @@ export class CallPlacer {
           : {}),
       });
     } catch (error) {
-      return this.afterDialError(run, config, provider, credentials, dial, progress, error);
+      return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }
     // The call is placed: if storing its id fails, the job's retry finds the run claimed and leaves it, and the
     // id still arrives with the call's status events (or the reaper's look-up).
@@ -203,14 +242,14 @@ export class CallPlacer {
   }
 
   private async afterDialError(
-    run: ClaimedRun,
+    claimed: ClaimedDial,
     config: TelephonyConfiguration,
     provider: TelephonyProvider,
     credentials: Record<string, unknown> | null,
     dial: DialAttempt,
-    progress: PlaceCallProgress,
     error: unknown,
   ): Promise<PlaceDecision> {
+    const { run } = claimed;
     if (error instanceof CarrierError && error.permanent) {
       await this.slots.release(config.id, run.id);
       await this.runs.transition(
@@ -223,7 +262,7 @@ export class CallPlacer {
       return done('failed');
     }
     if (error instanceof CarrierError && error.notProcessed) {
-      return this.retryLater(run, config, progress, error.reason, error.message, error.retryAfterMs);
+      return this.retryLater(claimed, config, error.reason, error.message, error.retryAfterMs);
     }
 
     // The carrier may or may not have placed the call. Ask it (by our run, or by this dial's numbers and time); never dial blindly again.
@@ -240,7 +279,7 @@ export class CallPlacer {
       return done('placed');
     }
     if (lookup.kind === 'not_found') {
-      return this.retryLater(run, config, progress, 'carrier_no_call', (error as Error).message);
+      return this.retryLater(claimed, config, 'carrier_no_call', (error as Error).message);
     }
     // The carrier cannot tell, so the call may be live: the run stays `dialing` and keeps its slot. Never dialed
     // again, it is moved on by the call's own status events, or settled by the reaper, which asks the carrier once
@@ -249,22 +288,31 @@ export class CallPlacer {
     return done('unknown');
   }
 
-  /** The carrier did nothing: hand the run back to `queued` and come back after a jittered backoff. */
+  /**
+   * The carrier did nothing: hand the run back to `queued` and come back after
+   * a jittered backoff. When the run cannot be handed back (the database
+   * away), the job comes back for its claim, which still placed no call.
+   */
   private async retryLater(
-    run: ClaimedRun,
+    claimed: ClaimedDial,
     config: TelephonyConfiguration,
-    progress: PlaceCallProgress,
     reason: string,
     message: string,
     retryAfterMs?: number,
   ): Promise<PlaceDecision> {
-    await this.slots.release(config.id, run.id);
+    const { run, claimId, progress } = claimed;
     const retries = (progress.carrierRetries ?? 0) + 1;
-    if (retries > MAX_CARRIER_RETRIES) {
-      await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message });
-      return done('failed');
+    let requeued;
+    try {
+      await this.slots.release(config.id, run.id);
+      if (retries > MAX_CARRIER_RETRIES) {
+        await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message });
+        return done('failed');
+      }
+      requeued = await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
+    } catch (error) {
+      return this.unsettled(run.id, claimId, { ...progress, carrierRetries: retries }, 'the run could not be handed back after the carrier refused its dial', error);
     }
-    const requeued = await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
     if (!requeued) return done('skipped');
     const backoff = Math.max(retryAfterMs ?? 0, Math.min(CARRIER_BACKOFF_CAP_MS, 500 * 2 ** (retries - 1)));
     return {
@@ -272,6 +320,21 @@ export class CallPlacer {
       untilMs: Date.now() + jitter(backoff * 0.5, backoff),
       progress: { carrierRetries: retries, slotAt: undefined },
       reason,
+    };
+  }
+
+  /**
+   * This job's claim of the run sent no dial, and the run could not be moved
+   * on from it: come back shortly, and take the claim up again then if it
+   * committed (`PlaceCallProgress.unsettledClaim`).
+   */
+  private unsettled(runId: number, claimId: string, progress: PlaceCallProgress, what: string, error: unknown): PlaceDecision {
+    this.logger.warn({ run_id: runId, err: error }, `${what}; the job comes back for its claim`);
+    return {
+      kind: 'delay',
+      untilMs: Date.now() + jitter(UNSETTLED_RETRY_MS / 2, UNSETTLED_RETRY_MS),
+      progress: { ...progress, slotAt: undefined, unsettledClaim: claimId },
+      reason: 'claim_unsettled',
     };
   }
 

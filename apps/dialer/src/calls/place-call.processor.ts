@@ -32,7 +32,8 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
     let decision: PlaceDecision;
     try {
-      decision = await this.placer.place(job.data, { slotAt: job.data.slotAt, carrierRetries: job.data.carrierRetries });
+      const { slotAt, carrierRetries, unsettledClaim } = job.data;
+      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim });
     } catch (error) {
       const attempt = job.attemptsMade + 1;
       this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');

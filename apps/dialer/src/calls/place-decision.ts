@@ -4,6 +4,15 @@ export interface PlaceCallProgress {
   slotAt?: number;
   /** Carrier refusals so far (throttled or not processed); they do not spend job attempts. */
   carrierRetries?: number;
+  /**
+   * The id of this job's own claim of the run when no dial went out under it
+   * and the run could not be handed back: the claim's answer was lost (the
+   * connection failed as it committed, or not), or a write after it failed
+   * before the dial or after the carrier refused it unprocessed. A run found
+   * `dialing` without a call under this claim is taken up (`resumeClaim`)
+   * instead of left to the reaper, which could only end it unknown.
+   */
+  unsettledClaim?: string;
 }
 
 export type PlaceDecision =

@@ -28,6 +28,8 @@ interface StaleRun {
   id: number;
   status: RunStatus;
   age_seconds: number;
+  /** The instant its age is measured from: a run whose status changed since (requeued and claimed again) is another dial. */
+  status_changed_at: Date;
   max_call_duration_seconds: number | null;
 }
 
@@ -74,7 +76,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
 
   async round(): Promise<void> {
     const stale: StaleRun[] = await this.dataSource.query(
-      `SELECT r.id, r.status, EXTRACT(EPOCH FROM now() - r.status_changed_at)::float AS age_seconds,
+      `SELECT r.id, r.status, EXTRACT(EPOCH FROM now() - r.status_changed_at)::float AS age_seconds, r.status_changed_at,
               c.max_call_duration_seconds
          FROM workflow_runs r
          LEFT JOIN telephony_configurations c ON c.id = r.telephony_configuration_id
@@ -115,7 +117,9 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       return;
     }
     const run = await this.runs.findById(candidate.id);
-    if (!run || run.status !== candidate.status) return;
+    // Only the run as selected: one that moved since (another reaper's round requeued it and a dialer claimed it
+    // again) is a new dial whose age is not the one measured.
+    if (!run || run.status !== candidate.status || run.statusChangedAt?.getTime() !== candidate.status_changed_at.getTime()) return;
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
@@ -132,8 +136,8 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         : candidate.status === 'ringing'
           ? 'ring_timeout'
           : 'max_duration_exceeded';
-    // Only the run as it was read, stuck: an event that moved it meanwhile (an answer) wins, and so does a dial of a
-    // run handed back to the queue and claimed again since (its age is no longer the one measured).
+    // Only the run as it was selected, stuck: an event that moved it meanwhile (an answer) wins, and so does a dial of
+    // a run handed back to the queue and claimed again since (its age is no longer the one measured).
     const ended = await this.runs.transition(
       run.id,
       'failed',
@@ -141,7 +145,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       { endReason, endedAt: new Date() },
       { stuck_in: candidate.status, seconds: Math.round(candidate.age_seconds) },
       [candidate.status],
-      { unmovedSince: run.statusChangedAt },
+      { unmovedSince: candidate.status_changed_at },
     );
     if (!ended) return;
     if (ended.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);

@@ -72,12 +72,13 @@ export class GroupedRunWrites {
   /**
    * Moves the run to `dialing` if it is still `queued`, and answers it as
    * claimed (null when another job, or anything else, moved it first).
+   * `detail` goes into the claim's log entry.
    */
-  claim(runId: number, event: string, fields: RunTransitionFields): Promise<ClaimedRun | null> {
+  claim(runId: number, event: string, fields: RunTransitionFields, detail?: Record<string, unknown>): Promise<ClaimedRun | null> {
     const group = groupFor(this.claims, 'dialing', event, fields, (moves) =>
       moveOnce(moves, (first) => this.runs.transitionManyReturningRuns('dialing', event, first)),
     );
-    return group.submit({ runId, fields });
+    return group.submit({ runId, fields, detail });
   }
 
   /** Records the carrier's id for the call, unless the run already has one. */

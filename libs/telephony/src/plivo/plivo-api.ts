@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { basicAuthorization, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
 import { PlivoCredentials } from './plivo-credentials';
 import { PlivoDialBody } from './plivo-dial';
 import { PlivoErrorBody } from './plivo-errors';
@@ -116,7 +116,8 @@ export class PlivoApi {
       method: 'GET',
       authorization: basicAuthorization(credentials.authId, credentials.authToken),
       timeoutMs: this.timeoutMs(),
-      followRedirects: true,
+      // Plivo may hand the file over to its storage; never to an internal address.
+      followRedirect: (next) => this.isPlivo(next) || isPublicHttpsUrl(next),
     });
     if (response.status < 200 || response.status >= 300) throw new PlivoApiError(response.status, errorBody(response), response.headers);
     return { contentType: response.headers.get('content-type') ?? contentTypeFor(target.pathname), body: response.bytes };

@@ -568,6 +568,12 @@ describe('PlivoProvider', () => {
     it('never fetches a recording from, nor sends the credentials to, a host that is not Plivo', async () => {
       expect(await downloadElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual({ authorizations: [], refused: true });
     });
+
+    it('never follows a redirect to an internal address', async () => {
+      const download = (url: string) => provider.fetchRecording(url, fake.credentials);
+      expect(await downloadElsewhere(download, (elsewhere) => fake.redirectTo(elsewhere))).toEqual({ authorizations: [], refused: true });
+      await expect(download(fake.redirectTo('https://metadata.internal/computeMetadata/v1/'))).rejects.toThrow(/refused to follow a redirect/);
+    });
   });
 
   describe('artifacts', () => {

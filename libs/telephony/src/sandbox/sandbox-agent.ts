@@ -16,10 +16,11 @@ export class SandboxAgent {
   constructor(private readonly apiBaseUrl: string) {}
 
   async converse(sessionToken: string, talkMs: number): Promise<void> {
-    const base = `${this.apiBaseUrl}/api/v1/agent-sessions/${encodeURIComponent(sessionToken)}`;
-    const session = (await this.call('GET', base)) as SandboxAgentSession;
+    const call = (method: string, operation: string, body?: unknown, contentType?: string) =>
+      this.call(sessionToken, method, operation, body, contentType);
+    const session = (await call('GET', '')) as SandboxAgentSession;
     const turns = sandboxConversation(session.agent.opening, talkMs);
-    await this.call('POST', `${base}/events`, {
+    await call('POST', '/events', {
       events: [
         ...turns.map((turn) => ({ type: 'transcript', ...turn })),
         { type: 'gathered_context', data: { conversation: 'sandbox' } },
@@ -30,11 +31,18 @@ export class SandboxAgent {
       talkMs,
       turns.map((turn) => ({ startMs: turn.start_ms, endMs: turn.end_ms, frequencyHz: turn.speaker === 'agent' ? 440 : 330 })),
     );
-    await this.call('PUT', `${base}/recording`, recording, 'audio/wav');
-    await this.call('POST', `${base}/events`, { events: [{ type: 'session_ended' }] });
+    await call('PUT', '/recording', recording, 'audio/wav');
+    await call('POST', '/events', { events: [{ type: 'session_ended' }] });
   }
 
-  private async call(method: string, url: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
+  /**
+   * One request on the session. A failure names the operation, never the
+   * URL: the session's token is in its path, and the message reaches the
+   * dialer's log and the run's own log, which every key of the organization
+   * can read.
+   */
+  private async call(sessionToken: string, method: string, operation: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
+    const url = `${this.apiBaseUrl}/api/v1/agent-sessions/${encodeURIComponent(sessionToken)}${operation}`;
     const response = await fetch(url, {
       method,
       headers: body === undefined ? {} : { 'content-type': contentType },
@@ -42,7 +50,7 @@ export class SandboxAgent {
       signal: AbortSignal.timeout(10_000),
     });
     const text = await response.text();
-    if (!response.ok) throw new Error(`agent session ${method} ${new URL(url).pathname} answered ${response.status}: ${text.slice(0, 200)}`);
+    if (!response.ok) throw new Error(`agent session ${method} ${operation || '/'} answered ${response.status}: ${text.slice(0, 200)}`);
     return text ? JSON.parse(text) : null;
   }
 }

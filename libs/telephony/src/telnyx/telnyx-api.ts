@@ -28,7 +28,6 @@ export class TelnyxApi {
         authorization: `Bearer ${this.apiKey}`,
         json: body,
         timeoutMs: CARRIER_REQUEST_TIMEOUT_MS,
-        followRedirects: true,
       });
       return { status: response.status, headers: response.headers, body: response.json };
     } catch (error) {

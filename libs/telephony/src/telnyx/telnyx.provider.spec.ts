@@ -366,6 +366,23 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       await expect(provider.fetchRecording('http://169.254.169.254/latest/meta-data/')).rejects.toThrow(/Refusing/);
     });
 
+    it('takes S3 only for storage, not every host under amazonaws.com', async () => {
+      // Anyone can run an endpoint under amazonaws.com (API Gateway, an instance); refused before any connection.
+      for (const host of ['abc123defg.execute-api.us-east-1.amazonaws.com', 'ec2-203-0-113-9.compute-1.amazonaws.com', 'evil-telnyx.com']) {
+        await expect(provider.fetchRecording(`https://${host}/r.wav`)).rejects.toThrow(/Refusing to fetch a recording from https:\/\/.*not a Telnyx storage host/);
+      }
+    });
+
+    it('follows a redirect only to Telnyx or its storage', async () => {
+      const audio = Buffer.from('RIFF....WAVEfmt moved audio');
+      expect(await provider.fetchRecording(fake.redirectTo(fake.addRecording(audio, 'audio/wav')))).toEqual({ contentType: 'audio/wav', body: audio });
+
+      expect(await downloadElsewhere((url) => provider.fetchRecording(url), (elsewhere) => fake.redirectTo(elsewhere))).toEqual({ authorizations: [], refused: true });
+      await expect(provider.fetchRecording(fake.redirectTo('https://abc123defg.execute-api.us-east-1.amazonaws.com/r.wav'))).rejects.toThrow(
+        /refused to follow a redirect to https:\/\/abc123defg\.execute-api/,
+      );
+    });
+
     it('says so when the link has expired', async () => {
       const url = fake.addRecording(Buffer.from('x'), 'audio/wav', -1);
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
-import { readBody } from '../carrier-http';
+import { carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
@@ -28,8 +28,14 @@ import { TELNYX_SIGNATURE_HEADER, TELNYX_TIMESTAMP_HEADER, verifyTelnyxSignature
 import { telnyxSettingsProblems } from './telnyx-settings';
 
 const RECORDING_TIMEOUT_MS = 60_000;
-/** Where Telnyx keeps recordings: its own hosts, and the pre-signed S3 links its webhooks name. */
-const TELNYX_RECORDING_HOSTS = /(^|\.)(telnyx\.com|amazonaws\.com)$/;
+/**
+ * Where Telnyx keeps recordings: its own hosts, and the pre-signed S3 links
+ * its webhooks name (`bucket.s3.amazonaws.com`, `s3.region.amazonaws.com`,
+ * `s3-region.amazonaws.com`, ...). Only S3's names under amazonaws.com:
+ * anyone can put an endpoint of their own there (API Gateway, an instance),
+ * and one that redirects would lead the dialer wherever it says.
+ */
+const TELNYX_RECORDING_HOSTS = /(^|\.)telnyx\.com$|^([a-z0-9][a-z0-9.-]*\.)?s3([.-][a-z0-9-]+)*\.amazonaws\.com$/;
 const ACTIVE_CALLS_PAGE_SIZE = 250;
 const ACTIVE_CALLS_MAX_PAGES = 20;
 
@@ -180,21 +186,21 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
    */
   async fetchRecording(recordingUrl: string): Promise<{ contentType: string; body: Buffer }> {
     const url = new URL(recordingUrl);
-    // A webhook can name any URL: only Telnyx's own hosts and its storage are fetched, never an internal host.
-    const trusted =
-      url.origin === new URL(this.config.carrierApiUrls.telnyx).origin || (url.protocol === 'https:' && TELNYX_RECORDING_HOSTS.test(url.hostname));
-    if (!trusted) throw new Error(`Refusing to fetch a recording from ${url.protocol}//${url.host}: not a Telnyx storage host`);
-    let response: Response;
+    // A webhook can name any URL: only Telnyx's own hosts and its storage are fetched, never an internal host, redirects included.
+    const isTelnyxStorage = (target: URL) =>
+      target.origin === new URL(this.config.carrierApiUrls.telnyx).origin ||
+      (target.protocol === 'https:' && TELNYX_RECORDING_HOSTS.test(target.hostname.toLowerCase()));
+    if (!isTelnyxStorage(url)) throw new Error(`Refusing to fetch a recording from ${url.protocol}//${url.host}: not a Telnyx storage host`);
+    let response: CarrierHttpResponse;
     try {
-      response = await fetch(url, { signal: AbortSignal.timeout(RECORDING_TIMEOUT_MS) });
+      response = await carrierHttp('Telnyx', url.toString(), { method: 'GET', timeoutMs: RECORDING_TIMEOUT_MS, followRedirect: isTelnyxStorage });
     } catch (error) {
       throw carrierNetworkFailure('Telnyx recording download', error);
     }
-    if (!response.ok) {
+    if (response.status < 200 || response.status >= 300) {
       throw new Error(`Telnyx recording download answered ${response.status}${response.status === 403 ? ' (the link may have expired)' : ''}`);
     }
-    const body = await readBody(response);
-    return { contentType: response.headers.get('content-type') ?? contentTypeOf(url.pathname), body };
+    return { contentType: response.headers.get('content-type') ?? contentTypeOf(url.pathname), body: response.bytes };
   }
 
   private async findActiveCall(api: TelnyxApi, credentials: TelnyxCredentials, call: CallReference): Promise<CallLookup> {

@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { basicAuthorization, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
 import { TwilioCredentials } from './twilio-credentials';
 import { TwilioErrorBody } from './twilio-errors';
 import { TwilioCallResource } from './twilio-status';
@@ -87,7 +87,8 @@ export class TwilioApi {
       method: 'GET',
       authorization: this.authorization(credentials),
       timeoutMs: this.timeoutMs(),
-      followRedirects: true,
+      // Twilio hands the file over to its storage; never to an internal address.
+      followRedirect: (next) => this.isTwilio(next) || isPublicHttpsUrl(next),
     });
     if (response.status < 200 || response.status >= 300) throw new TwilioApiError(response.status, errorBody(response), response.headers);
     return { contentType: response.headers.get('content-type') ?? 'audio/wav', body: response.bytes };

@@ -536,6 +536,13 @@ describe('TwilioProvider', () => {
     it('never fetches a recording from, nor sends the credentials to, a host that is not Twilio', async () => {
       expect(await downloadElsewhere((url) => provider.fetchRecording(url, fake.credentials))).toEqual({ authorizations: [], refused: true });
     });
+
+    it('follows Twilio to its storage, but never a redirect to an internal address', async () => {
+      const download = (url: string) => provider.fetchRecording(url, fake.credentials);
+      expect(await downloadElsewhere(download, (elsewhere) => fake.redirectTo(elsewhere))).toEqual({ authorizations: [], refused: true });
+      await expect(download(fake.redirectTo('https://169.254.169.254/latest/meta-data/'))).rejects.toThrow(/refused to follow a redirect to https:\/\/169\.254\.169\.254/);
+      await expect(download(fake.redirectTo('https://[::1]/x.wav'))).rejects.toThrow(/refused to follow a redirect/);
+    });
   });
 
   describe('artifacts', () => {

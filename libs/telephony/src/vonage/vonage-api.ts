@@ -29,20 +29,26 @@ export class VonageApi {
     return { status: response.status, headers: response.headers, body: response.json };
   }
 
-  /** GETs a file (a recording) with the application JWT. */
-  async download(url: string): Promise<{ status: number; contentType: string | null; body: Buffer }> {
-    const response = await this.send(url, 'GET', undefined, DOWNLOAD_TIMEOUT_MS);
+  /** GETs a file (a recording) with the application JWT, following the redirects `followRedirect` allows. */
+  async download(url: string, followRedirect: (target: URL) => boolean): Promise<{ status: number; contentType: string | null; body: Buffer }> {
+    const response = await this.send(url, 'GET', undefined, DOWNLOAD_TIMEOUT_MS, followRedirect);
     return { status: response.status, contentType: response.headers.get('content-type'), body: response.bytes };
   }
 
-  private async send(url: string, method: string, body: Record<string, unknown> | undefined, timeoutMs: number): Promise<CarrierHttpResponse> {
+  private async send(
+    url: string,
+    method: string,
+    body: Record<string, unknown> | undefined,
+    timeoutMs: number,
+    followRedirect?: (target: URL) => boolean,
+  ): Promise<CarrierHttpResponse> {
     try {
       return await carrierHttp('Vonage', url, {
         method,
         authorization: `Bearer ${signVonageApplicationJwt(this.credentials.applicationId, this.credentials.privateKey)}`,
         json: body,
         timeoutMs,
-        followRedirects: true,
+        followRedirect,
       });
     } catch (error) {
       throw carrierNetworkFailure(`Vonage ${method} ${new URL(url).pathname}`, error);

@@ -1,6 +1,7 @@
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { AppConfig } from '@app/config';
+import { downloadElsewhere } from '../../../../test/fakes/provider-spec-calls';
 import { VonageFake } from '../../../../test/fakes/vonage-fake';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
@@ -419,6 +420,16 @@ describe('VonageProvider against the Vonage fake', () => {
       expect(receiver.received[0].parsed).toEqual({ providerCallId, events: [expect.objectContaining({ type: 'canceled' })] });
     });
 
+    it('leaves alone a call answered before its answered event reached us', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      await fake.sendCallEvent(providerCallId, 'answered');
+      const before = fake.requests.length;
+
+      expect(await provider.hangup(reference({ providerCallId }))).toBe(false);
+
+      expect(fake.requests.slice(before).map(({ method }) => method)).toEqual(['GET']);
+    });
+
     it('cannot hang up a call Vonage does not know, or one without a uuid', async () => {
       expect(await provider.hangup(reference({ providerCallId: '63f61863-4a51-4f6b-86e1-46edebcf9356' }))).toBe(false);
       expect(await provider.hangup(reference())).toBe(false);
@@ -430,6 +441,15 @@ describe('VonageProvider against the Vonage fake', () => {
       await expect(provider.fetchRecording('https://evil.example.com/v1/files/x', fake.credentials)).rejects.toThrow(/Refusing/);
       await expect(provider.fetchRecording('http://api.nexmo.com/v1/files/x', fake.credentials)).rejects.toThrow(/Refusing/);
       expect(fake.requests).toHaveLength(0);
+    });
+
+    it('follows Vonage within its own hosts, but never a redirect to an internal address', async () => {
+      const recording = fake.redirectTo(`${fake.url}/v1/files/nope`);
+      await expect(provider.fetchRecording(recording, fake.credentials)).rejects.toThrow(/404/);
+      expect(fake.requests.at(-1)?.jwtClaims?.application_id).toBe(fake.applicationId);
+
+      const seen = await downloadElsewhere((url) => provider.fetchRecording(url, fake.credentials), (elsewhere) => fake.redirectTo(elsewhere));
+      expect(seen).toEqual({ authorizations: [], refused: true });
     });
 
     it('says so when Vonage has no such recording', async () => {

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
+import { isPublicHttpsUrl } from '../carrier-http';
 import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
 import { foundCall } from '../found-call';
@@ -82,10 +83,21 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
     return foundCall(call, this.name, call.providerCallId, event ? [event] : []);
   }
 
+  /**
+   * Hangs up a call Vonage reports not answered yet (`started`, `ringing`):
+   * its hangup ends any call, and one answered before its `answered` event
+   * reached us is a conversation under way, not a call to cancel.
+   */
   async hangup(call: CallReference): Promise<boolean> {
     if (!call.providerCallId) return false;
     const credentials = this.credentialsOrThrow(call.credentials);
-    const response = await this.api(credentials).request('PUT', `/v1/calls/${encodeURIComponent(call.providerCallId)}`, { action: 'hangup' });
+    const path = `/v1/calls/${encodeURIComponent(call.providerCallId)}`;
+    const current = await this.api(credentials).request('GET', path);
+    if (current.status === 404) return false;
+    if (current.status !== 200) throw this.failure('look up the call', current);
+    const status = (current.body as { status?: unknown } | null)?.status;
+    if (status !== 'started' && status !== 'ringing') return false;
+    const response = await this.api(credentials).request('PUT', path, { action: 'hangup' });
     if (response.status >= 200 && response.status < 300) return true;
     if (response.status === 404) return false;
     throw this.failure('hang up the call', response);
@@ -143,10 +155,11 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   async fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }> {
     const url = new URL(recordingUrl);
     const base = new URL(this.config.carrierApiUrls.vonage);
-    const trusted = url.origin === base.origin || (url.protocol === 'https:' && RECORDING_HOSTS.test(url.hostname));
-    if (!trusted) throw new Error(`Refusing to send Vonage credentials to ${url.origin}`);
+    const isVonage = (target: URL) => target.origin === base.origin || (target.protocol === 'https:' && RECORDING_HOSTS.test(target.hostname));
+    if (!isVonage(url)) throw new Error(`Refusing to send Vonage credentials to ${url.origin}`);
     const read = this.credentialsOrThrow(credentials);
-    const download = await this.api(read).download(url.toString());
+    // Vonage may hand the file over to its storage; never to an internal address.
+    const download = await this.api(read).download(url.toString(), (target) => isVonage(target) || isPublicHttpsUrl(target));
     if (download.status !== 200) throw new Error(`Vonage recording download answered ${download.status}`);
     return { contentType: download.contentType ?? 'audio/wav', body: download.body };
   }
