@@ -18,6 +18,9 @@ export function testConfig(overrides: Record<string, string> = {}): AppConfig {
     PORT: '0',
     DIALER_HEALTH_PORT: '0',
     DIALER_CONCURRENCY: '20',
+    // Well inside Jest's 30-s hook timeout: a dialer still closing when its suite's afterAll gives up would go on
+    // taking the next suites' jobs from the shared queue.
+    SHUTDOWN_GRACE_MS: '10000',
     ...overrides,
   });
 }
