@@ -1,3 +1,5 @@
+import { WorkflowRunStore } from '@app/persistence';
+import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import { RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { FakePlivoCall, PlivoFake } from '../fakes/plivo-fake';
@@ -137,6 +139,61 @@ describe('placing calls through Plivo', () => {
     const recording = await fetch(run.recording_url);
     expect(Buffer.from(await recording.arrayBuffer())).toEqual(PlivoFake.recordingBytes(3));
     expect(eventsOf(run)).toContain('artifacts.late_recording_stored');
+  });
+
+  it("keeps the agent runtime's recording when it was uploaded while Plivo's was being fetched", async () => {
+    const { runId, call } = await answeredAndEnded(recordedConfigId, '+14155550176', 12);
+    const plivo = apps.dialer!.get(TelephonyProviders).get('plivo') as TelephonyProvider & CarrierWebhooks;
+    const fetchRecording = plivo.fetchRecording.bind(plivo);
+    const fetches = jest.spyOn(plivo, 'fetchRecording').mockImplementation(async (...args) => {
+      const fetched = await fetchRecording(...args);
+      // The runtime's upload lands meanwhile, as its endpoint stores it.
+      await apps.dialer!.get(WorkflowRunStore).recordRecordingIfNone(runId, 'runs/agent-upload.wav');
+      return fetched;
+    });
+    try {
+      expect((await fake.recordingReady(call.requestUuid, { durationSeconds: 3 })).status).toBe(200);
+      await waitFor(async () => {
+        const [row] = await apps.dataSource.query(`SELECT carrier_recording_url FROM workflow_runs WHERE id = $1`, [runId]);
+        return row.carrier_recording_url ? true : undefined;
+      });
+      // The runtime never closed its session: finish the run as the reaper does after the grace.
+      await apps.dialer!.get(RunArtifactsCollector).collect(runId, true);
+      expect(fetches).toHaveBeenCalledTimes(1);
+    } finally {
+      fetches.mockRestore();
+    }
+    expect(await readRun(runId)).toMatchObject({ status: 'completed', is_completed: true });
+    const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [runId]);
+    expect(row.recording_key).toBe('runs/agent-upload.wav');
+  });
+
+  it('stores no recording for a call whose run ended other than completed', async () => {
+    const { runId, call } = await answeredAndEnded(recordedConfigId, '+14155550177', 12);
+    // As when the reaper ended an answered call past its maximum duration: a final status with no artifacts.
+    await apps.dataSource.query(
+      `UPDATE workflow_runs SET status = 'failed', end_reason = 'max_duration_exceeded', is_completed = true WHERE id = $1`,
+      [runId],
+    );
+    const before = fake.requests.length;
+    const collector = apps.dialer!.get(RunArtifactsCollector);
+    const storeLate = collector.storeLateRecording.bind(collector);
+    const settled = new Set<number>();
+    const late = jest.spyOn(collector, 'storeLateRecording').mockImplementation(async (id) => {
+      await storeLate(id);
+      settled.add(id);
+    });
+    try {
+      expect((await fake.recordingReady(call.requestUuid, { durationSeconds: 3 })).status).toBe(200);
+      await waitFor(async () => (settled.has(runId) ? true : undefined), { what: 'the late recording to be considered' });
+    } finally {
+      late.mockRestore();
+    }
+
+    const run = await readRun(runId);
+    expect(run).toMatchObject({ status: 'failed', recording_url: null });
+    expect(eventsOf(run)).not.toContain('artifacts.late_recording_stored');
+    expect(fake.requests.slice(before).filter((request) => request.path.includes('/Recording/'))).toEqual([]);
   });
 
   describe('webhooks that Plivo did not send', () => {

@@ -64,6 +64,27 @@ describe('management API: workflows', () => {
     expect(emoji.body.name).toBe('Agent 😀');
   });
 
+  it('keeps the trigger_path of a trigger node saved again without one, so the agent stays at its URL once published', async () => {
+    const created = await createWorkflow(apps, org, graph({ trigger: null }));
+    const [path] = created.triggers.map((trigger: { uuid: string }) => trigger.uuid);
+    const pathIn = (view: { draft_definition: { definition: { nodes: Array<{ type: string; data: { trigger_path?: string } }> } } }) =>
+      view.draft_definition.definition.nodes.find((node) => node.type === 'trigger')?.data.trigger_path;
+
+    const again = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ trigger: null, prompt: 'v2' }) }, { key: org.adminKey });
+    expect(again.status).toBe(200);
+    expect(pathIn(again.body)).toBe(path);
+    await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey });
+    // After publishing the draft slot is empty: the published definition's path is kept.
+    const third = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ trigger: null, prompt: 'v3' }) }, { key: org.adminKey });
+    expect(pathIn(third.body)).toBe(path);
+    expect(third.body.triggers).toEqual([{ uuid: path, is_active: true }]);
+
+    // A path the definition gives still wins.
+    const given = randomUUID();
+    const moved = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ trigger: given }) }, { key: org.adminKey });
+    expect(pathIn(moved.body)).toBe(given);
+  });
+
   it('keeps a trigger_path the definition gives, lower-cased', async () => {
     const uuid = randomUUID();
     const body = await createWorkflow(apps, org, graph({ trigger: uuid.toUpperCase() }));
@@ -231,6 +252,11 @@ describe('management API: workflows', () => {
     }, 'used by more than one trigger node'],
     ['there are more than 200 nodes', { nodes: [start, ...Array.from({ length: 200 }, (_, i) => node(`e${i}`, 'endCall'))], edges: [] }, 'it has 201 nodes; the limit is 200'],
     ['it is over 256 KiB of JSON', { nodes: [node('start', 'startCall', { prompt: 'x'.repeat(270 * 1024) })], edges: [] }, 'the limit is 262144'],
+    ['a template holds more than 500 Liquid tags', { nodes: [node('start', 'startCall', { prompt: '{{a}}'.repeat(501) })], edges: [] }, 'it holds 501 Liquid tags and outputs; the limit is 500'],
+    ['its templates hold more than 2,000 Liquid tags together', {
+      nodes: [start, ...Array.from({ length: 5 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: '{{a}}'.repeat(401) }))],
+      edges: [],
+    }, 'its templates hold 2005 Liquid tags and outputs together; the limit is 2000'],
   ])('answers 400 invalid_definition when %s, and stores nothing', async (_, definition, problem) => {
     const fresh = await createOrganization(apps.dataSource);
     const response = await apps.client.post('/api/v1/workflows', { name: 'Bad', definition }, { key: fresh.adminKey });

@@ -294,4 +294,21 @@ describe('WorkflowRunStore grouped writes', () => {
       expect(await store.resumeClaim(again, 'claim-e', 'dialer.claim_resumed')).toMatchObject({ id: again, status: 'dialing' });
     });
   });
+
+  it('keeps a recording the run already has when its artifacts are completed, alone or grouped', async () => {
+    const [alone, grouped] = await queuedRuns(2);
+    for (const id of [alone, grouped]) {
+      await store.transition(id, 'dialing', 'dialer.dialing');
+      await store.transition(id, 'completed', 'carrier.completed', { endedAt: new Date() }, undefined, ['dialing']);
+      expect(await store.recordRecordingIfNone(id, `runs/${id}-agent.wav`)).toBe(true);
+      expect(await store.recordRecordingIfNone(id, `runs/${id}-second.wav`)).toBe(false);
+    }
+
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: 'runs/carrier.wav' })).toBe(true);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: 'runs/carrier.wav' }])).toEqual([grouped]);
+
+    const byId = new Map((await store.findManyById([alone, grouped])).map((run) => [run.id, run]));
+    expect(byId.get(alone)).toMatchObject({ isCompleted: true, recordingKey: `runs/${alone}-agent.wav`, transcriptKey: 't' });
+    expect(byId.get(grouped)).toMatchObject({ isCompleted: true, recordingKey: `runs/${grouped}-agent.wav`, transcriptKey: 't' });
+  });
 });

@@ -524,11 +524,15 @@ export class WorkflowRunStore {
     );
   }
 
-  /** Stores artifact keys and marks a completed run complete; a no-op when already done. */
+  /**
+   * Stores artifact keys and marks a completed run complete; a no-op when
+   * already done. A recording the run already has (the agent runtime's
+   * upload) is kept.
+   */
   async completeArtifacts(runId: number, artifacts: { transcriptKey: string | null; recordingKey: string | null }): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs
-          SET transcript_key = COALESCE($2, transcript_key), recording_key = COALESCE($3, recording_key),
+          SET transcript_key = COALESCE($2, transcript_key), recording_key = COALESCE(recording_key, $3),
               is_completed = true, updated_at = now()
         WHERE id = $1 AND status = 'completed' AND NOT is_completed`,
       [runId, artifacts.transcriptKey, artifacts.recordingKey],
@@ -546,7 +550,7 @@ export class WorkflowRunStore {
       this.dataSource,
       `UPDATE workflow_runs
           SET transcript_key = COALESCE(input.transcript_key, workflow_runs.transcript_key),
-              recording_key = COALESCE(input.recording_key, workflow_runs.recording_key),
+              recording_key = COALESCE(workflow_runs.recording_key, input.recording_key),
               is_completed = true, updated_at = now()
          FROM unnest($1::integer[], $2::text[], $3::text[]) AS input (id, transcript_key, recording_key)
         WHERE workflow_runs.id = input.id AND workflow_runs.status = 'completed' AND NOT workflow_runs.is_completed
@@ -610,11 +614,6 @@ export class WorkflowRunStore {
   /** Points the run at a transcript stored again, with turns the agent reported after the first was stored. */
   async replaceTranscript(runId: number, transcriptKey: string): Promise<void> {
     await this.dataSource.query(`UPDATE workflow_runs SET transcript_key = $2, updated_at = now() WHERE id = $1`, [runId, transcriptKey]);
-  }
-
-  /** A recording stored in our artifacts (uploaded by the agent runtime or fetched from the carrier). */
-  async recordRecording(runId: number, recordingKey: string): Promise<void> {
-    await this.dataSource.query(`UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1`, [runId, recordingKey]);
   }
 
   /**

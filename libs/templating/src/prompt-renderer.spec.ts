@@ -1,4 +1,4 @@
-import { PromptRenderer } from './prompt-renderer';
+import { PromptRenderer, RENDERED_CHARS_LIMIT, TEMPLATE_TAGS_LIMIT } from './prompt-renderer';
 
 describe('PromptRenderer', () => {
   const renderer = new PromptRenderer();
@@ -29,6 +29,30 @@ describe('PromptRenderer', () => {
 
   it('refuses to read files through include', async () => {
     await expect(renderer.render('{% include "/etc/passwd" %}', {})).rejects.toThrow();
+  });
+
+  it('keeps capture working within the bound', async () => {
+    const result = await renderer.render('{% capture hello %}Hi {{ initial_context.name }}{% endcapture %}{{ hello }}!', {
+      initial_context: { name: 'Ada' },
+    });
+    expect(result).toEqual({ text: 'Hi Ada!', missingPaths: [] });
+  });
+
+  it('refuses a template that renders past the bound, however it grows: a capture doubled, a loop, the context repeated', async () => {
+    const doubling = `{% capture a %}xxxxxxxx{% endcapture %}${'{% capture a %}{{a}}{{a}}{% endcapture %}'.repeat(25)}{{ a }}`;
+    await expect(renderer.render(doubling, {})).rejects.toThrow(`renders to more than ${RENDERED_CHARS_LIMIT} characters`);
+    const loop = '{% for i in (1..2000) %}{{ initial_context.text }}{% endfor %}';
+    await expect(renderer.render(loop, { initial_context: { text: 'y'.repeat(60_000) } })).rejects.toThrow(/renders to more than/);
+    // Just under the bound renders.
+    const under = await renderer.render('{% for i in (1..10) %}{{ initial_context.text }}{% endfor %}', { initial_context: { text: 'z'.repeat(100_000) } });
+    expect(under.text).toHaveLength(1_000_000);
+  });
+
+  it(`refuses to save a template of more than ${TEMPLATE_TAGS_LIMIT} tags and outputs, before parsing it`, () => {
+    expect(() => renderer.validate('{{ a }}'.repeat(TEMPLATE_TAGS_LIMIT))).not.toThrow();
+    expect(() => renderer.validate(`${'{{ a }}'.repeat(TEMPLATE_TAGS_LIMIT)}{% if a %}{% endif %}`)).toThrow(
+      `it holds ${TEMPLATE_TAGS_LIMIT + 2} Liquid tags and outputs; the limit is ${TEMPLATE_TAGS_LIMIT}`,
+    );
   });
 
   it('rejects an unknown filter instead of ignoring it', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DEFINITION_NODE_TYPES, DefinitionEdge, DefinitionGraph, DefinitionNode, DefinitionNodeType } from '@app/persistence';
-import { PromptRenderer } from '@app/templating';
+import { liquidTagCount, PromptRenderer } from '@app/templating';
 import { DEFINITION_LIMITS } from './definition-limits';
 import { invalidDefinition } from './invalid-definition.error';
 
@@ -40,6 +40,11 @@ export class DefinitionValidator {
     if (value.length === 0) throw invalidDefinition('"nodes" must not be empty');
     if (value.length > DEFINITION_LIMITS.maxNodes) {
       throw invalidDefinition(`it has ${value.length} nodes; the limit is ${DEFINITION_LIMITS.maxNodes}`);
+    }
+    // Before any template is parsed: parsing costs more than linearly in the tags, on the gateway's event loop.
+    const tags = value.reduce<number>((sum, node) => sum + templateTagsOf(node), 0);
+    if (tags > DEFINITION_LIMITS.maxTemplateTags) {
+      throw invalidDefinition(`its templates hold ${tags} Liquid tags and outputs together; the limit is ${DEFINITION_LIMITS.maxTemplateTags}`);
     }
     const nodes = value.map((node, index) => this.node(node, `nodes[${index}]`));
     const seenIds = new Set<string>();
@@ -114,6 +119,12 @@ export class DefinitionValidator {
       throw invalidDefinition(`${where} is not a valid template: ${reason}`);
     }
   }
+}
+
+/** The Liquid tags in a node's template fields, whatever else is wrong with it (checked after). */
+function templateTagsOf(node: unknown): number {
+  const data = isObject(node) && isObject(node.data) ? node.data : {};
+  return TEMPLATE_FIELDS.reduce((sum, field) => sum + (typeof data[field] === 'string' ? liquidTagCount(data[field]) : 0), 0);
 }
 
 function triggerPath(value: unknown, label: string): string {

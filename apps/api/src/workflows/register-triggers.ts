@@ -16,9 +16,11 @@ export async function registerTriggers(
 ): Promise<void> {
   const uuids = triggerPathsOf(graph);
   if (uuids.length === 0) return;
+  // In one order for every save: two saves claiming the same paths in opposite orders would each wait for the
+  // other's row, and Postgres would end one of them as a deadlock (a 500) instead of the loser's 409.
   await manager.query(
     `INSERT INTO api_triggers (uuid, organization_id, workflow_id, is_active)
-     SELECT uuid, $2, $3, true FROM unnest($1::uuid[]) AS uuid
+     SELECT DISTINCT uuid, $2::integer, $3::integer, true FROM unnest($1::uuid[]) AS uuid ORDER BY uuid
      ON CONFLICT (uuid) DO NOTHING`,
     [uuids, organizationId, workflowId],
   );

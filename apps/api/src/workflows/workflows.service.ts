@@ -51,9 +51,10 @@ export class WorkflowsService {
   }
 
   async saveDraft(organizationId: number, id: number, definition: Record<string, unknown>): Promise<WorkflowView> {
-    const graph: DefinitionGraph = this.validator.normalize(definition);
+    let graph: DefinitionGraph = this.validator.normalize(definition);
     const view = await this.dataSource.transaction(async (manager) => {
       await this.lockWorkflow(manager, organizationId, id);
+      graph = await this.keepTriggerPaths(manager, id, definition, graph);
       await manager.query(`UPDATE workflow_definitions SET status = 'archived' WHERE workflow_id = $1 AND status = 'draft'`, [id]);
       await manager.query(
         `INSERT INTO workflow_definitions (workflow_id, version, status, definition)
@@ -85,6 +86,46 @@ export class WorkflowsService {
   }
 
   /** Serialises every definition change of one workflow; also the organization check. */
+  /**
+   * A trigger node saved again without its `trigger_path` keeps the one it
+   * has in the workflow's latest draft (else its published definition),
+   * matched by node id: re-sending a definition as it was first written must
+   * not move the agent to a new URL (and, once published, leave the old one
+   * answering 404). A node new to the workflow keeps the fresh path the
+   * validator gave it.
+   */
+  private async keepTriggerPaths(
+    manager: EntityManager,
+    workflowId: number,
+    input: Record<string, unknown>,
+    graph: DefinitionGraph,
+  ): Promise<DefinitionGraph> {
+    const sentWithout = new Set(
+      (Array.isArray(input.nodes) ? input.nodes : [])
+        .filter((node: { type?: unknown; data?: { trigger_path?: unknown } }) => node?.type === 'trigger' && !node.data?.trigger_path)
+        .map((node: { id?: unknown }) => node.id),
+    );
+    if (sentWithout.size === 0) return graph;
+    const [latest]: Array<{ definition: DefinitionGraph }> = await manager.query(
+      `SELECT definition FROM workflow_definitions WHERE workflow_id = $1 AND status IN ('draft', 'published')
+        ORDER BY status = 'draft' DESC, version DESC LIMIT 1`,
+      [workflowId],
+    );
+    const earlier = new Map(
+      (latest?.definition.nodes ?? [])
+        .filter((node) => node.type === 'trigger' && typeof node.data?.trigger_path === 'string')
+        .map((node) => [node.id, node.data.trigger_path as string]),
+    );
+    const taken = new Set(graph.nodes.filter((node) => !sentWithout.has(node.id)).map((node) => node.data?.trigger_path));
+    const nodes = graph.nodes.map((node) => {
+      const kept = sentWithout.has(node.id) ? earlier.get(node.id) : undefined;
+      if (!kept || taken.has(kept)) return node;
+      taken.add(kept);
+      return { ...node, data: { ...node.data, trigger_path: kept } };
+    });
+    return { ...graph, nodes };
+  }
+
   private async lockWorkflow(manager: EntityManager, organizationId: number, id: number): Promise<void> {
     const rows: unknown[] = await manager.query('SELECT id FROM workflows WHERE id = $1 AND organization_id = $2 FOR UPDATE', [
       id,

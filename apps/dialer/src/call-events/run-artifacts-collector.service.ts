@@ -60,7 +60,8 @@ export class RunArtifactsCollector {
         await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
         return null;
       });
-      if (recordingKey) await this.runs.recordRecording(run.id, recordingKey);
+      // The agent runtime's upload, stored while the carrier's was being fetched, is the run's one recording.
+      if (recordingKey && !(await this.runs.recordRecordingIfNone(run.id, recordingKey))) recordingKey = null;
     }
     if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).
@@ -109,7 +110,8 @@ export class RunArtifactsCollector {
    */
   async storeLateRecording(runId: number): Promise<void> {
     const run = await this.reader.findById(runId);
-    if (!run || !run.isCompleted || run.recordingKey || !run.carrierRecordingUrl) return;
+    // Only a completed call's: a run that ended any other way keeps no artifacts, whatever the carrier recorded.
+    if (!run || run.status !== 'completed' || !run.isCompleted || run.recordingKey || !run.carrierRecordingUrl) return;
     const config = await this.configurations.find(run.telephonyConfigurationId);
     const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
