@@ -20,8 +20,10 @@ const LOCAL_SECRETS_KEY_FILE = join(ROOT, 'var/local-secrets.key');
 const READY_TIMEOUT_MS = 60_000;
 /** npm and the terminal both deliver one Ctrl-C: a repeat this soon is the same request. */
 const REPEAT_SIGNAL_WINDOW_MS = 1_000;
-/** Beyond the apps' own shutdown grace (SHUTDOWN_GRACE_MS, 10 s by default). */
-const KILL_AFTER_MS = 20_000;
+/** How long past the dialer's own shutdown grace (SHUTDOWN_GRACE_MS) a stop may take before the apps are killed. */
+const KILL_MARGIN_MS = 10_000;
+/** SHUTDOWN_GRACE_MS + KILL_MARGIN_MS once the apps' environment is known. */
+let killAfterMs = KILL_MARGIN_MS;
 
 const apps = new Map(); // name -> ChildProcess of a long-running app
 const helpers = new Set(); // short CLI runs (migrate, seed-demo)
@@ -63,7 +65,7 @@ async function main() {
 
 /** The apps' environment: what the caller set, plus local defaults and a persisted secrets key. */
 function localEnvironment() {
-  const { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } = require(CONFIG_DEFAULTS);
+  const { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, DEFAULT_SHUTDOWN_GRACE_MS } = require(CONFIG_DEFAULTS);
   const env = { ...process.env };
   env.DATABASE_URL = env.DATABASE_URL || DEFAULT_DATABASE_URL;
   env.REDIS_URL = env.REDIS_URL || DEFAULT_REDIS_URL;
@@ -72,6 +74,8 @@ function localEnvironment() {
   // The apps resolve relative paths against their cwd; pin it to the checkout.
   env.ARTIFACTS_DIR = resolve(ROOT, env.ARTIFACTS_DIR || 'var/artifacts');
   if (!env.SECRETS_KEY) env.SECRETS_KEY = localSecretsKey();
+  env.SHUTDOWN_GRACE_MS = env.SHUTDOWN_GRACE_MS || String(DEFAULT_SHUTDOWN_GRACE_MS);
+  killAfterMs = (Number(env.SHUTDOWN_GRACE_MS) || DEFAULT_SHUTDOWN_GRACE_MS) + KILL_MARGIN_MS;
   return env;
 }
 
@@ -192,7 +196,7 @@ function killAll(reason) {
 function stop(signal) {
   if (!stopping) {
     stopping = { signal, at: Date.now() };
-    setTimeout(() => killAll('did not stop in time'), KILL_AFTER_MS).unref();
+    setTimeout(() => killAll('did not stop in time'), killAfterMs).unref();
   }
   for (const child of [...apps.values(), ...helpers]) child.kill(signal);
   exitWhenAllStopped();

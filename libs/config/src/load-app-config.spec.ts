@@ -48,4 +48,13 @@ describe('loadAppConfig', () => {
       'https://calls.example.com',
     );
   });
+
+  it('takes a Redis database only as a number after the port, which every client reads alike', () => {
+    for (const url of ['redis://127.0.0.1:6379', 'redis://127.0.0.1:6379/', 'redis://127.0.0.1:6379/2', 'redis://[::1]:6379/0']) {
+      expect(loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: url }).redisUrl).toBe(url);
+    }
+    for (const url of ['redis://127.0.0.1:6379/1/', 'redis://127.0.0.1:6379/one', 'redis://127.0.0.1:6379/1/2']) {
+      expect(() => loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: url })).toThrow(/REDIS_URL must name its database as a number/);
+    }
+  });
 });

@@ -5,6 +5,8 @@ import { ConfigError } from './config-error';
 type Env = Record<string, string | undefined>;
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/voice_agent';
+/** Longer than a dial request (15 s) and the look-up that follows one whose answer was lost (15 s). */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 35_000;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /**
@@ -21,7 +23,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     nodeEnv: reader.string('NODE_ENV', 'development'),
     databaseUrl: reader.url('DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']),
     databasePoolSize: reader.integer('DATABASE_POOL_SIZE', 10, 1, 200),
-    redisUrl: reader.url('REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
+    redisUrl: reader.redisUrl('REDIS_URL', DEFAULT_REDIS_URL),
     queuePrefix: reader.queuePrefix('QUEUE_PREFIX', '{voice-agent}'),
     apiPort,
     apiHost: reader.string('HOST', '0.0.0.0'),
@@ -35,7 +37,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     apiKeyCacheTtlMs: reader.integer('API_KEY_CACHE_TTL_MS', 2000, 0, 5000),
     lookupCacheTtlMs: reader.integer('LOOKUP_CACHE_TTL_MS', 2000, 0, 5000),
     dialerConcurrency: reader.integer('DIALER_CONCURRENCY', 200, 1, 1000),
-    shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', 35000, 0, 600000),
+    shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, 0, 600000),
     enqueueTimeoutMs: reader.integer('ENQUEUE_TIMEOUT_MS', 500, 10, 10000),
     dispatchIntervalMs: reader.integer('DISPATCH_INTERVAL_MS', 1000, 50, 60000),
     reaperIntervalMs: reader.integer('REAPER_INTERVAL_MS', 5000, 50, 600000),
@@ -100,6 +102,14 @@ class EnvReader {
     } catch {
       this.problems.push(`${name} must be a URL`);
     }
+    return value;
+  }
+
+  /** A redis(s) URL whose path, if any, is a database number: `/2`, not `/2/` or `/x`, which clients read differently. */
+  redisUrl(name: string, fallback: string): string {
+    const value = this.url(name, fallback, ['redis:', 'rediss:']);
+    const path = URL.canParse(value) ? new URL(value).pathname : '/';
+    if (!/^\/?(\d+)?$/.test(path)) this.problems.push(`${name} must name its database as a number after the port, such as /0 (got "${path}")`);
     return value;
   }
 

@@ -7,6 +7,8 @@ export interface DataSourceOptions {
   /** Pool size per process. */
   poolSize?: number;
   applicationName?: string;
+  /** Statements running longer are cancelled (default 15 s); 0 for none. */
+  statementTimeoutMs?: number;
 }
 
 /** The one way to reach Postgres: schema comes from migrations only, never `synchronize`. */
@@ -27,7 +29,7 @@ export function createDataSource(options: DataSourceOptions): DataSource {
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 5000,
       // A statement that hangs would hold a request forever; fail it instead.
-      statement_timeout: 15000,
+      statement_timeout: options.statementTimeoutMs ?? 15000,
     },
   });
 }

@@ -3,6 +3,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventsQueue } from './call-events.queue';
 import { CallsQueue } from './calls.queue';
+import { QueueConnectionErrors } from './connection-errors';
 import { QueueName } from './queue-names';
 import { RedisClient } from './redis-client';
 import { redisConnectionOptions } from './redis-connection';
@@ -27,7 +28,7 @@ export class QueueModule {
         }),
         BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
       ],
-      providers: [CallsQueue, CallEventsQueue, RedisClient],
+      providers: [CallsQueue, CallEventsQueue, RedisClient, QueueConnectionErrors],
       exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient],
     };
   }

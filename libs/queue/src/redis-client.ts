@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { APP_CONFIG, AppConfig } from '@app/config';
+import { redisConnectionOptions } from './redis-connection';
 
 /** A Lua script run by its SHA1 (EVALSHA), loaded by ioredis on first use or after a Redis restart. */
 export type RedisScript = (keys: string[], args: Array<string | number>) => Promise<unknown>;
@@ -22,7 +23,8 @@ export class RedisClient implements OnApplicationShutdown {
   readonly redis: Redis;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false, enableAutoPipelining: true });
+    // The same connection options as BullMQ's, read from the URL the same way: both must reach the same database.
+    this.redis = new Redis({ ...redisConnectionOptions(config.redisUrl, 'worker'), lazyConnect: false, enableAutoPipelining: true });
     // Errors surface on the commands that fail; the connection retries by itself.
     this.redis.on('error', () => undefined);
   }

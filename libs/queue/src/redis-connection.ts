@@ -7,7 +7,8 @@ import { RedisOptions } from 'bullmq';
 export function redisConnectionOptions(redisUrl: string, role: 'producer' | 'worker'): RedisOptions {
   const url = new URL(redisUrl);
   const options: RedisOptions = {
-    host: url.hostname,
+    // An IPv6 address comes bracketed in a URL ([::1]), and bare to a socket.
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: Number(url.port || 6379),
     username: url.username ? decodeURIComponent(url.username) : undefined,
     password: url.password ? decodeURIComponent(url.password) : undefined,

@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob, cappedExponentialBackoff, QueueName } from '@app/queue';
+import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
 
 /** Consumes carrier status events. Errors are logged with context and rethrown so BullMQ retries. */
@@ -20,6 +20,7 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
 
   onModuleInit(): void {
     this.worker.concurrency = this.config.dialerConcurrency;
+    logConnectionErrors(this.worker, `worker ${QueueName.CallEvents}`, this.logger);
   }
 
   /** Answers whether any of the job's events moved the run. */

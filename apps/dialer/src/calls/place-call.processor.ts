@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { cappedExponentialBackoff, PlaceCallJob, QueueName } from '@app/queue';
+import { cappedExponentialBackoff, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -27,6 +27,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
 
   onModuleInit(): void {
     this.worker.concurrency = this.config.dialerConcurrency;
+    logConnectionErrors(this.worker, `worker ${QueueName.Calls}`, this.logger);
   }
 
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
