@@ -1,6 +1,8 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Job, Queue } from 'bullmq';
 import { QueueName } from '@app/queue';
+import { TelephonyProviders } from '@app/telephony';
+import { TwilioProvider } from '../../libs/telephony/src/twilio/twilio.provider';
 import { CallEventApplier, PRICE_LOOKUP_DELAYS_MS, priceLookupJobId } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { TwilioFake } from '../fakes/twilio-fake';
 import { TestOrganization } from '../support/fixtures';
@@ -342,6 +344,28 @@ describe('placing calls through Twilio', () => {
       expect(eventsOf(run)).not.toContain('dialer.outcome_unknown');
       expect(dialsFor(runId)).toHaveLength(1);
       expect(callsOf(runId)).toHaveLength(1);
+    });
+
+    it("does not take another open run's call to the same number for its own", async () => {
+      const to = '+14155550183';
+      const first = await trigger(recordedConfigId, to);
+      const call = await callFor(first);
+      await runReaches(first, (run) => run.provider_call_id === call.sid, 'the first run to learn its call SID');
+      // The second run's dial request gets no answer and Twilio never placed it: its one match by numbers is the first run's call.
+      const twilio = apps.dialer!.get(TelephonyProviders).get('twilio') as TwilioProvider;
+      const timeout = twilio.requestTimeoutMs;
+      twilio.requestTimeoutMs = 1_000;
+      fake.failNext('timeout');
+      try {
+        const second = await trigger(recordedConfigId, to);
+        const unknown = await runReaches(second, (run) => eventsOf(run).includes('dialer.outcome_unknown'), 'the second dial to end unknown');
+        expect(unknown).toMatchObject({ status: 'dialing', provider_call_id: null });
+        expect(eventsOf(unknown)).not.toContain('dialer.reconciled');
+        expect(await readRun(first)).toMatchObject({ provider_call_id: call.sid });
+      } finally {
+        twilio.requestTimeoutMs = timeout;
+        await fake.end(call.sid, 'no-answer');
+      }
     });
 
     it('lets the reaper find the call of a dialer that died before the answer came, without dialing again', async () => {

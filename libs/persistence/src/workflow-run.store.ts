@@ -483,6 +483,30 @@ export class WorkflowRunStore {
     );
   }
 
+  /**
+   * Whether a call a carrier found by the dial's numbers may be another
+   * run's: another open run of the same configuration dialed the same
+   * number from the same number and holds that call id, or holds none yet.
+   * Open runs only (the partial index of open runs), so it stays cheap on a
+   * large table; a finished run's call is not seen.
+   */
+  async anotherOpenRunMayOwn(
+    run: { id: number; telephonyConfigurationId: number | null; phoneNumber: string },
+    fromNumber: string,
+    providerCallId: string,
+  ): Promise<boolean> {
+    const [row] = await this.dataSource.query(
+      `SELECT EXISTS (
+         SELECT 1 FROM workflow_runs
+          WHERE NOT is_completed AND status IN ('dialing', 'ringing', 'in_progress', 'completed')
+            AND id <> $1 AND telephony_configuration_id IS NOT DISTINCT FROM $2 AND phone_number = $3 AND from_number = $4
+            AND (provider_call_id = $5 OR provider_call_id IS NULL)
+       ) AS taken`,
+      [run.id, run.telephonyConfigurationId, run.phoneNumber, fromNumber, providerCallId],
+    );
+    return row.taken === true;
+  }
+
   /** Records the carrier's id for the call without changing the status. */
   async recordProviderCallId(runId: number, providerCallId: string): Promise<void> {
     await this.dataSource.query(

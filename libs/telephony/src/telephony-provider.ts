@@ -111,6 +111,12 @@ export interface TelephonyProvider {
    * answered.
    */
   readonly streamsAtDial: boolean;
+  /**
+   * Whether `lookupCall` without a call id finds the call by the dial's
+   * numbers and time (Twilio, Plivo) rather than by our run: its one match
+   * may then be another run's call to the same number.
+   */
+  readonly findsCallsByNumbers: boolean;
   /** Checks the shape of credentials; returns problems, empty when valid. */
   validateCredentials(credentials: Record<string, unknown> | null): string[];
   /** Checks provider `settings`; returns problems, empty when valid. */

@@ -6,6 +6,7 @@ import { PlaceCallJob, PlaceCallRoute } from '@app/queue';
 import {
   AgentSessionTokens,
   agentStreamFor,
+  CallLookup,
   callbackUrlsFor,
   CarrierError,
   CredentialsCipher,
@@ -267,12 +268,18 @@ export class CallPlacer {
 
     // The carrier may or may not have placed the call. Ask it (by our run, or by this dial's numbers and time); never dial blindly again.
     this.logger.warn({ run_id: run.id, err: error }, 'dial outcome unknown, asking the carrier');
-    const lookup = await provider
+    let lookup: CallLookup = await provider
       .lookupCall({ runId: run.id, organizationId: run.organizationId, providerCallId: null, credentials, settings: config.settings, dial })
       .catch((lookupError: unknown) => {
         this.logger.warn({ run_id: run.id, err: lookupError }, 'the carrier could not be asked about the dial');
         return { kind: 'unknown' as const };
       });
+    if (lookup.kind === 'found' && provider.findsCallsByNumbers && (await this.runs.anotherOpenRunMayOwn(run, dial.from, lookup.providerCallId))) {
+      // The carrier's one call to these numbers may be another open run's: taking it would follow that call twice and
+      // leave this run's own dial untracked. The outcome is unknown, as when the carrier cannot tell.
+      this.logger.warn({ run_id: run.id, provider_call_id: lookup.providerCallId }, "the call found by the dial's numbers may be another run's");
+      lookup = { kind: 'unknown' };
+    }
     if (lookup.kind === 'found') {
       await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
       await this.runs.appendEvent(run.id, 'dialer.reconciled', { provider_call_id: lookup.providerCallId });

@@ -199,7 +199,14 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       return requeued !== null;
     }
     if (lookup.kind !== 'found') return false;
-    if (!run.providerCallId) await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
+    if (!run.providerCallId) {
+      // A call found by the dial's numbers may be another run's (see `anotherOpenRunMayOwn`): not this run's to follow.
+      const provider = this.providers.get(config.provider);
+      if (provider.findsCallsByNumbers && run.fromNumber && (await this.runs.anotherOpenRunMayOwn(run, run.fromNumber, lookup.providerCallId))) {
+        return false;
+      }
+      await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
+    }
     let moved = false;
     for (const event of lookup.events) moved = (await this.events.apply(event)) || moved;
     return moved;

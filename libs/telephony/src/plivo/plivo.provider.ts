@@ -55,6 +55,7 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'plivo';
   readonly pricesOnLookup = true;
   readonly streamsAtDial = false;
+  readonly findsCallsByNumbers = true;
   /** How long one REST request may take; tests shorten it. */
   requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: PlivoApi;

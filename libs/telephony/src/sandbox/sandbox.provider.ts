@@ -74,6 +74,7 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
   /** It never bills a call. */
   readonly pricesOnLookup = false;
   readonly streamsAtDial = false;
+  readonly findsCallsByNumbers = false;
   private readonly signature: SandboxSignature;
   private readonly ledger = new Batcher<NewSandboxCall, StoredSandboxCall>((calls) => this.storeCalls(calls), GROUPING);
   private readonly callsById = new Batcher<string, SandboxCall | null>((callIds) => this.findCallsById(callIds), GROUPING);

@@ -53,6 +53,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   readonly pricesOnLookup = false;
   /** Call Control has no answer URL: the dial itself names the agent stream. */
   readonly streamsAtDial = true;
+  readonly findsCallsByNumbers = false;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 

@@ -58,6 +58,7 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'twilio';
   readonly pricesOnLookup = true;
   readonly streamsAtDial = false;
+  readonly findsCallsByNumbers = true;
   /** How long one REST request may take; tests shorten it. */
   requestTimeoutMs = CARRIER_REQUEST_TIMEOUT_MS;
   private readonly api: TwilioApi;

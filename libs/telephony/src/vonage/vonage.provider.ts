@@ -39,6 +39,7 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   readonly name = 'vonage';
   readonly pricesOnLookup = true;
   readonly streamsAtDial = false;
+  readonly findsCallsByNumbers = false;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
