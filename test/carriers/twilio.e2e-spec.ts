@@ -368,6 +368,29 @@ describe('placing calls through Twilio', () => {
       }
     });
 
+    it("lets the reaper leave alone another open run's call that matches a stranded run's numbers", async () => {
+      const to = '+14155550184';
+      const first = await trigger(recordedConfigId, to);
+      const call = await callFor(first);
+      await runReaches(first, (run) => run.provider_call_id === call.sid, 'the first run to learn its call SID');
+      // As if the first run's call had been created in the stranded run's dial window.
+      fake.setCallStatus(call.sid, { dateCreated: new Date(Date.now() - 89_000) });
+      const listsBefore = fake.requests.filter((request) => request.method === 'GET' && request.query.get('To') === to).length;
+      try {
+        const stranded = await strandedDialingRun(to, 90);
+        await waitFor(
+          async () => (fake.requests.filter((request) => request.method === 'GET' && request.query.get('To') === to).length > listsBefore ? true : undefined),
+          { what: 'the reaper to look the stranded run up at Twilio', timeoutMs: 20_000 },
+        );
+        // Its next round would have recorded the call by now.
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        expect(await readRun(stranded)).toMatchObject({ status: 'dialing', provider_call_id: null });
+        expect(await readRun(first)).toMatchObject({ provider_call_id: call.sid });
+      } finally {
+        await fake.end(call.sid, 'no-answer');
+      }
+    });
+
     it('lets the reaper find the call of a dialer that died before the answer came, without dialing again', async () => {
       const to = '+14155550182';
       const runId = await strandedDialingRun(to, 90);
