@@ -187,7 +187,14 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     let runId: number;
 
     beforeAll(async () => {
-      runId = await trigger(longCallConfigId);
+      // A call that lasts well past these tests, however slowly a busy machine runs them.
+      const lastingConfigId = (
+        await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+          settings: { ring_ms: 20, talk_ms: 120_000, builtin_agent: false },
+          isDefaultOutbound: false,
+        })
+      ).id;
+      runId = await trigger(lastingConfigId);
       await waitFor(async () => ((await run(runId)).body.status === 'in_progress' ? true : undefined));
     });
 
