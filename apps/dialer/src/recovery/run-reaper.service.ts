@@ -169,9 +169,10 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
   private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<boolean> {
     if (!config || !this.providers.has(config.provider)) return false;
+    const provider = this.providers.get(config.provider);
     // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
     const lookup = await Promise.resolve()
-      .then(() => this.providers.get(config.provider).lookupCall({ ...callReferenceOf(run, config, this.cipher), dial: dialOf(run) }))
+      .then(() => provider.lookupCall({ ...callReferenceOf(run, config, this.cipher), dial: dialOf(run) }))
       .catch((error: unknown) => {
         this.logger.warn({ err: error, run_id: run.id }, 'could not look the call up at the carrier');
         return { kind: 'unknown' as const };
@@ -201,7 +202,6 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (lookup.kind !== 'found') return false;
     if (!run.providerCallId) {
       // A call found by the dial's numbers may be another run's (see `anotherOpenRunMayOwn`): not this run's to follow.
-      const provider = this.providers.get(config.provider);
       if (provider.findsCallsByNumbers && run.fromNumber && (await this.runs.anotherOpenRunMayOwn(run, run.fromNumber, lookup.providerCallId))) {
         return false;
       }
