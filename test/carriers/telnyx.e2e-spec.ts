@@ -262,4 +262,48 @@ describe('placing calls through Telnyx', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
   });
+  describe('a call answered while its answer event was lost', () => {
+    const hangupsOf = (call: TelnyxFakeCall) =>
+      fake.requests.filter((request) => request.method === 'POST' && request.path === `/v2/calls/${call.callControlId}/actions/hangup`);
+
+    /** A ringing run whose call the callee picked up `secondsAgo` after a `call.answered` that never reached us. */
+    async function answeredUnbeknown(to: string, secondsAgo: number): Promise<{ runId: number; call: TelnyxFakeCall }> {
+      const runId = await trigger(recordedConfigId, to);
+      const call = await callFor(runId);
+      await fake.sendCallEvent(call.callControlId, 'call.initiated');
+      await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+      fake.answerQuietly(call.callControlId);
+      fake.backdate(call.callControlId, secondsAgo);
+      return { runId, call };
+    }
+
+    it('is followed as answered by the reaper past the ring timeout, not hung up: Telnyx would have ended an unanswered one', async () => {
+      const { runId, call } = await answeredUnbeknown('+14155550186', 200);
+      await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '200 seconds' WHERE id = $1`, [runId]);
+
+      const answered = await runReaches(runId, (run) => run.status === 'in_progress', 'the reaper to find the call answered');
+      expect(answered).toMatchObject({ is_completed: false, end_reason: null });
+      expect(Date.parse(answered.answered_at)).toBe(call.startTime.getTime() + 30_000);
+      expect(hangupsOf(call)).toHaveLength(0);
+      expect(fake.calls.get(call.callControlId)).toMatchObject({ isAlive: true });
+
+      // The call's end is followed as any answered call's: the run completes (its artifacts then come as usual).
+      await fake.sendCallEvent(call.callControlId, 'call.hangup');
+      const ended = await runReaches(runId, (run) => run.status === 'completed', 'the run to complete');
+      expect(ended.end_reason).not.toBe('ring_timeout');
+    });
+
+    it('cannot be canceled once it is known to be answered', async () => {
+      const { runId, call } = await answeredUnbeknown('+14155550187', 90);
+
+      const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+
+      expect(response.status).toBe(409);
+      expect(response.body).toMatchObject({ code: 'run_not_cancelable' });
+      expect(hangupsOf(call)).toHaveLength(0);
+      expect(fake.calls.get(call.callControlId)).toMatchObject({ isAlive: true });
+      await fake.sendCallEvent(call.callControlId, 'call.hangup');
+      await runReaches(runId, (run) => run.status === 'completed', 'the run to complete');
+    });
+  });
 });

@@ -93,6 +93,18 @@ export class TelnyxFake extends JsonLoopbackFake {
     this.calls.delete(callControlId);
   }
 
+  /** Moves a call's start (and answer) back in time, as if it had been placed `seconds` earlier. */
+  backdate(callControlId: string, seconds: number): void {
+    const call = this.requireCall(callControlId);
+    call.startTime = new Date(call.startTime.getTime() - seconds * 1000);
+    if (call.answeredAt) call.answeredAt = new Date(call.answeredAt.getTime() - seconds * 1000);
+  }
+
+  /** Answers a call without telling anyone: its `call.answered` webhook is lost on the way. */
+  answerQuietly(callControlId: string): void {
+    this.requireCall(callControlId).answeredAt = new Date();
+  }
+
   /** Stores a recording and returns a pre-signed link to it, valid `expiresInSeconds`. */
   addRecording(body: Buffer = silentWav(1), contentType = 'audio/wav', expiresInSeconds = 600): string {
     const key = `${randomUUID()}/${randomUUID()}-${Math.floor(Date.now() / 1000)}.${contentType === 'audio/mpeg' ? 'mp3' : 'wav'}`;
@@ -183,6 +195,7 @@ export class TelnyxFake extends JsonLoopbackFake {
       ]);
     }
 
+    this.endUnansweredPastTimeout();
     const callMatch = /^\/v2\/calls\/([^/]+)(\/actions\/hangup)?$/.exec(url.pathname);
     const applicationMatch = /^\/v2\/call_control_applications\/([^/]+)$/.exec(url.pathname);
     const activeMatch = /^\/v2\/connections\/([^/]+)\/active_calls$/.exec(url.pathname);
@@ -310,20 +323,39 @@ export class TelnyxFake extends JsonLoopbackFake {
     call.hungUpByApi = true;
     sendJson(response, 200, { data: { result: 'ok' } });
     // Telnyx then reports the hang-up to the call's webhook_url.
-    if (call.webhookUrl && this.options.autoWebhooks !== false) {
-      const event = this.callEvent(call.callControlId, 'call.hangup', {
-        hangup_cause: answered ? 'normal_clearing' : 'originator_cancel',
-        hangup_source: 'caller',
-        sip_hangup_cause: answered ? '200' : '487',
-      });
-      const url = call.webhookUrl;
-      setImmediate(() => {
-        this.sendEvent(url, event).then(
-          (result) => this.deliveries.push({ url, eventType: 'call.hangup', status: result.status }),
-          (error: Error) => this.deliveries.push({ url, eventType: 'call.hangup', status: null, error: error.message }),
-        );
-      });
+    this.reportHangup(call, {
+      hangup_cause: answered ? 'normal_clearing' : 'originator_cancel',
+      hangup_source: 'caller',
+      sip_hangup_cause: answered ? '200' : '487',
+    });
+  }
+
+  /**
+   * Telnyx hangs up a call nobody answered within the dial's `timeout_secs`
+   * (30 by default) and reports `hangup_cause: timeout`. The fake does it
+   * when it is next asked anything, with the end time the timeout gives.
+   */
+  private endUnansweredPastTimeout(): void {
+    const now = Date.now();
+    for (const call of this.calls.values()) {
+      if (!call.isAlive || call.answeredAt) continue;
+      const timeoutMs = (typeof call.dial.timeout_secs === 'number' ? call.dial.timeout_secs : 30) * 1000;
+      if (now - call.startTime.getTime() < timeoutMs) continue;
+      this.end(call, new Date(call.startTime.getTime() + timeoutMs));
+      this.reportHangup(call, { hangup_cause: 'timeout', hangup_source: 'callee', sip_hangup_cause: '480' });
     }
+  }
+
+  private reportHangup(call: TelnyxFakeCall, fields: Record<string, unknown>): void {
+    if (!call.webhookUrl || this.options.autoWebhooks === false) return;
+    const event = this.callEvent(call.callControlId, 'call.hangup', fields);
+    const url = call.webhookUrl;
+    setImmediate(() => {
+      this.sendEvent(url, event).then(
+        (result) => this.deliveries.push({ url, eventType: 'call.hangup', status: result.status }),
+        (error: Error) => this.deliveries.push({ url, eventType: 'call.hangup', status: null, error: error.message }),
+      );
+    });
   }
 
   private activeCalls(connectionId: string, url: URL, response: ServerResponse): void {
@@ -501,6 +533,9 @@ function dialProblems(body: Record<string, unknown>, connectionId: string): Fake
   }
   if (body.client_state !== undefined && (typeof body.client_state !== 'string' || !/^[A-Za-z0-9+/]+={0,2}$/.test(body.client_state))) {
     problems.push({ code: '10015', title: 'Bad Request', detail: 'client_state must be a valid Base-64 encoded string.', source: { pointer: '/client_state' } });
+  }
+  if (body.timeout_secs !== undefined && !(Number.isInteger(body.timeout_secs) && (body.timeout_secs as number) >= 5 && (body.timeout_secs as number) <= 120)) {
+    problems.push({ code: '10015', title: 'Bad Request', detail: 'timeout_secs must be an integer from 5 to 120.', source: { pointer: '/timeout_secs' } });
   }
   if (body.time_limit_secs !== undefined && !(Number.isInteger(body.time_limit_secs) && (body.time_limit_secs as number) >= 1 && (body.time_limit_secs as number) <= 14_400)) {
     problems.push({ code: '10015', title: 'Bad Request', detail: 'time_limit_secs must be an integer up to 14400.', source: { pointer: '/time_limit_secs' } });

@@ -126,6 +126,12 @@ export interface TelephonyProvider {
   lookupCall(call: CallReference): Promise<CallLookup>;
   /** Ends a call that is dialing or ringing; the carrier then reports it `canceled`. Returns false when it cannot. */
   hangup(call: CallReference): Promise<boolean>;
+  /**
+   * Ends an answered call (an answering machine to hang up on), for carriers
+   * that connect the agent at dial time and so cannot be told to hang up by
+   * the answer instructions (Telnyx). Returns false when there is no call to end.
+   */
+  endCall?(call: CallReference): Promise<boolean>;
   /** Builds or fetches what the call left behind once it completed. */
   collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts>;
   /**

@@ -247,7 +247,7 @@ export class CallEventApplier {
     const reference = this.referenceOf(event, config);
     if (event.answeredBy === 'machine' && config.settings.machine_action === 'hangup') {
       await this.runs.appendEvent(event.runId, 'dialer.machine_hangup');
-      await provider.hangup(reference);
+      await (provider.endCall ? provider.endCall(reference) : provider.hangup(reference));
       return;
     }
     if (!firstAnswer) return;

@@ -22,6 +22,15 @@ export const TELNYX_STREAM_CODEC = 'PCMU';
 /** Telnyx's ceiling (and default) for `time_limit_secs`: 4 hours. */
 const MAX_TIME_LIMIT_SECS = 14_400;
 
+/**
+ * How long Telnyx lets a call ring before it hangs up (`hangup_cause:
+ * timeout`): its documented default, sent on every dial so that no account
+ * or application setting can change it. The look-up relies on it: Telnyx
+ * cannot say whether a live call was answered, but one alive well past this
+ * was (see `telnyxCallState`).
+ */
+export const TELNYX_RING_TIMEOUT_SECS = 30;
+
 /** The JSON body of `POST /v2/calls` (Call Control "Dial"). */
 export function telnyxDialBody(
   request: PlaceCallRequest,
@@ -38,6 +47,7 @@ export function telnyxDialBody(
     client_state: telnyxClientState(request.runId),
     // Telnyx ignores a second Dial with the same command_id: a retried request cannot ring twice.
     command_id: `run-${request.runId}`,
+    timeout_secs: TELNYX_RING_TIMEOUT_SECS,
     time_limit_secs: Math.min(MAX_TIME_LIMIT_SECS, Math.max(1, Math.round(request.maxCallDurationSeconds))),
     stream_url: stream.url,
     // The callee's audio goes to the agent; the agent's audio comes back over the same socket as RTP.

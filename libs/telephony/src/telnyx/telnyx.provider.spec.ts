@@ -66,6 +66,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
         webhook_url_method: 'POST',
         client_state: Buffer.from('42').toString('base64'),
         command_id: 'run-42',
+        timeout_secs: 30,
         time_limit_secs: 600,
         stream_url: 'wss://agents.example.com/media?token=tok-42',
         stream_track: 'inbound_track',
@@ -274,6 +275,39 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       expect(fake.requests.at(-1)).toMatchObject({ method: 'GET', path: `/v2/calls/${providerCallId}` });
     });
 
+    it('reports a call alive past the ring timeout as answered, no later than the timeout: Telnyx would have hung it up', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      fake.answerQuietly(providerCallId);
+      fake.backdate(providerCallId, 90);
+      const started = fake.calls.get(providerCallId)!.startTime.getTime();
+
+      const lookup = await provider.lookupCall(reference({ providerCallId }));
+
+      expect(lookup.kind === 'found' && lookup.events).toEqual([
+        expect.objectContaining({ type: 'ringing', occurredAt: new Date(started).toISOString() }),
+        expect.objectContaining({ type: 'answered', occurredAt: new Date(started + 30_000).toISOString(), providerCallId }),
+      ]);
+    });
+
+    it('counts a live call within a minute of its start as ringing, answered or not: only its own event can tell', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      fake.answerQuietly(providerCallId);
+      fake.backdate(providerCallId, 45);
+
+      const lookup = await provider.lookupCall(reference({ providerCallId }));
+
+      expect(lookup.kind === 'found' && lookup.events.map((event) => event.type)).toEqual(['ringing']);
+    });
+
+    it('finds a call nobody answered ended at the ring timeout the dial asked for', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      expect(fake.dialRequests()[0].body).toMatchObject({ timeout_secs: 30 });
+      fake.backdate(providerCallId, 31);
+
+      expect(await provider.lookupCall(reference({ providerCallId }))).toEqual({ kind: 'found', providerCallId, events: [] });
+      expect(fake.calls.get(providerCallId)).toMatchObject({ isAlive: false });
+    });
+
     it('finds an ended call but reports no event: Telnyx does not say how it ended', async () => {
       const { providerCallId } = await provider.placeCall(dialRequest());
       await provider.hangup(reference({ providerCallId }));
@@ -296,6 +330,16 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
       expect(lookup).toMatchObject({ kind: 'found', providerCallId, events: [expect.objectContaining({ type: 'ringing' })] });
       expect(fake.requests.at(-1)?.path).toBe(`/v2/connections/${fake.connectionId}/active_calls`);
+    });
+
+    it('without a call id, reports a call found among the active calls past the ring timeout as answered', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      fake.answerQuietly(providerCallId);
+      fake.backdate(providerCallId, 90);
+
+      const lookup = await provider.lookupCall(reference());
+
+      expect(lookup.kind === 'found' && lookup.events.map((event) => event.type)).toEqual(['ringing', 'answered']);
     });
 
     it('follows the active-calls cursor past the first page', async () => {
@@ -331,11 +375,23 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       expect(fake.calls.get(providerCallId)).toMatchObject({ isAlive: false, hungUpByApi: true });
     });
 
-    it('cannot hang up a call that already ended (422 90018)', async () => {
+    it('cannot hang up a call that already ended, and does not try', async () => {
       const { providerCallId } = await provider.placeCall(dialRequest());
       await provider.hangup(reference({ providerCallId }));
 
       expect(await provider.hangup(reference({ providerCallId }))).toBe(false);
+      expect(fake.requests.filter((request) => request.path.endsWith('/actions/hangup'))).toHaveLength(1);
+    });
+
+    it('leaves alone a call alive past the ring timeout: it was answered, and a hang-up would end the conversation', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      fake.answerQuietly(providerCallId);
+      fake.backdate(providerCallId, 90);
+
+      expect(await provider.hangup(reference({ providerCallId }))).toBe(false);
+      expect(await provider.hangup(reference())).toBe(false);
+      expect(fake.requests.filter((request) => request.path.endsWith('/actions/hangup'))).toHaveLength(0);
+      expect(fake.calls.get(providerCallId)).toMatchObject({ isAlive: true });
     });
 
     it('cannot hang up a call Telnyx does not know (404)', async () => {
@@ -347,6 +403,32 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
       expect(await provider.hangup(reference())).toBe(true);
       expect(fake.calls.get(providerCallId)?.isAlive).toBe(false);
+    });
+  });
+
+  describe('endCall', () => {
+    it('ends an answered call whatever its age (an answering machine to hang up on)', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      fake.answerQuietly(providerCallId);
+      fake.backdate(providerCallId, 90);
+
+      expect(await provider.endCall(reference({ providerCallId }))).toBe(true);
+      expect(fake.requests.at(-1)).toMatchObject({ method: 'POST', path: `/v2/calls/${providerCallId}/actions/hangup` });
+      expect(fake.calls.get(providerCallId)).toMatchObject({ isAlive: false, hungUpByApi: true });
+    });
+
+    it('without a call id, ends the call found by run', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+
+      expect(await provider.endCall(reference())).toBe(true);
+      expect(fake.calls.get(providerCallId)?.isAlive).toBe(false);
+    });
+
+    it('cannot end a call that already ended (422 90018)', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      await provider.endCall(reference({ providerCallId }));
+
+      expect(await provider.endCall(reference({ providerCallId }))).toBe(false);
     });
   });
 

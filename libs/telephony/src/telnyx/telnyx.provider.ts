@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
 import { carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
-import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
 import { foundCall } from '../found-call';
 import {
@@ -18,6 +18,7 @@ import {
 } from '../telephony-provider';
 import { usableCredentials } from '../usable-credentials';
 import { TelnyxApi } from './telnyx-api';
+import { provesAnswered, TelnyxLiveCall, telnyxLiveCallEvents } from './telnyx-call-state';
 import { telnyxAnswerInstructions } from './telnyx-answer';
 import { telnyxClientState } from './telnyx-client-state';
 import { readTelnyxCredentials, telnyxCredentialProblems, TelnyxCredentials } from './telnyx-credentials';
@@ -87,11 +88,12 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
 
   /**
    * With a call control id: `GET /v2/calls/{id}` says whether the call is
-   * alive, not how it went (and Telnyx forgets it 10 minutes after it ends),
-   * so an alive call counts as ringing and an ended one reports no event.
-   * Without one: the connection's active calls are searched for our
-   * `client_state`; a call not among them may have ended or never existed,
-   * which is `unknown`, never `not_found`.
+   * alive and since when, not how it went (and Telnyx forgets it 10 minutes
+   * after it ends): an alive call counts as ringing, or as answered once it
+   * has outlived the ring timeout (`telnyxLiveCallEvents`), and an ended one
+   * reports no event. Without one: the connection's active calls are
+   * searched for our `client_state`; a call not among them may have ended or
+   * never existed, which is `unknown`, never `not_found`.
    */
   async lookupCall(call: CallReference): Promise<CallLookup> {
     const credentials = this.credentialsOrThrow(call.credentials);
@@ -101,11 +103,27 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     const response = await api.request('GET', `/v2/calls/${encodeURIComponent(call.providerCallId)}`);
     if (response.status === 404) return { kind: 'unknown' };
     if (response.status !== 200) throw this.failure('look up the call', response);
-    const data = (response.body as { data?: { is_alive?: unknown; start_time?: unknown } } | null)?.data ?? {};
-    return foundCall(call, this.name, call.providerCallId, data.is_alive === true ? [ringing(data.start_time)] : []);
+    const data = (response.body as { data?: TelnyxLiveCall & { is_alive?: unknown } } | null)?.data ?? {};
+    return foundCall(call, this.name, call.providerCallId, data.is_alive === true ? telnyxLiveCallEvents(data, Date.now()) : []);
   }
 
+  /**
+   * Hangs up a call that may still be ringing. Telnyx's hang-up ends any
+   * call, answered or not, so the call is looked up first and left alone
+   * once it is known to be answered (alive past the ring timeout). One
+   * answered within the last minute, whose `call.answered` has not reached
+   * us, cannot be told from a ringing one and is hung up.
+   */
   async hangup(call: CallReference): Promise<boolean> {
+    const credentials = this.credentialsOrThrow(call.credentials);
+    const api = this.api(credentials);
+    const lookup = await this.lookupCall(call);
+    if (lookup.kind !== 'found' || !lookup.events.length || provesAnswered(lookup.events)) return false;
+    return this.hangupById(api, lookup.providerCallId);
+  }
+
+  /** Ends the call whatever its state: an answering machine to hang up on (the call was answered). */
+  async endCall(call: CallReference): Promise<boolean> {
     const credentials = this.credentialsOrThrow(call.credentials);
     const api = this.api(credentials);
     let callControlId = call.providerCallId;
@@ -114,6 +132,10 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       if (found.kind !== 'found') return false;
       callControlId = found.providerCallId;
     }
+    return this.hangupById(api, callControlId);
+  }
+
+  private async hangupById(api: TelnyxApi, callControlId: string): Promise<boolean> {
     const response = await api.request('POST', `/v2/calls/${encodeURIComponent(callControlId)}/actions/hangup`, {});
     if (response.status >= 200 && response.status < 300) return true;
     // Gone (404) or already ended (422, e.g. 90018): nothing left to hang up.
@@ -212,12 +234,9 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       const response = await api.request('GET', `/v2/connections/${encodeURIComponent(credentials.connectionId)}/active_calls?${query}`);
       if (response.status !== 200) throw this.failure('list active calls', response);
       const body = response.body as { data?: unknown; meta?: { cursors?: { after?: unknown } } } | null;
-      const calls = Array.isArray(body?.data) ? (body.data as { call_control_id?: unknown; client_state?: unknown }[]) : [];
+      const calls = Array.isArray(body?.data) ? (body.data as (TelnyxLiveCall & { call_control_id?: unknown; client_state?: unknown })[]) : [];
       const match = calls.find((active) => active?.client_state === wanted && typeof active.call_control_id === 'string');
-      if (match) {
-        const id = match.call_control_id as string;
-        return foundCall(call, this.name, id, [ringing()]);
-      }
+      if (match) return foundCall(call, this.name, match.call_control_id as string, telnyxLiveCallEvents(match, Date.now()));
       const next = body?.meta?.cursors?.after;
       if (calls.length < ACTIVE_CALLS_PAGE_SIZE || typeof next !== 'string' || !next) break;
       after = next;
@@ -246,10 +265,4 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
 
 function contentTypeOf(path: string): string {
   return path.toLowerCase().endsWith('.mp3') ? 'audio/mpeg' : 'audio/wav';
-}
-
-/** An alive call counts as ringing, since the time it started (or now). */
-function ringing(startTime?: unknown): WebhookEvent {
-  const started = typeof startTime === 'string' ? new Date(startTime) : new Date();
-  return { type: 'ringing', occurredAt: (Number.isNaN(started.getTime()) ? new Date() : started).toISOString() };
 }
