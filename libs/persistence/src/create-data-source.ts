@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
+import { SilentTypeormLogger } from './silent-typeorm-logger';
 
 export interface DataSourceOptions {
   url: string;
@@ -24,6 +25,7 @@ export function createDataSource(options: DataSourceOptions): DataSource {
     // TypeORM's own logger prints a failed query with its bound values (callers' data) to stdout, outside the
     // JSON logs; the error itself reaches the caller, whose log line leaves the values out (see createRootLogger).
     logging: false,
+    logger: new SilentTypeormLogger(),
     applicationName: options.applicationName,
     extra: {
       max: options.poolSize ?? 10,

@@ -1,5 +1,5 @@
 import { loadDatabaseUrl } from '@app/config';
-import { ensureDatabase, runMigrations } from '@app/persistence';
+import { ensureDatabase, MigrationOptions, runMigrations } from '@app/persistence';
 import { CliCommand } from '../cli-command';
 import { CliIo } from '../cli-io';
 import { databaseErrorCode } from '../database-error-code';
@@ -29,7 +29,9 @@ export const migrateCommand: CliCommand = {
 };
 
 async function migrate(databaseUrl: string, io: CliIo): Promise<string[]> {
-  const apply = () => withDataSource(databaseUrl, async (dataSource) => (await runMigrations(dataSource)).map((m) => m.name));
+  const onRetry: MigrationOptions['onRetry'] = ({ attempt, attempts, delayMs, message }) =>
+    io.err(`A table the migrations change is locked by another transaction (${message}); nothing was applied, trying again in ${delayMs / 1000} s (attempt ${attempt} of ${attempts}).`);
+  const apply = () => withDataSource(databaseUrl, async (dataSource) => (await runMigrations(dataSource, { onRetry })).map((m) => m.name));
   try {
     return await apply();
   } catch (error) {
