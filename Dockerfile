@@ -13,9 +13,9 @@ COPY libs ./libs
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
-# The heap limit and the young generation's size: see scripts/app-node-flags.js.
+# The heap limit: see scripts/app-node-flags.js (the dialer's young generation is set in docker-compose.yml).
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-old-space-size=1024 --max-semi-space-size=32" \
+    NODE_OPTIONS="--max-old-space-size=1024" \
     ARTIFACTS_DIR=/app/var/artifacts
 WORKDIR /app
 COPY --from=build /app/package.json ./

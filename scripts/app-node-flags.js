@@ -1,6 +1,7 @@
 'use strict';
 // Node flags the API and the dialer run with (npm start and the bench; the
-// Dockerfile and the start:api / start:dialer scripts spell the same).
+// Dockerfile, docker-compose.yml and the start:api / start:dialer scripts
+// spell the same).
 //
 // The heap limit also sets how far V8 lets the old generation grow between
 // full collections: with the default limit of a large machine (about 4 GiB
@@ -9,10 +10,15 @@
 // near 75 MiB (peak RSS ~190 MiB) at the same CPU per request. 1 GiB still
 // leaves room for bursts of large bodies many times over.
 //
-// The young generation's semi-spaces are 32 MiB instead of V8's 16: short-lived
-// objects (a request's, a call's) get twice as long to die before a scavenge
-// has to copy them, for about 35 MiB more RSS. Alternating runs of
-// trigger-alone and the dialer (README, "What changed"): API CPU per trigger
-// 166 and 169 µs against 177 to 203 µs; 64 MiB saved little more and cost
-// about 90 MiB of RSS.
-module.exports = { APP_NODE_FLAGS: ['--max-old-space-size=1024', '--max-semi-space-size=32'] };
+// The dialer's young generation has semi-spaces of 32 MiB instead of V8's 16:
+// a call's short-lived objects get twice as long to die before a scavenge has
+// to copy them (0.49-0.51 ms of dialer CPU a call against 0.53-0.57), for
+// about 35 MiB more RSS. The API keeps V8's 16: two alternating pairs of
+// trigger, reads, run list and trigger -> dial (docs/performance.md, "What
+// changed") put its peak RSS at 212 and 214 MiB against 266 and 268 with 32,
+// its CPU per trigger no higher, and the run list's about 15 % higher.
+const HEAP_LIMIT = '--max-old-space-size=1024';
+module.exports = {
+  API_NODE_FLAGS: [HEAP_LIMIT],
+  DIALER_NODE_FLAGS: [HEAP_LIMIT, '--max-semi-space-size=32'],
+};

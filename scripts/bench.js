@@ -100,7 +100,7 @@ const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
 const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
-const { APP_NODE_FLAGS } = require('./app-node-flags');
+const { API_NODE_FLAGS } = require('./app-node-flags');
 
 const SCENARIOS = ['ceiling', 'floor', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'list-runs', 'latency', 'soak', 'dialer', 'history'];
 const ROOT = join(__dirname, '..');
@@ -412,7 +412,7 @@ async function startCeiling() {
 /** The framework floor (scripts/bench/floor-server.js), with the apps' Node flags. */
 async function startFloor() {
   const port = await freePort();
-  const child = startNode('floor', [join(__dirname, 'bench', 'floor-server.js'), String(port)], process.env, ROOT, APP_NODE_FLAGS);
+  const child = startNode('floor', [join(__dirname, 'bench', 'floor-server.js'), String(port)], process.env, ROOT, API_NODE_FLAGS);
   const url = `http://127.0.0.1:${port}`;
   await waitUp(`${url}/api/v1/public/agent/ready`);
   return { url, child };

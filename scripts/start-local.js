@@ -9,7 +9,7 @@ const { randomBytes } = require('node:crypto');
 const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs');
 const { connect } = require('node:net');
 const { join, resolve } = require('node:path');
-const { APP_NODE_FLAGS } = require('./app-node-flags');
+const { API_NODE_FLAGS, DIALER_NODE_FLAGS } = require('./app-node-flags');
 
 const ROOT = join(__dirname, '..');
 const API_ENTRY = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
@@ -51,8 +51,8 @@ async function main() {
   await ensureLocalServices(env);
 
   await runCli(['migrate'], env);
-  startApp('api', API_ENTRY, env);
-  startApp('dialer', DIALER_ENTRY, env);
+  startApp('api', API_ENTRY, env, API_NODE_FLAGS);
+  startApp('dialer', DIALER_ENTRY, env, DIALER_NODE_FLAGS);
   await Promise.all([
     waitUntilReady('api', `http://127.0.0.1:${env.PORT}/health/ready`),
     waitUntilReady('dialer', `http://127.0.0.1:${env.DIALER_HEALTH_PORT}/health/ready`),
@@ -139,10 +139,10 @@ async function runCli(args, env, { capture = false } = {}) {
   return stdout;
 }
 
-function startApp(name, entry, env) {
+function startApp(name, entry, env, nodeFlags) {
   // Own process group: a terminal Ctrl-C reaches the app once, forwarded by
   // onSignal, instead of twice (twice makes Nest skip its graceful shutdown).
-  const child = spawn(process.execPath, [...APP_NODE_FLAGS, entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
   apps.set(name, child);
   say(`${name} started (pid ${child.pid})`);
   child.once('exit', (code, signal) => {

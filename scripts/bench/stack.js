@@ -9,7 +9,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Redis } = require('ioredis');
 const { Client } = require('pg');
-const { APP_NODE_FLAGS } = require('../app-node-flags');
+const { API_NODE_FLAGS, DIALER_NODE_FLAGS } = require('../app-node-flags');
 const { cpuSeconds, freePort, memoryMiB, sleep, startNode, stopAll, stopChild, waitUp } = require('./processes');
 
 const API_MAIN = 'dist/apps/api/apps/api/src/main.js';
@@ -72,7 +72,7 @@ class BenchStack {
     if (this.vacuumsItself) {
       this.log('autovacuum is off on this Postgres server: the bench runs VACUUM ANALYZE on its database after each drain');
     }
-    this.api = startNode(this.processName('api'), [join(this.root, API_MAIN)], this.env, this.root, APP_NODE_FLAGS);
+    this.api = startNode(this.processName('api'), [join(this.root, API_MAIN)], this.env, this.root, API_NODE_FLAGS);
     await waitUp(`${this.base}/health/ready`);
   }
 
@@ -100,7 +100,7 @@ class BenchStack {
         [join(this.root, DIALER_MAIN)],
         { ...this.env, DIALER_HEALTH_PORT: String(port) },
         this.root,
-        APP_NODE_FLAGS,
+        DIALER_NODE_FLAGS,
       );
       child.role = role;
       child.healthUrl = `http://127.0.0.1:${port}/health/ready`;
