@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, Socket } from 'node:net';
 import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -49,6 +49,22 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     socket.write(Buffer.alloc(1024));
     return socket;
   };
+
+  /**
+   * An upload the API admitted and waits for the body of: its connection,
+   * once a second has passed without an answer. Fails if it was answered.
+   */
+  const heldUpload = (path: string, contentType: string, bytes: number) =>
+    new Promise<Socket>((resolve, reject) => {
+      const socket = startUpload(path, contentType, bytes);
+      const timer = setTimeout(() => resolve(socket), 1000);
+      socket.on('error', reject);
+      socket.once('data', (chunk) => {
+        clearTimeout(timer);
+        socket.destroy();
+        reject(new Error(`the upload to hold was answered: ${chunk.toString('latin1').split('\r\n')[0]}`));
+      });
+    });
 
   /**
    * Sends a recording upload's head announcing 50 MiB of audio (or `bytes`)
@@ -201,14 +217,13 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     it('reads at most 256 MiB of recordings at once, and answers 429 past it before reading the body', async () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const MiB = 1024 * 1024;
-      const held = [startUpload(path, 'audio/wav', 100 * MiB), startUpload(path, 'audio/wav', 100 * MiB)];
+      const held: Socket[] = [];
       try {
-        // Once both held uploads are admitted (200 MiB), another 100 MiB is one too many.
-        const busy = await waitFor(async () => {
-          const answer = await uploadHead(path, 'audio/wav', 100 * MiB);
-          return answer !== 'no answer yet' ? answer : undefined;
-        });
-        expect(busy).toEqual({ status: 429, code: 'recording_uploads_busy' });
+        // One after the other, so that each is admitted before the next asks: 200 MiB held.
+        held.push(await heldUpload(path, 'audio/wav', 100 * MiB));
+        held.push(await heldUpload(path, 'audio/wav', 100 * MiB));
+        // Another 100 MiB is one too many; 50 still fit.
+        await expect(uploadHead(path, 'audio/wav', 100 * MiB)).resolves.toEqual({ status: 429, code: 'recording_uploads_busy' });
         await expect(uploadHead(path, 'audio/wav', 50 * MiB)).resolves.toBe('no answer yet');
       } finally {
         for (const socket of held) socket.destroy();
