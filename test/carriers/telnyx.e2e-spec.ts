@@ -223,6 +223,8 @@ describe('placing calls through Telnyx', () => {
     expect(dialsFor(runId)[0].body).toMatchObject({ answering_machine_detection: 'premium' });
     await fake.sendCallEvent(call.callControlId, 'call.initiated');
     await fake.sendCallEvent(call.callControlId, 'call.answered');
+    // The verdict comes over a minute after the dial (events backed up): the call is known answered, and ended all the same.
+    fake.backdate(call.callControlId, 90);
     await fake.sendCallEvent(call.callControlId, 'call.machine.premium.detection.ended', { result: 'machine' });
     // We ask Telnyx to hang up; Telnyx then reports the hang-up itself.
     await waitFor(async () => (fake.calls.get(call.callControlId)?.hungUpByApi ? true : undefined), { what: 'the hang-up command' });
@@ -291,6 +293,17 @@ describe('placing calls through Telnyx', () => {
       await fake.sendCallEvent(call.callControlId, 'call.hangup');
       const ended = await runReaches(runId, (run) => run.status === 'completed', 'the run to complete');
       expect(ended.end_reason).not.toBe('ring_timeout');
+    });
+
+    it('is ended when the reaper could not look it up and gave its run up: the run is closed, the call must not talk on', async () => {
+      const { runId, call } = await answeredUnbeknown('+14155550188', 200);
+      fake.failNextStatusRead('unavailable');
+      await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '200 seconds' WHERE id = $1`, [runId]);
+
+      const failed = await runReaches(runId, (run) => run.status === 'failed', 'the reaper to give the run up');
+      expect(failed).toMatchObject({ end_reason: 'ring_timeout' });
+      await waitFor(async () => (fake.calls.get(call.callControlId)?.hungUpByApi ? true : undefined), { what: 'the hang-up command' });
+      expect(hangupsOf(call)).toHaveLength(1);
     });
 
     it('cannot be canceled once it is known to be answered', async () => {

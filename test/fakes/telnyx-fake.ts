@@ -35,6 +35,7 @@ export class TelnyxFake extends JsonLoopbackFake {
   private readonly recordings = new Map<string, { body: Buffer; contentType: string; expiresAt: number }>();
   private readonly failures: { kind: TelnyxFailure; retryAfterSeconds?: number }[] = [];
   private readonly applicationFailures: TelnyxReadFailure[] = [];
+  private readonly statusFailures: TelnyxReadFailure[] = [];
   private readonly dialTimes: number[] = [];
 
   constructor(private readonly options: TelnyxFakeOptions = {}) {
@@ -58,6 +59,7 @@ export class TelnyxFake extends JsonLoopbackFake {
     this.deliveries.length = 0;
     this.failures.length = 0;
     this.applicationFailures.length = 0;
+    this.statusFailures.length = 0;
     this.dialTimes.length = 0;
     this.recordings.clear();
   }
@@ -70,6 +72,11 @@ export class TelnyxFake extends JsonLoopbackFake {
   /** The next dial fails this way (`reset` places the call, then drops the connection without answering). */
   failNext(kind: TelnyxFailure): void {
     this.failures.push({ kind });
+  }
+
+  /** The next call-status read (`GET /v2/calls/{id}`) fails this way. */
+  failNextStatusRead(kind: TelnyxReadFailure): void {
+    this.statusFailures.push(kind);
   }
 
   /** The next read of the Call Control application (what a credentials check asks) fails this way. */
@@ -288,6 +295,9 @@ export class TelnyxFake extends JsonLoopbackFake {
   }
 
   private status(callControlId: string, response: ServerResponse): void {
+    const failure = this.statusFailures.shift();
+    if (failure === 'server_error') return sendErrors(response, 500, [{ code: '10007', title: 'Unexpected error', detail: 'An unexpected error occured.' }]);
+    if (failure === 'unavailable') return sendErrors(response, 503, [{ code: '10007', title: 'Service unavailable' }]);
     const call = this.calls.get(callControlId);
     // Telnyx keeps a call's status for 10 minutes after it ended.
     if (!call || (call.endTime && Date.now() - call.endTime.getTime() > 10 * 60 * 1000)) {

@@ -155,11 +155,19 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     }
   }
 
-  /** Best effort: the run ends at its limit whatever the carrier answers. */
+  /**
+   * Best effort: the run ends at its limit whatever the carrier answers. The
+   * run is already ended, so a call the carrier reports answered is ended too
+   * where the carrier allows it (`endCall`, Telnyx: reached when the look-up
+   * failed and the run was given up): it would otherwise talk on unrecorded,
+   * outside its configuration's concurrency.
+   */
   private async hangUp(run: WorkflowRun, config: TelephonyConfiguration, providerCallId: string): Promise<void> {
     if (!this.providers.has(config.provider)) return;
+    const provider = this.providers.get(config.provider);
+    const reference = { ...callReferenceOf(run, config, this.cipher), providerCallId };
     try {
-      const hungUp = await this.providers.get(config.provider).hangup({ ...callReferenceOf(run, config, this.cipher), providerCallId });
+      const hungUp = await (provider.endCall ? provider.endCall(reference) : provider.hangup(reference));
       if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: providerCallId });
     } catch (error) {
       this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');

@@ -27,7 +27,7 @@ const MAX_TIME_LIMIT_SECS = 14_400;
  * timeout`): its documented default, sent on every dial so that no account
  * or application setting can change it. The look-up relies on it: Telnyx
  * cannot say whether a live call was answered, but one alive well past this
- * was (see `telnyxCallState`).
+ * was (see `telnyxLiveCallEvents`).
  */
 export const TELNYX_RING_TIMEOUT_SECS = 30;
 

@@ -17,7 +17,7 @@ import {
   TelephonyProvider,
 } from '../telephony-provider';
 import { usableCredentials } from '../usable-credentials';
-import { TelnyxApi } from './telnyx-api';
+import { TelnyxApi, TelnyxResponse } from './telnyx-api';
 import { provesAnswered, TelnyxLiveCall, telnyxLiveCallEvents } from './telnyx-call-state';
 import { telnyxAnswerInstructions } from './telnyx-answer';
 import { telnyxClientState } from './telnyx-client-state';
@@ -104,7 +104,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     if (response.status === 404) return { kind: 'unknown' };
     if (response.status !== 200) throw this.failure('look up the call', response);
     const data = (response.body as { data?: TelnyxLiveCall & { is_alive?: unknown } } | null)?.data ?? {};
-    return foundCall(call, this.name, call.providerCallId, data.is_alive === true ? telnyxLiveCallEvents(data, Date.now()) : []);
+    return foundCall(call, this.name, call.providerCallId, data.is_alive === true ? telnyxLiveCallEvents(data, telnyxNow(response)) : []);
   }
 
   /**
@@ -236,7 +236,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       const body = response.body as { data?: unknown; meta?: { cursors?: { after?: unknown } } } | null;
       const calls = Array.isArray(body?.data) ? (body.data as (TelnyxLiveCall & { call_control_id?: unknown; client_state?: unknown })[]) : [];
       const match = calls.find((active) => active?.client_state === wanted && typeof active.call_control_id === 'string');
-      if (match) return foundCall(call, this.name, match.call_control_id as string, telnyxLiveCallEvents(match, Date.now()));
+      if (match) return foundCall(call, this.name, match.call_control_id as string, telnyxLiveCallEvents(match, telnyxNow(response)));
       const next = body?.meta?.cursors?.after;
       if (calls.length < ACTIVE_CALLS_PAGE_SIZE || typeof next !== 'string' || !next) break;
       after = next;
@@ -265,4 +265,15 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
 
 function contentTypeOf(path: string): string {
   return path.toLowerCase().endsWith('.mp3') ? 'audio/mpeg' : 'audio/wav';
+}
+
+/**
+ * Telnyx's own time when it answered (its `Date` header), else ours: a
+ * call's age is measured against the clock that stamped its `start_time`,
+ * so a skew between our clock and Telnyx's cannot make a ringing call look
+ * answered.
+ */
+function telnyxNow(response: TelnyxResponse): number {
+  const stamped = Date.parse(response.headers.get('date') ?? '');
+  return Number.isFinite(stamped) ? stamped : Date.now();
 }
