@@ -312,7 +312,7 @@ describe('placing calls through Telnyx', () => {
       const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
 
       expect(response.status).toBe(409);
-      expect(response.body).toMatchObject({ code: 'run_not_cancelable' });
+      expect(response.body).toMatchObject({ code: 'run_not_cancelable', message: expect.stringContaining('answered') });
       expect(hangupsOf(call)).toHaveLength(0);
       expect(fake.calls.get(call.callControlId)).toMatchObject({ isAlive: true });
       await fake.sendCallEvent(call.callControlId, 'call.hangup');

@@ -58,7 +58,7 @@ export class RunCancellation {
     throw Errors.conflict(
       'run_not_cancelable',
       run.status === 'queued' || run.status === 'dialing' || run.status === 'ringing'
-        ? 'The carrier did not allow this call to be hung up'
+        ? 'The carrier did not hang this call up: it has been answered (an answered call is not canceled) or has ended'
         : `A run that is ${run.status} cannot be canceled`,
     );
   }
