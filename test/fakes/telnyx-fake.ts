@@ -296,8 +296,7 @@ export class TelnyxFake extends JsonLoopbackFake {
 
   private status(callControlId: string, response: ServerResponse): void {
     const failure = this.statusFailures.shift();
-    if (failure === 'server_error') return sendErrors(response, 500, [{ code: '10007', title: 'Unexpected error', detail: 'An unexpected error occured.' }]);
-    if (failure === 'unavailable') return sendErrors(response, 503, [{ code: '10007', title: 'Service unavailable' }]);
+    if (failure) return sendReadFailure(response, failure);
     const call = this.calls.get(callControlId);
     // Telnyx keeps a call's status for 10 minutes after it ended.
     if (!call || (call.endTime && Date.now() - call.endTime.getTime() > 10 * 60 * 1000)) {
@@ -398,8 +397,7 @@ export class TelnyxFake extends JsonLoopbackFake {
   /** `GET /v2/call_control_applications/{id}`: the account's one Call Control application, 404 for any other id. */
   private application(id: string, response: ServerResponse): void {
     const failure = this.applicationFailures.shift();
-    if (failure === 'server_error') return sendErrors(response, 500, [{ code: '10007', title: 'Unexpected error', detail: 'An unexpected error occured.' }]);
-    if (failure === 'unavailable') return sendErrors(response, 503, [{ code: '10007', title: 'Service unavailable' }]);
+    if (failure) return sendReadFailure(response, failure);
     if (id !== this.connectionId) {
       return sendErrors(response, 404, [{ code: '10005', title: 'Resource not found', detail: 'The requested resource or URL could not be found.' }]);
     }
@@ -606,6 +604,12 @@ function isUrl(value: unknown, protocols: string[]): boolean {
 
 function sendErrors(response: ServerResponse, status: number, errors: FakeError[], headers: Record<string, string> = {}): void {
   sendJson(response, status, { errors }, headers);
+}
+
+/** A read that fails as asked (`failNextStatusRead`, `failNextApplicationRead`). */
+function sendReadFailure(response: ServerResponse, kind: TelnyxReadFailure): void {
+  if (kind === 'server_error') return sendErrors(response, 500, [{ code: '10007', title: 'Unexpected error', detail: 'An unexpected error occured.' }]);
+  sendErrors(response, 503, [{ code: '10007', title: 'Service unavailable' }]);
 }
 
 function sendXml(response: ServerResponse, status: number, code: string, message: string): void {

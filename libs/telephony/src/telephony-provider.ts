@@ -142,3 +142,11 @@ export interface TelephonyProvider {
   /** Asks the carrier whether the credentials work. Throws when the carrier cannot be reached. */
   checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck>;
 }
+
+/**
+ * Ends a call whatever its state where the carrier can (`endCall`); elsewhere
+ * hangs it up if it is not answered yet, the answer instructions ending the rest.
+ */
+export function endCallAnyway(provider: TelephonyProvider, call: CallReference): Promise<boolean> {
+  return provider.endCall ? provider.endCall(call) : provider.hangup(call);
+}

@@ -11,7 +11,7 @@ import {
   WorkflowRunStore,
 } from '@app/persistence';
 import { CallEventJob, CallEventsQueue, eventsOf } from '@app/queue';
-import { CallReference, callReferenceOf, CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CallReference, callReferenceOf, CredentialsCipher, endCallAnyway, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -247,7 +247,7 @@ export class CallEventApplier {
     const reference = this.referenceOf(event, config);
     if (event.answeredBy === 'machine' && config.settings.machine_action === 'hangup') {
       await this.runs.appendEvent(event.runId, 'dialer.machine_hangup');
-      await (provider.endCall ? provider.endCall(reference) : provider.hangup(reference));
+      await endCallAnyway(provider, reference);
       return;
     }
     if (!firstAnswer) return;

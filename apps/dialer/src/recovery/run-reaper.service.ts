@@ -4,7 +4,7 @@ import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
-import { callReferenceOf, CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
+import { callReferenceOf, CredentialsCipher, DialAttempt, endCallAnyway, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -164,10 +164,8 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
    */
   private async hangUp(run: WorkflowRun, config: TelephonyConfiguration, providerCallId: string): Promise<void> {
     if (!this.providers.has(config.provider)) return;
-    const provider = this.providers.get(config.provider);
-    const reference = { ...callReferenceOf(run, config, this.cipher), providerCallId };
     try {
-      const hungUp = await (provider.endCall ? provider.endCall(reference) : provider.hangup(reference));
+      const hungUp = await endCallAnyway(this.providers.get(config.provider), { ...callReferenceOf(run, config, this.cipher), providerCallId });
       if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: providerCallId });
     } catch (error) {
       this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');

@@ -3,8 +3,9 @@ import { TELNYX_RING_TIMEOUT_SECS } from './telnyx-dial';
 
 /**
  * How far past the ring timeout a live call must be to count as answered:
- * room for our clock and Telnyx's to differ and for a dial Telnyx started a
- * little after it took it.
+ * room for a ring timer Telnyx started a little after the call's
+ * `start_time`, and for the whole seconds of the `Date` its age is measured
+ * against.
  */
 const ANSWERED_MARGIN_SECS = 30;
 

@@ -97,7 +97,10 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
    */
   async lookupCall(call: CallReference): Promise<CallLookup> {
     const credentials = this.credentialsOrThrow(call.credentials);
-    const api = this.api(credentials);
+    return this.lookUp(this.api(credentials), credentials, call);
+  }
+
+  private async lookUp(api: TelnyxApi, credentials: TelnyxCredentials, call: CallReference): Promise<CallLookup> {
     if (!call.providerCallId) return this.findActiveCall(api, credentials, call);
 
     const response = await api.request('GET', `/v2/calls/${encodeURIComponent(call.providerCallId)}`);
@@ -117,7 +120,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   async hangup(call: CallReference): Promise<boolean> {
     const credentials = this.credentialsOrThrow(call.credentials);
     const api = this.api(credentials);
-    const lookup = await this.lookupCall(call);
+    const lookup = await this.lookUp(api, credentials, call);
     if (lookup.kind !== 'found' || !lookup.events.length || provesAnswered(lookup.events)) return false;
     return this.hangupById(api, lookup.providerCallId);
   }
