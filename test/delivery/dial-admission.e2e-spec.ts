@@ -32,14 +32,59 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('reserves the next pacing instant and admits the dial whose instant is now', async () => {
-    expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted' });
+    expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0 });
     const second = await admission.admit(configurationId, 2, limits(2), true);
     expect(second.kind).toBe('paced');
     // One dial every 500 ms: the second one's instant is about 500 ms ahead.
     expect((second as { waitMs: number }).waitMs).toBeGreaterThan(400);
     expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(500);
     // A reserved instant is not paced again: the dial asks without pacing once it has waited.
-    expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted' });
+    expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+  });
+
+  it('admits a dial whose instant is near in the same step, taking its slot now and its window place at the instant', async () => {
+    // One dial every 100 ms: the second instant is within the wait a dial makes in place.
+    expect(await admission.admit(configurationId, 1, limits(10), true)).toEqual({ kind: 'admitted', waitMs: 0 });
+    const second = await admission.admit(configurationId, 2, limits(10), true);
+    expect(second.kind).toBe('admitted');
+    expect((second as { waitMs: number }).waitMs).toBeGreaterThan(50);
+    expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(100);
+    expect(await client.redis.zrange(client.keyFor('slots', configurationId), '0', '-1')).toEqual(['1', '2']);
+    const dials = await client.redis.zrange(client.keyFor('dials', configurationId), '0', '-1', 'WITHSCORES');
+    // [member, score, member, score]: the second dial is counted 100 ms after the first, at its instant.
+    expect(Number(dials[3]) - Number(dials[1])).toBeCloseTo(100, 0);
+  });
+
+  it("judges the rolling window at a near instant, not at the time of asking", async () => {
+    const [seconds, micros] = await client.redis.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const dialsKey = client.keyFor('dials', configurationId);
+    // Ten dials (the limit at 10 a second) 950 ms ago, and the next pacing instant 100 ms ahead.
+    for (let i = 0; i < 10; i++) await client.redis.zadd(dialsKey, now - 950, `earlier-${i}`);
+    await client.redis.set(client.keyFor('pace', configurationId), String(now + 100), 'PX', 60_000);
+    // Asked now, without pacing, the window is full for another 50 ms...
+    const refused = await admission.admit(configurationId, 1, limits(10), false);
+    expect(refused.kind).toBe('rate');
+    expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(50);
+    // ...but a dial at the reserved instant shares no second with them.
+    const paced = await admission.admit(configurationId, 2, limits(10), true);
+    expect(paced.kind).toBe('admitted');
+    expect((paced as { waitMs: number }).waitMs).toBeGreaterThan(50);
+  });
+
+  it('refuses a near instant whose window is full, with the wait until it has room', async () => {
+    const [seconds, micros] = await client.redis.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const dialsKey = client.keyFor('dials', configurationId);
+    // Ten dials 850 ms ago: still within a second of an instant 100 ms ahead; the first of them leaves the window
+    // 150 ms from now.
+    for (let i = 0; i < 10; i++) await client.redis.zadd(dialsKey, now - 850, `earlier-${i}`);
+    await client.redis.set(client.keyFor('pace', configurationId), String(now + 100), 'PX', 60_000);
+    const refused = await admission.admit(configurationId, 1, limits(10), true);
+    expect(refused.kind).toBe('rate');
+    expect((refused as { waitMs: number }).waitMs).toBeGreaterThan(100);
+    expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(150);
+    expect(await client.redis.zcard(client.keyFor('slots', configurationId))).toBe(0);
   });
 
   it('keeps fractions of a millisecond in pacing waits', async () => {
@@ -56,7 +101,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('answers how long until the rolling window has room when it is full', async () => {
-    expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted' });
+    expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
     const refused = await admission.admit(configurationId, 2, limits(1), false);
     expect(refused.kind).toBe('rate');
     expect((refused as { waitMs: number }).waitMs).toBeGreaterThan(900);
@@ -70,8 +115,8 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('refuses a dial when every concurrency slot is taken, and renews the slot of a run that holds one', async () => {
-    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted' });
+    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });
-    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted' });
+    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
   });
 });

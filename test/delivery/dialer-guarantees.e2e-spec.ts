@@ -87,9 +87,15 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
   });
 
   describe('when the database fails a dial job between its claim and its dial', () => {
-    /** Runs created from here on: the ones a test's stand-in for a failing database acts on, each once. */
+    /**
+     * Runs created from here on: the ones a test's stand-in for a failing database acts on, each once. The id
+     * sequence says where they start; the largest stored id would not, since other suites sharing the database
+     * store runs under ids of their own choosing (ten digits, in the downloads' tests).
+     */
     async function newRunsAfterNow(): Promise<(runId: number) => boolean> {
-      const [{ last }] = await apps.dataSource.query(`SELECT COALESCE(max(id), 0)::int AS last FROM workflow_runs`);
+      const [{ last }] = await apps.dataSource.query(
+        `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('workflow_runs', 'id')::regclass), 0)::int AS last`,
+      );
       const seen = new Set<number>();
       return (runId) => {
         if (runId <= last || seen.has(runId)) return false;

@@ -19,19 +19,12 @@ import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
-import { Admission, DialAdmission } from '../pacing/dial-admission';
+import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-admission';
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
 /** A reserved pacing instant missed by more than this is given up and a new one reserved. */
 const STALE_SLOT_MS = 1000;
-/**
- * A pacing instant this close is waited for in place. A delayed job returns
- * to the back of the queue: behind a backlog it would come back after its
- * instant had passed, give it up and reserve another, so a busy
- * configuration would waste most of its instants and dial far below its rate.
- */
-const INLINE_PACING_WAIT_MS = 250;
 /** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
 const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
@@ -214,14 +207,13 @@ export class CallPlacer {
       leaseMs: config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS,
     };
     let admission = await this.admission.admit(config.id, runId, limits, pace);
-    if (admission.kind === 'paced' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
-      await sleep(admission.waitMs);
-      admission = await this.admission.admit(config.id, runId, limits, false);
-    }
     if (admission.kind === 'rate' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
       await sleep(admission.waitMs);
       admission = await this.admission.admit(config.id, runId, limits, false);
     }
+    // Admitted for an instant just ahead (paced): go out on it. A timer cannot wait less than a millisecond, so a
+    // nearer instant is dialed at once, as early as a timer would have made it late.
+    if (admission.kind === 'admitted' && admission.waitMs >= 1) await sleep(admission.waitMs);
     return admission;
   }
 

@@ -3,38 +3,52 @@ import { RedisClient, RedisScript } from '@app/queue';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 
 /**
+ * A pacing instant this close is waited for in place. A delayed job returns
+ * to the back of the queue: behind a backlog it would come back after its
+ * instant had passed, give it up and reserve another, so a busy
+ * configuration would waste most of its instants and dial far below its rate.
+ */
+export const INLINE_PACING_WAIT_MS = 250;
+
+/**
  * Lets a dial go out, in one step on Redis time, so a call costs one round
  * trip to Redis however many limits it passes:
  * 1. pacing (when asked for, ARGV[6] being the interval in ms): GCRA reserves
  *    the configuration's next free instant, one every 1/cps seconds, so the
  *    rate holds across every dialer replica and calls are spread evenly
- *    instead of bursting at each second's start. An instant still ahead is
- *    answered as a wait (the caller waits, then asks again without pacing);
+ *    instead of bursting at each second's start. An instant more than ARGV[7]
+ *    ms ahead is answered as a wait (the job is delayed, then asks again
+ *    without pacing); a nearer one is the instant the checks below are made
+ *    for, and the dial waits for it in place once admitted;
  * 2. at most `limit` dials of the configuration in any rolling `windowMs`
- *    (its `calls_per_second`, the way carriers count it). GCRA spreads the
- *    calls; this window is what holds when reserved instants come back late
- *    together (a delayed job returns behind a backlog), which would otherwise
- *    go out as one burst;
- * 3. a concurrency slot for the run.
+ *    (its `calls_per_second`, the way carriers count it), the dial counted at
+ *    its instant. GCRA spreads the calls; this window is what holds when
+ *    reserved instants come back late together (a delayed job returns behind
+ *    a backlog), which would otherwise go out as one burst. Instants are
+ *    reserved in order, so no dial counted yet is later than this one's and
+ *    the dials after `instant - windowMs` are the ones sharing a window with it;
+ * 3. a concurrency slot for the run, taken now.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
  */
 const ADMIT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local at = now
 if ARGV[6] ~= '' then
   local tat = tonumber(redis.call('GET', KEYS[3]) or '0')
-  local slot = math.max(tat, now)
-  local nextTat = slot + tonumber(ARGV[6])
+  at = math.max(tat, now)
+  local nextTat = at + tonumber(ARGV[6])
   redis.call('SET', KEYS[3], tostring(nextTat), 'PX', math.ceil(nextTat - now + 60000))
-  if slot > now then
-    return {2, tostring(slot - now)}
+  if at - now > tonumber(ARGV[7]) then
+    return {2, tostring(at - now)}
   end
 end
 local lease = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local since = '(' .. tostring(at - window)
+if redis.call('ZCOUNT', KEYS[2], since, '+inf') >= tonumber(ARGV[5]) then
+  local oldest = redis.call('ZRANGEBYSCORE', KEYS[2], since, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   return {0, tostring(tonumber(oldest[2]) + window - now)}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -43,13 +57,18 @@ if not (redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) <
 end
 redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], lease)
-redis.call('ZADD', KEYS[2], now, ARGV[1] .. ':' .. t[1] .. t[2])
-redis.call('PEXPIRE', KEYS[2], window)
-return {1, '0'}
+redis.call('ZADD', KEYS[2], at, ARGV[1] .. ':' .. t[1] .. t[2])
+redis.call('PEXPIRE', KEYS[2], window + math.ceil(at - now))
+return {1, tostring(at - now)}
 `;
 
 export type Admission =
-  | { kind: 'admitted' }
+  /**
+   * The dial may go out once its reserved instant, `waitMs` ahead (at most
+   * INLINE_PACING_WAIT_MS; 0 without pacing), has come: its slot and its place
+   * in the rolling window are taken.
+   */
+  | { kind: 'admitted'; waitMs: number }
   /** The pacing instant reserved for this dial is `waitMs` ahead: dial then, without pacing again. */
   | { kind: 'paced'; waitMs: number }
   /** The rolling window is full for `waitMs` more. */
@@ -90,11 +109,19 @@ export class DialAdmission {
     const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, 0.001)) : '';
     const [verdict, wait] = (await this.admitScript(
       [this.slots.key(configurationId), this.client.keyFor('dials', configurationId), this.client.keyFor('pace', configurationId)],
-      [String(runId), String(limits.maxConcurrentCalls), String(Math.ceil(limits.leaseMs)), String(windowMs), String(limit), interval],
+      [
+        String(runId),
+        String(limits.maxConcurrentCalls),
+        String(Math.ceil(limits.leaseMs)),
+        String(windowMs),
+        String(limit),
+        interval,
+        String(INLINE_PACING_WAIT_MS),
+      ],
     )) as [number, string];
     switch (verdict) {
       case 1:
-        return { kind: 'admitted' };
+        return { kind: 'admitted', waitMs: Number(wait) };
       case 2:
         return { kind: 'paced', waitMs: Number(wait) };
       case 0:
