@@ -55,6 +55,14 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(Number(dials[3]) - Number(dials[1])).toBeCloseTo(100, 0);
   });
 
+  it('keeps a dial counted ahead in the window for a whole window after its instant', async () => {
+    await admission.admit(configurationId, 1, limits(10), true);
+    expect((await admission.admit(configurationId, 2, limits(10), true)).kind).toBe('admitted');
+    // A dial counted now, after one counted about 100 ms ahead: the set must outlive the later instant by a window.
+    expect(await admission.admit(configurationId, 3, limits(10), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await client.redis.pttl(client.keyFor('dials', configurationId))).toBeGreaterThan(1000 + 90);
+  });
+
   it("judges the rolling window at a near instant, not at the time of asking", async () => {
     const [seconds, micros] = await client.redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);

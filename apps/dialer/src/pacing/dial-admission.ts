@@ -26,7 +26,10 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    reserved instants come back late together (a delayed job returns behind
  *    a backlog), which would otherwise go out as one burst. Instants are
  *    reserved in order, so no dial counted yet is later than this one's and
- *    the dials after `instant - windowMs` are the ones sharing a window with it;
+ *    the dials after `instant - windowMs` are the ones sharing a window with it.
+ *    The set lives a window past the furthest instant any dial may be
+ *    counted at (ARGV[7] ahead), so a later dial counted now cannot cut
+ *    short the life of one counted ahead;
  * 3. a concurrency slot for the run, taken now.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
  */
@@ -58,7 +61,7 @@ end
 redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], lease)
 redis.call('ZADD', KEYS[2], at, ARGV[1] .. ':' .. t[1] .. t[2])
-redis.call('PEXPIRE', KEYS[2], window + math.ceil(at - now))
+redis.call('PEXPIRE', KEYS[2], window + tonumber(ARGV[7]))
 return {1, tostring(at - now)}
 `;
 
