@@ -122,6 +122,13 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await client.redis.zrange(client.keyFor('slots', configurationId), '0', '-1')).toEqual(['1']);
   });
 
+  it('keeps the slots as long as their longest lease when a shorter one is taken after it', async () => {
+    await admission.admit(configurationId, 1, limits(100), false);
+    // The configuration's maximum call duration lowered while run 1's call is live.
+    await admission.admit(configurationId, 2, { callsPerSecond: 100, maxConcurrentCalls: 100, leaseMs: 5_000 }, false);
+    expect(await client.redis.pttl(client.keyFor('slots', configurationId))).toBeGreaterThan(LEASE_MS - 5_000);
+  });
+
   it('refuses a dial when every concurrency slot is taken, and renews the slot of a run that holds one', async () => {
     expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });

@@ -30,7 +30,9 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    The set lives a window past the furthest instant any dial may be
  *    counted at (ARGV[7] ahead), so a later dial counted now cannot cut
  *    short the life of one counted ahead;
- * 3. a concurrency slot for the run, taken now.
+ * 3. a concurrency slot for the run, taken now. The set of slots lives as long
+ *    as its longest lease: a shorter one (the configuration's maximum call
+ *    duration lowered while longer calls are live) does not shorten it.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
  */
 const ADMIT = `
@@ -59,7 +61,9 @@ if not (redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) <
   return {-1, '0'}
 end
 redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], lease)
+if redis.call('PTTL', KEYS[1]) < lease then
+  redis.call('PEXPIRE', KEYS[1], lease)
+end
 redis.call('ZADD', KEYS[2], at, ARGV[1] .. ':' .. t[1] .. t[2])
 redis.call('PEXPIRE', KEYS[2], window + tonumber(ARGV[7]))
 return {1, tostring(at - now)}
