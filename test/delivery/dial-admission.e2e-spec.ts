@@ -63,13 +63,16 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await client.redis.pttl(client.keyFor('dials', configurationId))).toBeGreaterThan(1000 + 90);
   });
 
-  it("judges the rolling window at a near instant, not at the time of asking", async () => {
+  /** Ten dials (the limit at 10 a second) `msAgo` on Redis' clock, and the next pacing instant 100 ms ahead. */
+  async function fullWindowAndInstantAhead(msAgo: number): Promise<void> {
     const [seconds, micros] = await client.redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const dialsKey = client.keyFor('dials', configurationId);
-    // Ten dials (the limit at 10 a second) 950 ms ago, and the next pacing instant 100 ms ahead.
-    for (let i = 0; i < 10; i++) await client.redis.zadd(dialsKey, now - 950, `earlier-${i}`);
+    for (let i = 0; i < 10; i++) await client.redis.zadd(client.keyFor('dials', configurationId), now - msAgo, `earlier-${i}`);
     await client.redis.set(client.keyFor('pace', configurationId), String(now + 100), 'PX', 60_000);
+  }
+
+  it('judges the rolling window at a near instant, not at the time of asking', async () => {
+    await fullWindowAndInstantAhead(950);
     // Asked now, without pacing, the window is full for another 50 ms...
     const refused = await admission.admit(configurationId, 1, limits(10), false);
     expect(refused.kind).toBe('rate');
@@ -81,13 +84,8 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('refuses a near instant whose window is full, with the wait until it has room', async () => {
-    const [seconds, micros] = await client.redis.time();
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const dialsKey = client.keyFor('dials', configurationId);
-    // Ten dials 850 ms ago: still within a second of an instant 100 ms ahead; the first of them leaves the window
-    // 150 ms from now.
-    for (let i = 0; i < 10; i++) await client.redis.zadd(dialsKey, now - 850, `earlier-${i}`);
-    await client.redis.set(client.keyFor('pace', configurationId), String(now + 100), 'PX', 60_000);
+    // Dials 850 ms ago are still within a second of the instant; the first of them leaves the window 150 ms from now.
+    await fullWindowAndInstantAhead(850);
     const refused = await admission.admit(configurationId, 1, limits(10), true);
     expect(refused.kind).toBe('rate');
     expect((refused as { waitMs: number }).waitMs).toBeGreaterThan(100);
