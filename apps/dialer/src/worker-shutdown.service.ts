@@ -9,6 +9,10 @@ import { PlaceCallProcessor } from './calls/place-call.processor';
  * SHUTDOWN_GRACE_MS to finish. Past that the workers are closed by force:
  * their jobs' locks lapse and another dialer picks them up, where the run's
  * conditional claim keeps a call from being placed twice.
+ *
+ * The wait is a pause, not a close: once a BullMQ worker is closing, a
+ * second `close(true)` only waits for the first, so a graceful close that
+ * never ends (a dial that hangs) could not be forced.
  */
 @Injectable()
 export class WorkerShutdown implements BeforeApplicationShutdown {
@@ -21,15 +25,25 @@ export class WorkerShutdown implements BeforeApplicationShutdown {
   ) {}
 
   async beforeApplicationShutdown(signal?: string): Promise<void> {
-    const workers: Worker[] = [this.calls.worker, this.events.worker];
-    const graceful = Promise.all(workers.map((worker) => worker.close())).then(() => true);
-    const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), this.config.shutdownGraceMs).unref());
-    const finished = await Promise.race([graceful, timeout]);
-    if (!finished) {
-      this.logger.warn({ signal, grace_ms: this.config.shutdownGraceMs }, 'dials still in flight after the grace period; closing anyway');
-      await Promise.all(workers.map((worker) => worker.close(true)));
-    } else {
-      this.logger.log({ signal }, 'workers drained');
-    }
+    await closeWorkers([this.calls.worker, this.events.worker], this.config.shutdownGraceMs, (drained) => {
+      if (drained) this.logger.log({ signal }, 'workers drained');
+      else this.logger.warn({ signal, grace_ms: this.config.shutdownGraceMs }, 'dials still in flight after the grace period; closing anyway');
+    });
   }
+}
+
+/**
+ * Stops the workers taking jobs, waits up to `graceMs` for the ones in
+ * flight, then closes them: by force when some are still running.
+ */
+async function closeWorkers(workers: Worker[], graceMs: number, report: (drained: boolean) => void): Promise<void> {
+  const drained = Promise.all(workers.map((worker) => worker.pause())).then(() => true);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), graceMs);
+  });
+  const finished = await Promise.race([drained, timeout]);
+  clearTimeout(timer);
+  report(finished);
+  await Promise.all(workers.map((worker) => worker.close(!finished)));
 }

@@ -262,11 +262,15 @@ describe('WorkflowRunStore grouped writes', () => {
     const claim = (runId: number, claimId: string) =>
       store.transitionManyReturningRuns('dialing', 'dialer.dialing', [{ runId, fields: { fromNumber: '+15005550006' }, detail: { claim: claimId } }]);
 
-    it('answers the run a claim of this id left dialing without a call, and notes it in the log', async () => {
+    const statusChangedAt = async (runId: number) => (await store.findManyById([runId]))[0].statusChangedAt!.getTime();
+
+    it('answers the run a claim of this id left dialing without a call, and notes the resume, a claim of its own, in the log', async () => {
       const [runId] = await queuedRuns(1);
       const [claimed] = await claim(runId, 'claim-a');
+      const claimedAt = await statusChangedAt(runId);
+      await new Promise((resolve) => setTimeout(resolve, 5));
 
-      const resumed = await store.resumeClaim(runId, 'claim-a', 'dialer.claim_resumed');
+      const resumed = await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed');
 
       expect(resumed).toEqual(claimed);
       const [run] = await store.findManyById([runId]);
@@ -274,8 +278,20 @@ describe('WorkflowRunStore grouped writes', () => {
       expect((run.logs.events ?? []).map(({ event, detail }) => ({ event, detail }))).toEqual([
         { event: 'run.queued', detail: undefined },
         { event: 'dialer.dialing', detail: { claim: 'claim-a' } },
-        { event: 'dialer.claim_resumed', detail: { claim: 'claim-a' } },
+        { event: 'dialer.claim_resumed', detail: { claim: 'claim-a2' } },
       ]);
+      // The dial's age starts again: the reaper's look-up of a stuck dial waits for this one.
+      expect(run.statusChangedAt!.getTime()).toBeGreaterThan(claimedAt);
+    });
+
+    it("takes a claim up once: the id a resume replaced no longer resumes it, the resume's own id does", async () => {
+      const [runId] = await queuedRuns(1);
+      await claim(runId, 'claim-a');
+
+      expect(await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed')).toMatchObject({ id: runId });
+      expect(await store.resumeClaim(runId, ['claim-a'], 'claim-a3', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(runId, ['claim-a', 'claim-a2'], 'claim-a4', 'dialer.claim_resumed')).toMatchObject({ id: runId });
+      expect(await store.resumeClaim(runId, ['claim-a2'], 'claim-a5', 'dialer.claim_resumed')).toBeNull();
     });
 
     it('answers null for a run still queued, one with a call, one claimed by another, and one claimed again since', async () => {
@@ -287,11 +303,11 @@ describe('WorkflowRunStore grouped writes', () => {
       await store.transition(again, 'queued', 'reaper.requeued');
       await claim(again, 'claim-e');
 
-      expect(await store.resumeClaim(queued, 'claim-a', 'dialer.claim_resumed')).toBeNull();
-      expect(await store.resumeClaim(withCall, 'claim-b', 'dialer.claim_resumed')).toBeNull();
-      expect(await store.resumeClaim(other, 'claim-x', 'dialer.claim_resumed')).toBeNull();
-      expect(await store.resumeClaim(again, 'claim-d', 'dialer.claim_resumed')).toBeNull();
-      expect(await store.resumeClaim(again, 'claim-e', 'dialer.claim_resumed')).toMatchObject({ id: again, status: 'dialing' });
+      expect(await store.resumeClaim(queued, ['claim-a'], 'claim-a2', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(withCall, ['claim-b'], 'claim-b2', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(other, ['claim-x'], 'claim-x2', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(again, ['claim-d'], 'claim-d2', 'dialer.claim_resumed')).toBeNull();
+      expect(await store.resumeClaim(again, ['claim-e'], 'claim-e2', 'dialer.claim_resumed')).toMatchObject({ id: again, status: 'dialing' });
     });
   });
 

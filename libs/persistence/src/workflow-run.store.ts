@@ -411,23 +411,27 @@ export class WorkflowRunStore {
 
   /**
    * Takes up a claim whose answer was lost: the run as `claim` answers it,
-   * when it is still `dialing`, without a call, and its latest claim is the
-   * one whose log entry carries `claimId` (a dialer's job notes its claim's
-   * id there). Null for any other run: queued (the claim never committed),
-   * moved on, or claimed since by another.
+   * when it is still `dialing`, without a call, and its latest claim (the
+   * `dialer.dialing` entry or a resume's) is one of `held`. The resume is a
+   * claim of its own, under the id `resumedAs`: once it commits, no job
+   * holding an earlier id can take the run up again, so a dial sent under a
+   * resume is never sent twice (by this job's retry or by a copy of it). The
+   * dial's age starts again (`status_changed_at`). Null for any other run:
+   * queued (the claim never committed), moved on, or claimed since by another.
    */
-  async resumeClaim(runId: number, claimId: string, event: string): Promise<ClaimedRun | null> {
-    const entry: RunLogEvent = { at: new Date().toISOString(), event, status: 'dialing', detail: { claim: claimId } };
+  async resumeClaim(runId: number, held: readonly string[], resumedAs: string, event: string): Promise<ClaimedRun | null> {
+    const entry: RunLogEvent = { at: new Date().toISOString(), event, status: 'dialing', detail: { claim: resumedAs } };
     const [rows]: [RunRow[], number] = await this.dataSource.query(
       `UPDATE workflow_runs
-          SET updated_at = now(), logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
+          SET updated_at = now(), status_changed_at = now(),
+              logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
         WHERE id = $1 AND status = 'dialing' AND provider_call_id IS NULL
           AND (SELECT claim.entry->'detail'->>'claim'
                  FROM jsonb_array_elements(workflow_runs.logs->'events') WITH ORDINALITY AS claim (entry, n)
-                WHERE claim.entry->>'event' = 'dialer.dialing'
-                ORDER BY claim.n DESC LIMIT 1) = $2
+                WHERE claim.entry->>'event' IN ('dialer.dialing', $4)
+                ORDER BY claim.n DESC LIMIT 1) = ANY($2::text[])
         RETURNING ${CLAIMED_RUN_RETURNING}`,
-      [runId, claimId, JSON.stringify([entry])],
+      [runId, held, JSON.stringify([entry]), event],
     );
     return rows.length > 0 ? claimedRunFromRow(rows[0]) : null;
   }

@@ -94,7 +94,9 @@ export class CallPlacer {
     const picking = this.definitions.pick(route);
     picking.catch(() => undefined);
     const now = Date.now();
-    const pace = progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS;
+    // A claim left unsettled had its pacing instant: taken up, it passes the rate window and its slot, and is not sent
+    // behind the configuration's backlog while its run waits `dialing`, where the reaper would end it.
+    const pace = progress.unsettledClaim === undefined && (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS);
     const admission = await this.admit(config, runId, pace);
     if (admission.kind === 'paced') {
       return { kind: 'delay', untilMs: now + admission.waitMs, progress: { ...progress, slotAt: now + admission.waitMs }, reason: 'pacing' };
@@ -112,16 +114,25 @@ export class CallPlacer {
     const definition = await picking;
     // The claim answers the run as it moved it: the job's one read of the run, in the same statement. Its id, in its
     // log entry, lets a later attempt of this job know the claim for its own if this one cannot finish (`unsettled`).
-    let claimId = progress.unsettledClaim;
-    let run: ClaimedRun | null;
-    try {
-      run = claimId ? await this.runs.resumeClaim(runId, claimId, 'dialer.claim_resumed') : null;
-      if (!run) {
-        claimId = randomUUID();
-        run = await this.writes.claim(runId, 'dialer.dialing', { definitionId: definition?.id, fromNumber }, { claim: claimId });
+    const claimId = randomUUID();
+    let run: ClaimedRun | null = null;
+    if (progress.unsettledClaim !== undefined) {
+      // Taking the claim up is a claim of its own, under a new id: once it commits, this job's earlier id (which a
+      // retry of this job after its dial would still carry) takes the run up no more.
+      const resumes = progress.resumingAs ?? [];
+      try {
+        run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, 'dialer.claim_resumed');
+      } catch (error) {
+        const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...resumes, claimId] };
+        return this.unsettled(runId, claim, progress, 'taking the claim up got no answer', error);
       }
-    } catch (error) {
-      return this.unsettled(runId, claimId!, progress, 'the claim got no answer', error);
+    }
+    if (!run) {
+      try {
+        run = await this.writes.claim(runId, 'dialer.dialing', { definitionId: definition?.id, fromNumber }, { claim: claimId });
+      } catch (error) {
+        return this.unsettled(runId, { unsettledClaim: claimId }, progress, 'the claim got no answer', error);
+      }
     }
     if (!run) {
       // A slot belongs to the run, not to the job: when another job for this run won the claim, the slot is the
@@ -130,7 +141,7 @@ export class CallPlacer {
       if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, runId);
       return done('skipped');
     }
-    const claimed: ClaimedDial = { run, claimId: claimId!, progress };
+    const claimed: ClaimedDial = { run, claimId, progress };
     try {
       if (!definition) {
         return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config);
@@ -149,7 +160,7 @@ export class CallPlacer {
       }
     } catch (error) {
       // No dial went out: a later attempt takes the claim up again.
-      return this.unsettled(run.id, claimed.claimId, progress, 'the run could not be ended before its dial', error);
+      return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, progress, 'the run could not be ended before its dial', error);
     }
     return this.dial(claimed, config, credentials, fromNumber);
   }
@@ -310,7 +321,13 @@ export class CallPlacer {
       }
       requeued = await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
     } catch (error) {
-      return this.unsettled(run.id, claimId, { ...progress, carrierRetries: retries }, 'the run could not be handed back after the carrier refused its dial', error);
+      return this.unsettled(
+        run.id,
+        { unsettledClaim: claimId },
+        { ...progress, carrierRetries: retries },
+        'the run could not be handed back after the carrier refused its dial',
+        error,
+      );
     }
     if (!requeued) return done('skipped');
     const backoff = Math.max(retryAfterMs ?? 0, Math.min(CARRIER_BACKOFF_CAP_MS, 500 * 2 ** (retries - 1)));
@@ -325,14 +342,21 @@ export class CallPlacer {
   /**
    * This job's claim of the run sent no dial, and the run could not be moved
    * on from it: come back shortly, and take the claim up again then if it
-   * committed (`PlaceCallProgress.unsettledClaim`).
+   * committed (`PlaceCallProgress.unsettledClaim`, and `resumingAs` when the
+   * claim was a resume whose answer was lost).
    */
-  private unsettled(runId: number, claimId: string, progress: PlaceCallProgress, what: string, error: unknown): PlaceDecision {
+  private unsettled(
+    runId: number,
+    claim: Pick<PlaceCallProgress, 'unsettledClaim' | 'resumingAs'>,
+    progress: PlaceCallProgress,
+    what: string,
+    error: unknown,
+  ): PlaceDecision {
     this.logger.warn({ run_id: runId, err: error }, `${what}; the job comes back for its claim`);
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(UNSETTLED_RETRY_MS / 2, UNSETTLED_RETRY_MS),
-      progress: { ...progress, slotAt: undefined, unsettledClaim: claimId },
+      progress: { ...progress, slotAt: undefined, unsettledClaim: claim.unsettledClaim, resumingAs: claim.resumingAs },
       reason: 'claim_unsettled',
     };
   }

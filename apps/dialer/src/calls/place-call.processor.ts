@@ -33,8 +33,8 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
     let decision: PlaceDecision;
     try {
-      const { slotAt, carrierRetries, unsettledClaim } = job.data;
-      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim });
+      const { slotAt, carrierRetries, unsettledClaim, resumingAs } = job.data;
+      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim, resumingAs });
     } catch (error) {
       const attempt = job.attemptsMade + 1;
       this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');

@@ -13,6 +13,13 @@ export interface PlaceCallProgress {
    * instead of left to the reaper, which could only end it unknown.
    */
   unsettledClaim?: string;
+  /**
+   * The ids resumes of `unsettledClaim` were sent under when their answers
+   * were lost too: the run's latest claim is then one of these, and any is
+   * taken up. Each resume is a claim of its own, so a job whose dial may have
+   * left (a retry after an error, a copy of a stalled job) holds none of them.
+   */
+  resumingAs?: string[];
 }
 
 export type PlaceDecision =

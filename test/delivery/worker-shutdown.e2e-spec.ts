@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { Job, Queue, Worker } from 'bullmq';
+import { AppConfig } from '@app/config';
+import { CallEventsProcessor } from '../../apps/dialer/src/call-events/call-events.processor';
+import { PlaceCallProcessor } from '../../apps/dialer/src/calls/place-call.processor';
+import { WorkerShutdown } from '../../apps/dialer/src/worker-shutdown.service';
+import { testRunResources } from '../support/test-run-id';
+
+const connection = { url: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', maxRetriesPerRequest: null };
+
+/** Settles with what `work` settled with, or with 'still waiting' after `ms`. */
+function within<T>(ms: number, work: Promise<T>): Promise<T | 'still waiting'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'still waiting'>((resolve) => {
+    timer = setTimeout(() => resolve('still waiting'), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+describe('a dialer shutting down', () => {
+  const { queuePrefix } = testRunResources();
+  const queues: Queue[] = [];
+  const workers: Worker[] = [];
+  const releases: Array<() => void> = [];
+
+  afterAll(async () => {
+    for (const release of releases) release();
+    await Promise.all(workers.map((worker) => worker.close(true)));
+    await Promise.all(queues.map(async (queue) => (await queue.obliterate({ force: true }), await queue.close())));
+  });
+
+  /** A queue of its own, one job added, and a worker whose processor starts it and waits for `finish`. */
+  async function workerWithJobInFlight(finish: Promise<unknown>): Promise<{ worker: Worker; queue: Queue; job: Job }> {
+    const name = `shutdown-${randomUUID()}`;
+    const queue = new Queue(name, { connection, prefix: queuePrefix });
+    queues.push(queue);
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const worker = new Worker(
+      name,
+      async () => {
+        started();
+        await finish;
+        return 'done';
+      },
+      { connection, prefix: queuePrefix },
+    );
+    workers.push(worker);
+    const job = await queue.add('dial', {});
+    await running;
+    return { worker, queue, job };
+  }
+
+  /** An idle worker, as the call-events one is while a dial hangs. */
+  function idleWorker(): Worker {
+    const worker = new Worker(`shutdown-idle-${randomUUID()}`, async () => undefined, { connection, prefix: queuePrefix });
+    workers.push(worker);
+    return worker;
+  }
+
+  function shutdownOf(calls: Worker, events: Worker, shutdownGraceMs: number): WorkerShutdown {
+    return new WorkerShutdown(
+      { worker: calls } as unknown as PlaceCallProcessor,
+      { worker: events } as unknown as CallEventsProcessor,
+      { shutdownGraceMs } as AppConfig,
+    );
+  }
+
+  it('closes its workers by force once the grace period is over, with a dial still hanging', async () => {
+    const hanging = new Promise<void>((resolve) => releases.push(resolve));
+    const { worker } = await workerWithJobInFlight(hanging);
+    const events = idleWorker();
+
+    const closed: Worker[] = [];
+    for (const each of [worker, events]) each.once('closed', () => closed.push(each));
+
+    const startedAt = Date.now();
+    const outcome = await within(5000, shutdownOf(worker, events, 300).beforeApplicationShutdown('SIGTERM').then(() => 'closed'));
+
+    expect(outcome).toBe('closed');
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(300);
+    // Closed with the dial still hanging: its lock is no longer renewed, so another dialer takes the job up.
+    expect(closed).toEqual(expect.arrayContaining([worker, events]));
+  });
+
+  it('lets a dial in flight finish within the grace period, and its job completes', async () => {
+    const { worker, job } = await workerWithJobInFlight(new Promise((resolve) => setTimeout(resolve, 200)));
+    const events = idleWorker();
+
+    const outcome = await within(5000, shutdownOf(worker, events, 5000).beforeApplicationShutdown('SIGTERM').then(() => 'closed'));
+
+    expect(outcome).toBe('closed');
+    expect(await job.getState()).toBe('completed');
+    expect(worker.isRunning()).toBe(false);
+  });
+});
