@@ -416,14 +416,22 @@ export class WorkflowRunStore {
    * claim of its own, under the id `resumedAs`: once it commits, no job
    * holding an earlier id can take the run up again, so a dial sent under a
    * resume is never sent twice (by this job's retry or by a copy of it). The
-   * dial's age starts again (`status_changed_at`). Null for any other run:
-   * queued (the claim never committed), moved on, or claimed since by another.
+   * dial's age starts again (`status_changed_at`), and the run records what
+   * this dial goes out with, as a claim does (`fields`: the from number, and
+   * the definition when one is found). Null for any other run: queued (the
+   * claim never committed), moved on, or claimed since by another.
    */
-  async resumeClaim(runId: number, held: readonly string[], resumedAs: string, event: string): Promise<ClaimedRun | null> {
+  async resumeClaim(
+    runId: number,
+    held: readonly string[],
+    resumedAs: string,
+    event: string,
+    fields: { fromNumber: string; definitionId?: number },
+  ): Promise<ClaimedRun | null> {
     const entry: RunLogEvent = { at: new Date().toISOString(), event, status: 'dialing', detail: { claim: resumedAs } };
     const [rows]: [RunRow[], number] = await this.dataSource.query(
       `UPDATE workflow_runs
-          SET updated_at = now(), status_changed_at = now(),
+          SET updated_at = now(), status_changed_at = now(), from_number = $5, definition_id = COALESCE($6::integer, definition_id),
               logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
         WHERE id = $1 AND status = 'dialing' AND provider_call_id IS NULL
           AND (SELECT claim.entry->'detail'->>'claim'
@@ -431,7 +439,7 @@ export class WorkflowRunStore {
                 WHERE claim.entry->>'event' IN ('dialer.dialing', $4)
                 ORDER BY claim.n DESC LIMIT 1) = ANY($2::text[])
         RETURNING ${CLAIMED_RUN_RETURNING}`,
-      [runId, held, JSON.stringify([entry]), event],
+      [runId, held, JSON.stringify([entry]), event, fields.fromNumber, fields.definitionId ?? null],
     );
     return rows.length > 0 ? claimedRunFromRow(rows[0]) : null;
   }

@@ -121,7 +121,8 @@ export class CallPlacer {
       // retry of this job after its dial would still carry) takes the run up no more.
       const resumes = progress.resumingAs ?? [];
       try {
-        run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, 'dialer.claim_resumed');
+        const fields = { fromNumber, definitionId: definition?.id };
+        run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, 'dialer.claim_resumed', fields);
       } catch (error) {
         const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...resumes, claimId] };
         return this.unsettled(runId, claim, progress, 'taking the claim up got no answer', error);
