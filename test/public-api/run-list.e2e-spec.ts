@@ -165,23 +165,30 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
       expectError(await list('', denied.key), 403, 'forbidden');
     });
 
-    it('answers an empty list, never another organization’s runs, for another organization’s workflow', async () => {
-      const response = await apps.client.get(listPath('', other.workflow.workflowId), { key: main.org.adminKey });
-      expect(response.status).toBe(200);
-      expect(response.body).toEqual({ runs: [], next_cursor: null });
+    it('answers 404 workflow_not_found, never another organization’s runs, for another organization’s workflow', async () => {
+      expectError(await apps.client.get(listPath('', other.workflow.workflowId), { key: main.org.adminKey }), 404, 'workflow_not_found');
       const forged = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [other.workflow.workflowId] });
-      const viaAllowList = await apps.client.get(listPath('', other.workflow.workflowId), { key: forged.key });
-      expect(viaAllowList.body).toEqual({ runs: [], next_cursor: null });
+      expectError(await apps.client.get(listPath('', other.workflow.workflowId), { key: forged.key }), 404, 'workflow_not_found');
       for (const status of FINAL_STATUSES) {
         const filtered = await apps.client.get(listPath(`status=${status}`, other.workflow.workflowId), { key: main.org.adminKey });
-        expect(filtered.body.runs).toEqual([]);
+        expectError(filtered, 404, 'workflow_not_found');
       }
     });
 
-    it('answers an empty list for an unknown workflow id, 400 for a malformed one and 404 beyond the int range', async () => {
-      expect((await apps.client.get(listPath('', 2147483647), { key: main.org.adminKey })).body).toEqual({ runs: [], next_cursor: null });
+    it('answers 404 workflow_not_found for an unknown workflow id, in the int range or past it, and 400 for a malformed one', async () => {
+      expectError(await apps.client.get(listPath('', 2147483647), { key: main.org.adminKey }), 404, 'workflow_not_found');
       expectError(await apps.client.get(listPath('', 'abc'), { key: main.org.adminKey }), 400, 'validation_failed');
-      expectError(await apps.client.get(listPath('', '2147483648'), { key: main.org.adminKey }), 404, 'run_not_found');
+      expectError(await apps.client.get(listPath('', '2147483648'), { key: main.org.adminKey }), 404, 'workflow_not_found');
+    });
+
+    it('answers an empty list for a workflow of the organization with no runs (of that status, or past the cursor)', async () => {
+      const idle = await seedWorkflow(apps.dataSource, main.org.organizationId, { published: (uuid) => agentGraph(uuid) });
+      expect((await apps.client.get(listPath('', idle.workflowId), { key: main.org.adminKey })).body).toEqual({ runs: [], next_cursor: null });
+      const none = await apps.client.get(listPath('status=canceled', main.workflow.workflowId), { key: main.org.adminKey });
+      expect(none.status).toBe(200);
+      expect(none.body).toEqual({ runs: [], next_cursor: null });
+      const pastTheOldest = Buffer.from(String(runIds[0])).toString('base64url');
+      expect((await list(`cursor=${pastTheOldest}`)).body).toEqual({ runs: [], next_cursor: null });
     });
   });
 });

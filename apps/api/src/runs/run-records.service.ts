@@ -117,6 +117,15 @@ export class RunRecords {
     return this.byId.submit(runId);
   }
 
+  /** Whether the workflow is the organization's: asked only when its run list comes back empty. */
+  async isWorkflowOf(organizationId: number, workflowId: number): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM workflows WHERE id = $1 AND organization_id = $2`, [
+      workflowId,
+      organizationId,
+    ]);
+    return rows.length > 0;
+  }
+
   /** A workflow's runs of one organization, newest first. */
   list(filter: RunListFilter): Promise<RunRecordRow[]> {
     const conditions = ['workflow_id = $1', 'organization_id = $2'];

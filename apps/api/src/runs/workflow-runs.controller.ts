@@ -9,10 +9,12 @@ import { CreateDownloadDto, DownloadLinkDto } from './create-download.dto';
 import { ListRunsQuery } from './list-runs.query';
 import { RunPage, RunView } from './run-view';
 import { runNotFound, WorkflowRunsService } from './workflow-runs.service';
+import { workflowNotFound } from '../workflows/workflow-not-found.error';
 
 /** Run records are answered as JSON already written (see `RunPresenter.recordJson` and `pageJson`). */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const workflowId = new ParseIdPipe(() => Errors.notFound('run_not_found', 'No run belongs to this workflow'));
+const listedWorkflowId = new ParseIdPipe(workflowNotFound);
 const runId = new ParseIdPipe(runNotFound);
 
 /** Run records: one run, a workflow's runs for dashboards, and download links. */
@@ -29,7 +31,7 @@ export class WorkflowRunsController {
   @ApiOperation({ operationId: 'listWorkflowRuns', summary: 'Runs of a workflow, newest first' })
   @ApiOkResponse({ type: RunPage })
   list(
-    @Param('workflow_id', workflowId) workflow: number,
+    @Param('workflow_id', listedWorkflowId) workflow: number,
     @Query() query: ListRunsQuery,
     @CurrentApiKey() key: AuthenticatedKey,
   ): Promise<Buffer> {

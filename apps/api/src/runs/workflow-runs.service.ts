@@ -3,6 +3,7 @@ import { ArtifactKind } from '@app/artifacts';
 import { Errors } from '@app/common';
 import { RunReader, WorkflowRun } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
+import { workflowNotFound } from '../workflows/workflow-not-found.error';
 import { ListRunsQuery } from './list-runs.query';
 import { CancelOutcome, RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
@@ -37,7 +38,11 @@ export class WorkflowRunsService {
     return this.presenter.recordJson(run);
   }
 
-  /** A page of the workflow's runs, newest first, as JSON (RunPage's fields). */
+  /**
+   * A page of the workflow's runs, newest first, as JSON (RunPage's fields).
+   * A workflow that is not the organization's answers 404, not an empty
+   * list: asked only when the page is empty, so a page of runs costs nothing more.
+   */
   async listJson(key: AuthenticatedKey, workflowId: number, query: ListRunsQuery): Promise<Buffer> {
     this.assertWorkflowAccess(key, workflowId);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
@@ -48,6 +53,7 @@ export class WorkflowRunsService {
       beforeId: query.cursor ? decodeCursor(query.cursor) : undefined,
       limit: limit + 1,
     });
+    if (rows.length === 0 && !(await this.records.isWorkflowOf(key.organizationId, workflowId))) throw workflowNotFound();
     const page = rows.slice(0, limit);
     return this.presenter.pageJson(page, rows.length > limit ? encodeCursor(page[page.length - 1].id) : null);
   }
