@@ -19,13 +19,23 @@ describe('CredentialsCipher', () => {
     expect(cipher.credentialsOf(undefined)).toBeNull();
   });
 
-  it('refuses an envelope that was changed, or sealed under another key', () => {
+  it('refuses an envelope that was changed, sealed under another key, or not its own, as credentials_unreadable (503)', () => {
     const envelope = cipher.encrypt(credentials);
     const parts = envelope.split('.');
     const flipped = Buffer.from(parts[3], 'base64url');
     flipped[0] ^= 1;
-    expect(() => cipher.decrypt([...parts.slice(0, 3), flipped.toString('base64url')].join('.'))).toThrow();
-    expect(() => new CredentialsCipher({ secretsKey: randomBytes(32) }).decrypt(envelope)).toThrow();
-    expect(() => cipher.credentialsOf({ credentialsEncrypted: 'v0.a.b.c' })).toThrow('Unrecognised credentials envelope');
+    const unreadable = expect.objectContaining({ status: 503, code: 'credentials_unreadable' });
+    const errorOf = (read: () => unknown) => {
+      try {
+        read();
+      } catch (error) {
+        return error;
+      }
+      return 'no error';
+    };
+    expect(errorOf(() => cipher.decrypt([...parts.slice(0, 3), flipped.toString('base64url')].join('.')))).toEqual(unreadable);
+    expect(errorOf(() => new CredentialsCipher({ secretsKey: randomBytes(32) }).decrypt(envelope))).toEqual(unreadable);
+    expect(errorOf(() => cipher.credentialsOf({ credentialsEncrypted: 'v0.a.b.c' }))).toEqual(unreadable);
+    expect((errorOf(() => cipher.decrypt('v1.AAAA.AAAA')) as Error).message).toMatch(/SECRETS_KEY/);
   });
 });

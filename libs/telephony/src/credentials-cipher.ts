@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { DomainError } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 
 const VERSION = 'v1';
@@ -30,14 +31,30 @@ export class CredentialsCipher {
     return config?.credentialsEncrypted ? this.decrypt(config.credentialsEncrypted) : null;
   }
 
+  /**
+   * Throws `credentials_unreadable` (503) for an envelope this SECRETS_KEY
+   * did not seal (a key change that missed the row) or that is damaged: an
+   * operator's fix, said as such to the caller instead of a bare 500.
+   */
   decrypt(envelope: string): Record<string, unknown> {
     const [version, iv, tag, ciphertext] = envelope.split('.');
-    if (version !== VERSION || !iv || !tag || ciphertext === undefined) {
-      throw new Error('Unrecognised credentials envelope');
+    if (version !== VERSION || !iv || !tag || ciphertext === undefined) throw unreadable('its envelope is not one this server writes');
+    let plain: Buffer;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
+    } catch {
+      throw unreadable('they were sealed under another SECRETS_KEY, or damaged');
     }
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    const plain = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
     return JSON.parse(plain.toString('utf8')) as Record<string, unknown>;
   }
+}
+
+function unreadable(why: string): DomainError {
+  return new DomainError(
+    503,
+    'credentials_unreadable',
+    `The carrier credentials of this telephony configuration cannot be read (${why}): store them again, or run with the SECRETS_KEY that sealed them`,
+  );
 }

@@ -104,8 +104,8 @@ export class TelephonyConfigurationsService {
   async verify(organizationId: number, id: number): Promise<CredentialsCheck> {
     const row = await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id, organizationId });
     if (!row) throw telephonyConfigurationNotFound();
-    // Outside the try: credentials this server cannot decrypt (another SECRETS_KEY) are its own failure, a 500
-    // logged for its operator, not a carrier that could not be reached.
+    // Outside the try: credentials this server cannot decrypt (another SECRETS_KEY) are its own failure, a 503
+    // `credentials_unreadable` logged for its operator, not a carrier that could not be reached.
     const credentials = this.storedCredentials(row);
     try {
       return await this.providers.get(row.provider).checkCredentials(credentials);
