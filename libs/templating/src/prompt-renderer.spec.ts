@@ -31,6 +31,14 @@ describe('PromptRenderer', () => {
     await expect(renderer.render('{% include "/etc/passwd" %}', {})).rejects.toThrow();
   });
 
+  it.each(['{% include "x" %}', '{% render "constructor" %}', '{% include "constructor" %}', '{% layout "toString" %}Hi'])(
+    'refuses %s when the template is saved, and when it is rendered',
+    async (source) => {
+      expect(() => renderer.validate(source)).toThrow(/is not available: a prompt has no other templates to read/);
+      await expect(renderer.render(source, {})).rejects.toThrow(/is not available/);
+    },
+  );
+
   it('keeps capture working within the bound', async () => {
     const result = await renderer.render('{% capture hello %}Hi {{ initial_context.name }}{% endcapture %}{{ hello }}!', {
       initial_context: { name: 'Ada' },

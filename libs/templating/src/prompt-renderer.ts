@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CaptureTag, Context, Emitter, Liquid, Template, toPromise, toValue } from 'liquidjs';
+import { CaptureTag, Context, Emitter, Liquid, TagToken, Template, toPromise, toValue } from 'liquidjs';
 import { RecentMap } from '@app/common';
 
 export interface RenderResult {
@@ -23,6 +23,9 @@ export const TEMPLATE_TAGS_LIMIT = 500;
  * of a kilobyte.
  */
 export const RENDERED_CHARS_LIMIT = 1_000_000;
+
+/** Liquid's tags that read another template by name. */
+const TEMPLATE_READING_TAGS = ['include', 'render', 'layout'];
 
 /** The variable paths a template reads, as Liquid's static analysis answers them. */
 type VariablePaths = ReturnType<Liquid['globalVariableSegmentsSync']>;
@@ -56,6 +59,16 @@ export class PromptRenderer {
   constructor() {
     // A capture is an output of its own, kept in a variable: it gets the same bound as the template's.
     this.liquid.registerTag('capture', BoundedCaptureTag);
+    // A prompt has no other templates to read. Refused when the definition is saved, not when a call renders it; and
+    // never looked up by name in the empty template store, where `constructor` would find Object's own.
+    for (const name of TEMPLATE_READING_TAGS) {
+      this.liquid.registerTag(name, {
+        parse(token: TagToken) {
+          throw new Error(`{% ${token.name} %} is not available: a prompt has no other templates to read`);
+        },
+        render: () => undefined,
+      });
+    }
   }
 
   /**
