@@ -1,5 +1,9 @@
 import { TelephonyConfiguration } from '@app/persistence';
 import { CredentialsCipher } from '@app/telephony';
+import { PlivoFake } from '../fakes/plivo-fake';
+import { TelnyxFake } from '../fakes/telnyx-fake';
+import { TwilioFake } from '../fakes/twilio-fake';
+import { VonageFake } from '../fakes/vonage-fake';
 import { createOrganization, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { createPublishedWorkflow, createSandboxConfiguration, expectError, issueKey } from './management-helpers';
@@ -193,6 +197,8 @@ describe('management API: telephony configurations', () => {
     ['a missing from_numbers', { from_numbers: undefined }, 'from_numbers'],
     ['a missing name', { name: undefined }, 'name'],
     ['calls_per_second of 0', { calls_per_second: 0 }, 'calls_per_second'],
+    ['calls_per_second of 1e-300', { calls_per_second: 1e-300 }, 'calls_per_second must be at least 0.001'],
+    ['calls_per_second just under 0.001', { calls_per_second: 0.000_999 }, 'calls_per_second must be at least 0.001'],
     ['calls_per_second over 10000', { calls_per_second: 10_000.5 }, 'calls_per_second'],
     ['max_concurrent_calls of 0', { max_concurrent_calls: 0 }, 'max_concurrent_calls'],
     ['a fractional max_concurrent_calls', { max_concurrent_calls: 1.5 }, 'max_concurrent_calls'],
@@ -215,6 +221,7 @@ describe('management API: telephony configurations', () => {
     ['a null name', { name: null }],
     ['a null from_numbers', { from_numbers: null }],
     ['a null calls_per_second', { calls_per_second: null }],
+    ['calls_per_second under 0.001', { calls_per_second: 1e-300 }],
     ['a null is_default_outbound', { is_default_outbound: null }],
     ['settings the provider refuses', { settings: { talk_ms: 'long' } }],
     ['an unknown provider', { provider: 'nope' }],
@@ -223,6 +230,110 @@ describe('management API: telephony configurations', () => {
     const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false });
     expectError(await apps.client.patch(`${PATH}/${created.id}`, body, { key: org.adminKey }), 400, 'validation_failed');
     expect((await apps.client.get(`${PATH}/${created.id}`, { key: org.adminKey })).body).toEqual(created);
+  });
+
+  it('accepts calls_per_second of 0.001, one call every 1,000 seconds, the slowest pace the dialer keeps', async () => {
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false, calls_per_second: 0.001 });
+    expect(created.calls_per_second).toBe(0.001);
+    expect((await rowOf(created.id)).callsPerSecond).toBe(0.001);
+  });
+
+  /** Keys every object inherits: they must reach the carrier's checks, not vanish on the way. */
+  const PROTOTYPE_KEYS = ['toString', 'constructor', 'valueOf', 'hasOwnProperty'];
+
+  it.each(PROTOTYPE_KEYS)('answers 400 for a sandbox setting named %s, as for any unknown setting, and stores nothing', async (key) => {
+    const fresh = await createOrganization(apps.dataSource);
+    const body = { name: 'Sandbox', provider: 'sandbox', from_numbers: ['+15005550006'], settings: { ring_ms: 10, [key]: 1 } };
+    const response = await apps.client.post(PATH, body, { key: fresh.adminKey });
+    expectError(response, 400, 'validation_failed');
+    expect(response.body.message).toContain(`settings.${key} is not a sandbox setting`);
+    expect(await apps.dataSource.getRepository(TelephonyConfiguration).countBy({ organizationId: fresh.organizationId })).toBe(0);
+  });
+
+  it.each(PROTOTYPE_KEYS)('answers 400 when patching with a sandbox setting named %s, and changes nothing', async (key) => {
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false });
+    const response = await apps.client.patch(`${PATH}/${created.id}`, { settings: { [key]: 1 } }, { key: org.adminKey });
+    expectError(response, 400, 'validation_failed');
+    expect(response.body.message).toContain(`settings.${key} is not a sandbox setting`);
+    expect((await apps.client.get(`${PATH}/${created.id}`, { key: org.adminKey })).body).toEqual(created);
+  });
+
+  it('refuses settings: null on create and on patch, as before', async () => {
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false });
+    const patched = await apps.client.patch(`${PATH}/${created.id}`, { settings: null }, { key: org.adminKey });
+    expectError(patched, 400, 'validation_failed');
+    expect(patched.body.message).toContain('settings must be a JSON object');
+    expect((await apps.client.get(`${PATH}/${created.id}`, { key: org.adminKey })).body).toEqual(created);
+  });
+
+  it('keeps sandbox credentials exactly as sent, keys named like Object.prototype members too', async () => {
+    const credentials = { token: 'x', toString: 'a', constructor: 'b', nested: { valueOf: 1, constructor: 'c' } };
+    const created = await createSandboxConfiguration(apps, org, { is_default_outbound: false, credentials });
+    const row = await rowOf(created.id);
+    expect(JSON.stringify(apps.api.get(CredentialsCipher).decrypt(row.credentialsEncrypted as string))).toBe(JSON.stringify(credentials));
+  });
+
+  describe('what each carrier checks', () => {
+    const carriers = [
+      { provider: 'twilio', carrier: 'Twilio', credentials: new TwilioFake().credentials },
+      { provider: 'telnyx', carrier: 'Telnyx', credentials: new TelnyxFake().credentials },
+      { provider: 'vonage', carrier: 'Vonage', credentials: new VonageFake().credentials },
+      { provider: 'plivo', carrier: 'Plivo', credentials: new PlivoFake().credentials },
+    ];
+    const create = (adminKey: string, provider: string, fields: Record<string, unknown>) =>
+      apps.client.post(PATH, { name: provider, provider, from_numbers: ['+15005550006'], ...fields }, { key: adminKey });
+    const expectRefused = async (response: Awaited<ReturnType<typeof create>>, organizationId: number, problem: string) => {
+      expectError(response, 400, 'validation_failed');
+      expect(response.body.message).toContain(problem);
+      expect(await apps.dataSource.getRepository(TelephonyConfiguration).countBy({ organizationId })).toBe(0);
+    };
+
+    it.each(carriers)('accepts well-formed $carrier credentials', async ({ provider, credentials }) => {
+      const fresh = await createOrganization(apps.dataSource);
+      expect((await create(fresh.adminKey, provider, { credentials })).status).toBe(201);
+    });
+
+    it.each(carriers.flatMap((carrier) => ['toString', 'constructor'].map((key) => ({ ...carrier, key }))))(
+      'answers 400 for a $carrier credential named $key, and stores nothing',
+      async ({ provider, carrier, credentials, key }) => {
+        const fresh = await createOrganization(apps.dataSource);
+        const response = await create(fresh.adminKey, provider, { credentials: { ...credentials, [key]: 'x' } });
+        await expectRefused(response, fresh.organizationId, `credentials.${key} is not a ${carrier} credential`);
+      },
+    );
+
+    it.each(carriers)('answers 400 for a $carrier setting named toString, and stores nothing', async ({ provider, carrier, credentials }) => {
+      const fresh = await createOrganization(apps.dataSource);
+      const response = await create(fresh.adminKey, provider, { credentials, settings: { toString: true } });
+      await expectRefused(response, fresh.organizationId, `settings.toString is not a ${carrier} setting`);
+    });
+
+    it('answers 400 when patching Plivo credentials with a constructor key, and keeps the stored ones', async () => {
+      const fresh = await createOrganization(apps.dataSource);
+      const plivo = carriers[3].credentials;
+      const created = await create(fresh.adminKey, 'plivo', { credentials: plivo });
+      const response = await apps.client.patch(`${PATH}/${created.body.id}`, { credentials: { ...plivo, constructor: 'x' } }, { key: fresh.adminKey });
+      expectError(response, 400, 'validation_failed');
+      expect(response.body.message).toContain('credentials.constructor is not a Plivo credential');
+      const row = await rowOf(created.body.id);
+      expect(apps.api.get(CredentialsCipher).decrypt(row.credentialsEncrypted as string)).toEqual(plivo);
+    });
+
+    // Each value goes into an HTTP header (Bearer, or Basic before base64): a control or non-ASCII character
+    // either makes the request impossible to send or sends a secret the carrier cannot have issued.
+    it.each([
+      ['a Telnyx api_key with NUL', 'telnyx', { api_key: 'KEY\u0000SECRET' }, 'credentials.api_key must be visible ASCII'],
+      ['a Telnyx api_key with a DEL', 'telnyx', { api_key: 'KEY\u007fSECRET' }, 'credentials.api_key must be visible ASCII'],
+      ['a Telnyx api_key with a non-ASCII letter', 'telnyx', { api_key: 'KEYÉSECRET' }, 'credentials.api_key must be visible ASCII'],
+      ['a Plivo auth_token with NUL', 'plivo', { auth_token: 'AUTHTOKEN\u0000SECRET0123456789' }, 'credentials.auth_token must be'],
+      ['a Plivo auth_token with a non-ASCII letter', 'plivo', { auth_token: 'AUTHTOKENÉSECRET0123456789' }, 'credentials.auth_token must be'],
+      ['a Twilio api_key_secret with NUL', 'twilio', { api_key_sid: `SK${'a'.repeat(32)}`, api_key_secret: 'key\u0000secret' }, 'credentials.api_key_secret must be visible ASCII'],
+      ['a Twilio api_key_secret with a space', 'twilio', { api_key_sid: `SK${'a'.repeat(32)}`, api_key_secret: 'key secret' }, 'credentials.api_key_secret must be visible ASCII'],
+    ])('answers 400 for %s, which no HTTP header can carry as is, and stores nothing', async (_, provider, override, problem) => {
+      const fresh = await createOrganization(apps.dataSource);
+      const credentials = { ...carriers.find((carrier) => carrier.provider === provider)?.credentials, ...override };
+      await expectRefused(await create(fresh.adminKey, provider, { credentials }), fresh.organizationId, problem);
+    });
   });
 
   describe('another organization’s configuration', () => {

@@ -56,14 +56,14 @@ describe('POST /api/v1/telephony-configurations/{id}/verify', () => {
     expect((await verify(created.body.id)).body).toEqual({ ok: true });
   });
 
-  it('answers 500, not carrier_unreachable, when this server cannot decrypt the stored credentials, and asks no carrier', async () => {
+  it('answers 503 credentials_unreadable, not carrier_unreachable, when this server cannot decrypt the stored credentials, and asks no carrier', async () => {
     const id = await create(twilio.credentials);
     // Sealed under another SECRETS_KEY, as after a key change that missed this row.
     await apps.dataSource.query(`UPDATE telephony_configurations SET credentials_encrypted = 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' WHERE id = $1`, [id]);
     const asked = twilio.requests.length;
     const response = await verify(id);
-    expect(response.status).toBe(500);
-    expect(response.body.code).toBe('internal_error');
+    expect(response.status).toBe(503);
+    expect(response.body.code).toBe('credentials_unreadable');
     expect(twilio.requests.length).toBe(asked);
   });
 });

@@ -4,12 +4,12 @@ import {
   ArrayMaxSize,
   IsArray,
   IsBoolean,
+  IsDefined,
   IsInt,
   IsNotEmpty,
   IsNumber,
   IsObject,
   IsOptional,
-  IsPositive,
   IsString,
   Max,
   MaxLength,
@@ -18,10 +18,16 @@ import {
   ValidateIf,
   ValidationOptions,
 } from 'class-validator';
-import { StorableText, toE164 } from '@app/common';
+import { KeepAsSent, StorableText, toE164 } from '@app/common';
 
 const MAX_FROM_NUMBERS = 100;
 const MAX_JSON_BYTES = 16 * 1024;
+/**
+ * One call every 1,000 s: the slowest pace the dialer's admission is written
+ * for (it floors its pacing interval at this rate). Far slower rates made its
+ * rolling window a number Redis refuses, so every dial of the configuration failed.
+ */
+const MIN_CALLS_PER_SECOND = 0.001;
 
 /** Optional, but not nullable: null is a 400 rather than a NULL the column refuses. */
 const OptionalNotNull = () => ValidateIf((_: object, value: unknown) => value !== undefined);
@@ -84,6 +90,9 @@ export class CreateTelephonyConfigurationDto {
     nullable: true,
     description: "The provider's account credentials, checked by the provider. Stored encrypted and never returned.",
   })
+  // As sent, so that a key named like an Object.prototype member reaches the provider's check (and is refused there)
+  // instead of being dropped on the way in.
+  @KeepAsSent()
   @IsOptional()
   @IsObject({ message: 'credentials must be a JSON object or null' })
   @MaxJsonBytes(MAX_JSON_BYTES)
@@ -111,10 +120,12 @@ export class CreateTelephonyConfigurationDto {
   @IsBoolean()
   is_default_outbound?: boolean;
 
-  @ApiPropertyOptional({ minimum: 0, exclusiveMinimum: true, maximum: 10_000, default: 1 })
+  @ApiPropertyOptional({ minimum: MIN_CALLS_PER_SECOND, maximum: 10_000, default: 1 })
   @OptionalNotNull()
   @IsNumber({ allowNaN: false, allowInfinity: false })
-  @IsPositive()
+  @Min(MIN_CALLS_PER_SECOND, {
+    message: `calls_per_second must be at least ${MIN_CALLS_PER_SECOND} (one call every ${1 / MIN_CALLS_PER_SECOND} seconds)`,
+  })
   @Max(10_000)
   calls_per_second?: number;
 
@@ -138,7 +149,11 @@ export class CreateTelephonyConfigurationDto {
     example: { ring_ms: 1000, talk_ms: 4000 },
     description: 'Provider settings, checked by the provider (sandbox: `ring_ms`, `talk_ms`).',
   })
+  // As sent, as credentials are. A kept property is validated skipping null values, so IsDefined (which runs
+  // regardless) is what refuses `settings: null`.
+  @KeepAsSent()
   @OptionalNotNull()
+  @IsDefined({ message: 'settings must be a JSON object' })
   @IsObject({ message: 'settings must be a JSON object' })
   @MaxJsonBytes(MAX_JSON_BYTES)
   settings?: Record<string, unknown>;

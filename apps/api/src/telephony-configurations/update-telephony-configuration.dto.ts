@@ -1,4 +1,5 @@
 import { PartialType } from '@nestjs/swagger';
+import { KeepAsSent } from '@app/common';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
 
 /**
@@ -9,3 +10,6 @@ import { CreateTelephonyConfigurationDto } from './create-telephony-configuratio
 export class UpdateTelephonyConfigurationDto extends PartialType(CreateTelephonyConfigurationDto, {
   skipNullProperties: false,
 }) {}
+
+// PartialType copies the validation rules but not the KeepAsSent marks, which the pipe reads from this class.
+for (const property of ['credentials', 'settings'] as const) KeepAsSent()(UpdateTelephonyConfigurationDto.prototype, property);

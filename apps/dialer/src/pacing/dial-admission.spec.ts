@@ -10,6 +10,11 @@ describe('rateWindow', () => {
     expect(rateWindow(0.2)).toEqual({ limit: 1, windowMs: 5000 });
   });
 
+  it('holds a rate stored below the floor the API now checks (one call every 1,000 s) to that floor', () => {
+    expect(rateWindow(1e-300)).toEqual({ limit: 1, windowMs: 1_000_000 });
+    expect(rateWindow(0.001)).toEqual({ limit: 1, windowMs: 1_000_000 });
+  });
+
   it('rounds a fractional rate up to whole calls in any second (pacing keeps the average)', () => {
     // 2.5 calls/s: at most 3 in any second; at most 2 would hold the average at 2.
     expect(rateWindow(2.5)).toEqual({ limit: 3, windowMs: 1000 });

@@ -9,6 +9,8 @@ import { ConcurrencyLimiter } from './concurrency-limiter';
  * configuration would waste most of its instants and dial far below its rate.
  */
 export const INLINE_PACING_WAIT_MS = 250;
+/** The slowest pacing the API accepts: one call every 1,000 s. */
+const MIN_CALLS_PER_SECOND = 0.001;
 
 /**
  * Lets a dial go out, in one step on Redis time, so a call costs one round
@@ -96,7 +98,9 @@ export interface AdmissionLimits {
  */
 export function rateWindow(callsPerSecond: number): { limit: number; windowMs: number } {
   if (callsPerSecond >= 1) return { limit: Math.ceil(callsPerSecond), windowMs: 1000 };
-  return { limit: 1, windowMs: Math.ceil(1000 / callsPerSecond) };
+  // The API's floor (one call every 1,000 s), for a row stored before it was checked: a window past the integers
+  // Redis' PEXPIRE takes would fail every dial of the configuration.
+  return { limit: 1, windowMs: Math.ceil(1000 / Math.max(callsPerSecond, MIN_CALLS_PER_SECOND)) };
 }
 
 @Injectable()
@@ -113,7 +117,7 @@ export class DialAdmission {
   /** `pace`: reserve the configuration's next pacing instant first (a dial that has one reserved already does not). */
   async admit(configurationId: number, runId: number, limits: AdmissionLimits, pace: boolean): Promise<Admission> {
     const { limit, windowMs } = rateWindow(limits.callsPerSecond);
-    const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, 0.001)) : '';
+    const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, MIN_CALLS_PER_SECOND)) : '';
     const [verdict, wait] = (await this.admitScript(
       [this.slots.key(configurationId), this.client.keyFor('dials', configurationId), this.client.keyFor('pace', configurationId)],
       [

@@ -1,4 +1,5 @@
 import { CarrierError } from '../carrier-error';
+import { headerCredentialProblem } from '../header-credential-problem';
 
 /**
  * A Plivo account or subaccount: its Auth ID and Auth Token. The same pair
@@ -22,8 +23,13 @@ export function plivoCredentialProblems(credentials: Record<string, unknown> | n
   if (typeof credentials.auth_id !== 'string' || !AUTH_ID.test(credentials.auth_id)) {
     problems.push('credentials.auth_id must be a Plivo Auth ID: "MA" or "SA" followed by 18 capital letters or digits');
   }
-  if (typeof credentials.auth_token !== 'string' || !AUTH_TOKEN.test(credentials.auth_token)) {
+  const token = credentials.auth_token;
+  if (typeof token !== 'string' || !AUTH_TOKEN.test(token)) {
     problems.push('credentials.auth_token must be the Auth Token shown with the Auth ID (at least 20 characters, no spaces)');
+  } else {
+    // The Auth ID's pattern already keeps it to visible ASCII; the token's only excludes spaces.
+    const headerProblem = headerCredentialProblem('auth_token', token);
+    if (headerProblem) problems.push(headerProblem);
   }
   for (const key of Object.keys(credentials)) {
     if (!KNOWN.includes(key)) problems.push(`credentials.${key} is not a Plivo credential (known: ${KNOWN.join(', ')})`);

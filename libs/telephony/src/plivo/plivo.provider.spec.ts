@@ -605,6 +605,23 @@ describe('PlivoProvider', () => {
       ]);
     });
 
+    it.each([
+      ['NUL', `${fake.authToken}\u0000`],
+      ['DEL', `${fake.authToken}\u007f`],
+      ['a letter beyond ASCII', `${fake.authToken}É`],
+    ])('rejects an Auth Token with %s: it goes into the Authorization header', (_, authToken) => {
+      expect(provider.validateCredentials({ ...fake.credentials, auth_token: authToken })).toEqual([
+        'credentials.auth_token must be visible ASCII characters only (no spaces or control characters): it is sent in an HTTP header',
+      ]);
+    });
+
+    it('rejects keys named like Object.prototype members as unknown credentials', () => {
+      expect(provider.validateCredentials({ ...fake.credentials, toString: 'x', constructor: 'y' })).toEqual([
+        'credentials.toString is not a Plivo credential (known: auth_id, auth_token)',
+        'credentials.constructor is not a Plivo credential (known: auth_id, auth_token)',
+      ]);
+    });
+
     it('accepts the documented settings and rejects anything else with a message', () => {
       expect(provider.validateSettings({ answering_machine_detection: true, machine_action: 'hangup', record: false, agent_runtime_url: 'ws://127.0.0.1:9000/media' })).toEqual([]);
       expect(provider.validateSettings({ record: 'yes', agent_runtime_url: 'not a url', amd: true })).toEqual([

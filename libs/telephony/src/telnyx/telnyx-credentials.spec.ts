@@ -36,6 +36,24 @@ describe('telnyxCredentialProblems', () => {
       'credentials.apiKey is not a Telnyx credential (known: api_key, connection_id, public_key)',
     ]);
   });
+
+  it.each([
+    ['NUL', 'KEY\u0000SECRET'],
+    ['another control character', 'KEY\u001bSECRET'],
+    ['DEL', 'KEY\u007fSECRET'],
+    ['a letter beyond ASCII', 'KEYÉSECRET'],
+  ])('rejects an API key with %s: it is sent as is in the Authorization header', (_, apiKey) => {
+    expect(telnyxCredentialProblems({ ...valid, api_key: apiKey })).toEqual([
+      'credentials.api_key must be visible ASCII characters only (no spaces or control characters): it is sent in an HTTP header',
+    ]);
+  });
+
+  it('rejects keys named like Object.prototype members as unknown fields', () => {
+    expect(telnyxCredentialProblems({ ...valid, toString: 'x', constructor: 'y' })).toEqual([
+      'credentials.toString is not a Telnyx credential (known: api_key, connection_id, public_key)',
+      'credentials.constructor is not a Telnyx credential (known: api_key, connection_id, public_key)',
+    ]);
+  });
 });
 
 describe('telnyxSettingsProblems', () => {

@@ -1,3 +1,5 @@
+import { headerCredentialProblem } from '../header-credential-problem';
+
 /** A Telnyx account as a telephony configuration stores it (snake_case, as the API accepts it). */
 export interface TelnyxCredentials {
   /** API v2 key, sent as `Authorization: Bearer`. */
@@ -19,6 +21,11 @@ export function telnyxCredentialProblems(credentials: Record<string, unknown> | 
     const value = credentials[key];
     if (typeof value !== 'string' || !value.trim()) problems.push(`credentials.${key} is required (a non-empty string)`);
     else if (/\s/.test(value)) problems.push(`credentials.${key} must not contain spaces`);
+    else {
+      // The API key goes into the Authorization header; the connection_id only into a path (encoded) and a JSON body.
+      const headerProblem = key === 'api_key' ? headerCredentialProblem(key, value) : null;
+      if (headerProblem) problems.push(headerProblem);
+    }
   }
   const publicKey = credentials.public_key;
   if (typeof publicKey !== 'string' || !publicKey.trim()) {

@@ -117,6 +117,13 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       expect(error).toMatchObject({ reason: 'credentials_invalid', permanent: true, notProcessed: true });
       expect(fake.requests).toHaveLength(0);
     });
+
+    it('fails for good, not with an unknown outcome, for a stored API key no Authorization header can carry', async () => {
+      const error = await dialError(dialRequest({ credentials: { ...fake.credentials, api_key: 'KEY\u0000SECRET' } }));
+
+      expect(error).toMatchObject({ reason: 'credentials_invalid', permanent: true, notProcessed: true });
+      expect(fake.requests).toHaveLength(0);
+    });
   });
 
   describe('placeCall errors', () => {
@@ -247,6 +254,13 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
     it('answers invalid_credentials for a bad shape, before sending anything', async () => {
       expect(await provider.checkCredentials({ api_key: 'KEY1' })).toMatchObject({ ok: false, reason: 'invalid_credentials' });
+      expect(fake.requests).toHaveLength(0);
+    });
+
+    it('answers invalid_credentials, not a failure to reach Telnyx, for a stored API key with NUL', async () => {
+      const check = await provider.checkCredentials({ ...fake.credentials, api_key: 'KEY\u0000SECRET' });
+
+      expect(check).toMatchObject({ ok: false, reason: 'invalid_credentials', message: expect.stringContaining('credentials.api_key') });
       expect(fake.requests).toHaveLength(0);
     });
 

@@ -1,4 +1,5 @@
 import { CarrierError } from '../carrier-error';
+import { headerCredentialProblem } from '../header-credential-problem';
 
 /**
  * A Twilio account: the Account SID and its Auth Token. The Auth Token is
@@ -34,6 +35,10 @@ export function twilioCredentialProblems(credentials: Record<string, unknown> | 
     }
     if (typeof keySecret !== 'string' || keySecret.trim() === '') {
       problems.push('credentials.api_key_secret must be the API key\'s secret (set both api_key_sid and api_key_secret, or neither)');
+    } else {
+      // The SIDs' and the Auth Token's patterns already keep them to visible ASCII; the secret's check does not.
+      const headerProblem = headerCredentialProblem('api_key_secret', keySecret);
+      if (headerProblem) problems.push(headerProblem);
     }
   }
   for (const key of Object.keys(credentials)) {

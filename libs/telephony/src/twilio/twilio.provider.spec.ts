@@ -583,6 +583,23 @@ describe('TwilioProvider', () => {
       ]);
     });
 
+    it.each([
+      ['NUL', 'secret\u0000'],
+      ['a space', 'api key secret'],
+      ['a letter beyond ASCII', 'secrÉt'],
+    ])('rejects an API key secret with %s: it goes into the Authorization header', (_, secret) => {
+      expect(provider.validateCredentials({ ...fake.credentials, api_key_sid: `SK${'a'.repeat(32)}`, api_key_secret: secret })).toEqual([
+        'credentials.api_key_secret must be visible ASCII characters only (no spaces or control characters): it is sent in an HTTP header',
+      ]);
+    });
+
+    it('rejects keys named like Object.prototype members as unknown credentials', () => {
+      expect(provider.validateCredentials({ ...fake.credentials, toString: 'x', constructor: 'y' })).toEqual([
+        'credentials.toString is not a Twilio credential (known: account_sid, auth_token, api_key_sid, api_key_secret)',
+        'credentials.constructor is not a Twilio credential (known: account_sid, auth_token, api_key_sid, api_key_secret)',
+      ]);
+    });
+
     it('accepts the documented settings', () => {
       expect(provider.validateSettings({})).toEqual([]);
       expect(

@@ -41,6 +41,17 @@ describe('vonageCredentialProblems', () => {
       'credentials.api_secret is not a Vonage credential (known: application_id, private_key, signature_secret)',
     ]);
   });
+
+  it('rejects keys named like Object.prototype members as unknown fields', () => {
+    expect(vonageCredentialProblems({ ...valid, toString: 'x', constructor: 'y' })).toEqual([
+      'credentials.toString is not a Vonage credential (known: application_id, private_key, signature_secret)',
+      'credentials.constructor is not a Vonage credential (known: application_id, private_key, signature_secret)',
+    ]);
+  });
+
+  it('accepts a multi-line PEM private key with surrounding blank lines: only header values must be visible ASCII', () => {
+    expect(vonageCredentialProblems({ ...valid, private_key: `\n${rsaPem}\r\n` })).toEqual([]);
+  });
 });
 
 describe('vonageSettingsProblems', () => {

@@ -15,6 +15,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function vonageCredentialProblems(credentials: Record<string, unknown> | null): string[] {
   if (!credentials) return ['credentials are required: application_id, private_key, signature_secret'];
   const problems: string[] = [];
+  // None of these goes into an HTTP header as is (the API's Bearer JWT is base64url), so the PEM keeps its line breaks.
   const applicationId = credentials.application_id;
   if (typeof applicationId !== 'string' || !applicationId) problems.push('credentials.application_id is required (the Vonage application UUID)');
   else if (!UUID.test(applicationId)) problems.push('credentials.application_id must be a UUID');
