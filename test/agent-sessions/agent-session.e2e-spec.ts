@@ -292,9 +292,24 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(tamperedBody.status).toBe(403);
     });
 
-    it('answers 404 for an unknown carrier or a run of another carrier', async () => {
+    it('answers 404 for an unknown carrier', async () => {
       expect((await apps.client.post(`${apps.baseUrl}/api/v1/telephony/nope/status/${runId}`, {})).status).toBe(404);
-      expect((await apps.client.post(`${apps.baseUrl}/api/v1/telephony/sandbox/status/999999`, {})).status).toBe(404);
+    });
+
+    // Not a 404 for an unknown run: that would tell anyone without a signature which run ids exist.
+    it('answers an unknown run id as a known one: 401 unsigned, and a valid signature the 403 of a forged one', async () => {
+      const unknownUrl = `${apps.baseUrl}/api/v1/telephony/sandbox/answer/999999`;
+      const body = JSON.stringify({ call_id: 'x' });
+      const known = await apps.client.post(answerUrl(), undefined, { raw: body });
+      const unknown = await apps.client.post(unknownUrl, undefined, { raw: body });
+      expect([unknown.status, unknown.body.code, unknown.body.message]).toEqual([401, 'webhook_unsigned', known.body.message]);
+      const forged = await apps.client.post(answerUrl(), undefined, { raw: body, headers: { ...signed(body), 'x-sandbox-signature': 'AAAA' } });
+      const signedUnknown = await apps.client.post(unknownUrl, undefined, { raw: body, headers: signed(body, Date.now(), unknownUrl) });
+      expect([signedUnknown.status, signedUnknown.body.code, signedUnknown.body.message]).toEqual([
+        403,
+        'webhook_signature_invalid',
+        forged.body.message,
+      ]);
     });
   });
 });

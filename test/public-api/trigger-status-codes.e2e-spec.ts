@@ -216,6 +216,81 @@ describe('trigger endpoints: status codes', () => {
       const { key } = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [] });
       await expectRejected(() => apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key }), 403, 'forbidden');
     });
+
+    /** Active triggers of `main` whose definitions answer the organization's own key a 404 on the URLs named by `unrunnable`. */
+    const UNRUNNABLE: Array<{
+      state: string;
+      unrunnable: Array<'production' | 'test'>;
+      seed: () => Promise<{ workflowId: number; triggerUuid: string }>;
+    }> = [
+      {
+        state: 'only a draft',
+        unrunnable: ['production'],
+        seed: () => seedWorkflow(apps.dataSource, main.org.organizationId, { draft: (uuid) => agentGraph(uuid) }),
+      },
+      {
+        state: 'a published version and a draft without the trigger',
+        unrunnable: ['production', 'test'],
+        seed: () =>
+          seedWorkflow(apps.dataSource, main.org.organizationId, {
+            published: () => agentGraph(randomUUID()),
+            draft: () => agentGraph(randomUUID()),
+          }),
+      },
+      {
+        state: 'only a draft without the trigger',
+        unrunnable: ['production', 'test'],
+        seed: () => seedWorkflow(apps.dataSource, main.org.organizationId, { draft: () => agentGraph(randomUUID()) }),
+      },
+      {
+        state: 'every definition archived',
+        unrunnable: ['production', 'test'],
+        seed: async () => {
+          const workflow = await seedWorkflow(apps.dataSource, main.org.organizationId, { published: (uuid) => agentGraph(uuid) });
+          await apps.dataSource.getRepository(WorkflowDefinition).update({ workflowId: workflow.workflowId }, { status: 'archived' });
+          return workflow;
+        },
+      },
+    ];
+
+    it.each(UNRUNNABLE.map(({ state }) => state))(
+      "answers a key without access the 403 of a runnable agent, not the agent's state, when the workflow has %s",
+      async (state) => {
+        const { seed, unrunnable } = UNRUNNABLE.find((candidate) => candidate.state === state)!;
+        const workflow = await seed();
+        // What the same keys are answered for the organization's published agent.
+        const excluded = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [main.workflow.workflowId] });
+        const published = await apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key: other.org.adminKey });
+        const publishedExcluded = await apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, {
+          key: (await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [workflow.workflowId] })).key,
+        });
+        expectError(published, 403, 'forbidden');
+        expectError(publishedExcluded, 403, 'forbidden');
+        for (const environment of ['production', 'test'] as const) {
+          if (unrunnable.includes(environment)) {
+            // The owner's key learns the state: a 404 of one kind or another.
+            const owner = await apps.client.post(triggerPath(workflow.triggerUuid, environment), BODY, { key: main.org.adminKey });
+            expect({ environment, status: owner.status }).toEqual({ environment, status: 404 });
+          }
+          // Another organization's key, and a key of the organization allowed only other workflows, do not.
+          for (const [intruder, key, reference] of [
+            ['another organization’s key', other.org.adminKey, published],
+            ['a key allowed only other workflows', excluded.key, publishedExcluded],
+          ] as const) {
+            const response = await expectRejected(
+              () => apps.client.post(triggerPath(workflow.triggerUuid, environment), BODY, { key }),
+              403,
+              'forbidden',
+            );
+            expect({ intruder, environment, message: response.body.message }).toEqual({
+              intruder,
+              environment,
+              message: reference.body.message,
+            });
+          }
+        }
+      },
+    );
   });
 
   describe('404', () => {

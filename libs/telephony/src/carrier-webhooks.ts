@@ -60,7 +60,10 @@ export interface AnswerContext {
 
 /**
  * The webhook side of a real carrier: verify, read, and answer its callbacks.
- * Verification runs before anything else and throws `WebhookRejected`.
+ * Verification runs before anything else and throws `WebhookRejected`. Its
+ * 401 (unsigned) depends on the headers alone, checked before credentials
+ * are read: the gateway asks with none before it reads the run, so that an
+ * unsigned request is answered alike for every run id.
  */
 export interface CarrierWebhooks {
   verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void;

@@ -2,7 +2,7 @@ import { Controller, HttpCode, Inject, Param, Post, Req, Res } from '@nestjs/com
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { RawBodyRequest } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Errors, ParseIdPipe } from '@app/common';
+import { Errors } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { WebhookKind, WebhookRequest } from '@app/telephony';
 import { TelephonyWebhooksService } from './telephony-webhooks.service';
@@ -12,7 +12,9 @@ const KINDS: readonly WebhookKind[] = ['answer', 'status', 'recording'];
 /**
  * `/api/v1/telephony/{provider}/{answer|status|recording}/{run_id}`: the URLs
  * we give carriers for each call. Unsigned requests answer 401, forged or
- * replayed ones 403, before anything changes.
+ * replayed ones 403, before anything changes. The run id is handed on as
+ * received: it is parsed after the signature headers are checked, so that a
+ * malformed one tells an unsigned caller no more than any other.
  */
 @ApiExcludeController()
 @Controller('api/v1/telephony/:provider/:kind/:run_id')
@@ -27,7 +29,7 @@ export class TelephonyWebhooksController {
   async receive(
     @Param('provider') provider: string,
     @Param('kind') kind: string,
-    @Param('run_id', new ParseIdPipe(() => Errors.notFound('run_not_found', 'No call has this run id'))) run: number,
+    @Param('run_id') run: string,
     @Req() request: RawBodyRequest<FastifyRequest>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<string | { received: true }> {

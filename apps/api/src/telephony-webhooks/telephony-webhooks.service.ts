@@ -1,6 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors } from '@app/common';
+import { DomainError, Errors, ParseIdPipe } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { isFinalRunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { callEventJobId, CallEventsQueue, RedisClient } from '@app/queue';
@@ -26,9 +26,18 @@ const REPLAY_MEMORY_MS = 24 * 60 * 60 * 1000;
  * call-events queue and applied there by the same state machine as every
  * other carrier's. The answer callback is told to stream the call's audio
  * to the agent runtime, with a session token for this run.
+ *
+ * Anyone can call these URLs, so until a request is validly signed for its
+ * run, the answer says nothing about the run: a request without the
+ * carrier's signature headers is a 401 whatever its run id, and one whose
+ * signature cannot be verified for the run (no such run, another carrier's,
+ * a configuration without credentials, a bad signature) gets one and the
+ * same 403. The reason is logged, for whoever set the carrier up.
  */
 @Injectable()
 export class TelephonyWebhooksService {
+  private readonly logger = new Logger(TelephonyWebhooksService.name);
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly providers: TelephonyProviders,
@@ -40,11 +49,16 @@ export class TelephonyWebhooksService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async receive(providerName: string, kind: WebhookKind, runId: number, request: WebhookRequest): Promise<AnswerInstructions | null> {
+  /** `runIdParam` as the URL has it: an id that cannot name a run is refused like one that names no run. */
+  async receive(providerName: string, kind: WebhookKind, runIdParam: string, request: WebhookRequest): Promise<AnswerInstructions | null> {
     const provider = this.providers.has(providerName) ? this.providers.get(providerName) : null;
     if (!provider || !hasWebhooks(provider)) throw Errors.notFound('provider_not_found', `No carrier named "${providerName}" takes webhooks`);
-    const run = await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
-    if (!run || run.provider !== providerName) throw Errors.notFound('run_not_found', 'No call of this carrier has this run id');
+    assertSigned(provider, request);
+    const runId = runIdOf(runIdParam);
+    const run = runId === null ? null : await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
+    if (!run || run.provider !== providerName) {
+      throw this.unverifiable(providerName, runIdParam, run ? `the run is a call of ${run.provider}` : 'no run has this id');
+    }
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
@@ -53,7 +67,8 @@ export class TelephonyWebhooksService {
       provider.verifyWebhook(request, credentials, Date.now());
     } catch (error) {
       if (error instanceof WebhookRejected) {
-        throw new DomainError(error.status, error.status === 401 ? 'webhook_unsigned' : 'webhook_signature_invalid', error.message);
+        if (error.status === 401) throw unsigned(error);
+        throw this.unverifiable(providerName, runIdParam, error.message);
       }
       throw error;
     }
@@ -65,6 +80,12 @@ export class TelephonyWebhooksService {
       if (replayKey) await this.redis.redis.del(replayKey);
       throw error;
     }
+  }
+
+  /** The one refusal of a request that is signed but not verified for its run, whatever the reason, which is logged. */
+  private unverifiable(providerName: string, runId: string, reason: string): DomainError {
+    this.logger.warn({ provider: providerName, run_id: runId.slice(0, 40), reason }, 'refused a webhook not validly signed for its run');
+    return new DomainError(403, 'webhook_signature_invalid', 'The request is not validly signed for this URL');
   }
 
   /**
@@ -128,5 +149,35 @@ export class TelephonyWebhooksService {
       settings: config?.settings ?? {},
       answeredBy: answered?.answeredBy,
     });
+  }
+}
+
+/**
+ * Refuses with 401 a request without the carrier's signature headers, before
+ * any run is read, so the answer is the same for every run id. Each carrier's
+ * `verifyWebhook` decides "unsigned" on the headers alone, before it reads
+ * credentials: asked without any, it throws a 401 for that and nothing else.
+ * Whatever else it finds is for the check with the run's credentials.
+ */
+function assertSigned(provider: CarrierWebhooks, request: WebhookRequest): void {
+  try {
+    provider.verifyWebhook(request, null, Date.now());
+  } catch (error) {
+    if (error instanceof WebhookRejected && error.status === 401) throw unsigned(error);
+  }
+}
+
+function unsigned(error: WebhookRejected): DomainError {
+  return new DomainError(401, 'webhook_unsigned', error.message);
+}
+
+const RUN_IDS = new ParseIdPipe(() => new DomainError(404, 'run_not_found', 'No run has this id'));
+
+/** The run id a URL names, or null when no run can have it (malformed, past the column's range): the pipe's refusals are not answered here. */
+function runIdOf(param: string): number | null {
+  try {
+    return RUN_IDS.transform(param);
+  } catch {
+    return null;
   }
 }

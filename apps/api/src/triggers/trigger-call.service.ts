@@ -90,11 +90,13 @@ export class TriggerCallService {
     environment: RunEnvironment,
     body: TriggerCallDto,
   ): Promise<NewRun> {
-    const trigger = await this.lookups.activeTrigger(uuid, environment);
+    const trigger = await this.lookups.activeTrigger(uuid);
+    // Access before the agent's state: a key without it gets one 403 whether the agent is published or not.
     if (trigger.organizationId !== key.organizationId) {
       throw Errors.forbidden('This API key belongs to another organization than the agent');
     }
     if (!keyMayUseWorkflow(key, trigger.workflowId)) throw Errors.forbidden('This API key has no access to this agent');
+    this.lookups.assertRunnable(trigger, environment);
     const config = await this.lookups.configuration(key.organizationId, body.telephony_configuration_id ?? null);
     return {
       organizationId: key.organizationId,

@@ -38,12 +38,22 @@ export class TriggerLookups {
     this.configurations = new ExpiringCache(config.lookupCacheTtlMs);
   }
 
-  /** The active trigger, checked against the definition the environment runs; a DomainError otherwise. */
-  async activeTrigger(uuid: string, environment: RunEnvironment): Promise<TriggerTarget> {
+  /**
+   * The active trigger a UUID names, whatever its definitions hold; a 404
+   * otherwise. Whether its agent can run is `assertRunnable`'s to say, once
+   * the caller is known to have access: the definitions' state is not for
+   * another organization's key to read.
+   */
+  async activeTrigger(uuid: string): Promise<TriggerTarget> {
     if (!UUID.test(uuid)) throw triggerNotFound();
     const key = uuid.toLowerCase();
     const target = await this.targets.get(key, () => this.loadTarget(key));
     if (!target || !target.isActive) throw triggerNotFound();
+    return target;
+  }
+
+  /** Throws the 404 that says why the environment's definition cannot run this trigger; read from the target, no query. */
+  assertRunnable(target: TriggerTarget, environment: RunEnvironment): void {
     // Production runs the published definition; test runs the draft, else the published one.
     const hasTrigger =
       environment === 'test' ? (target.draftHasTrigger ?? target.publishedHasTrigger) : target.publishedHasTrigger;
@@ -53,7 +63,6 @@ export class TriggerLookups {
     if (!hasTrigger) {
       throw Errors.notFound('trigger_not_found', 'The agent version that would run no longer contains this trigger');
     }
-    return target;
   }
 
   /** The configuration the call goes through: the one asked for, else the organization's default. */
