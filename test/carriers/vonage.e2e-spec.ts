@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { VonageFake, VonageFakeCall } from '../fakes/vonage-fake';
 import { TestOrganization } from '../support/fixtures';
@@ -163,6 +164,20 @@ describe('placing calls through Vonage', () => {
       const replay = await fake.deliver(delivered);
       expect(replay.status).toBe(403);
       expect(JSON.parse(replay.body).code).toBe('webhook_signature_invalid');
+    });
+
+    it('accepts a delivery whose jti another configuration already used: each remembers its own', async () => {
+      // Another organization's account signs tokens with a secret of its own, and names them as it likes.
+      const otherSecret = 'another-accounts-signature-secret';
+      const otherRunId = await trigger(await createConfiguration({}, { ...fake.credentials, signature_secret: otherSecret }));
+      const otherCall = await callFor(otherRunId);
+      const jti = randomUUID();
+      const first = await fake.deliver(fake.signedRequest(otherCall.eventUrl!, fake.callEvent(otherCall.uuid, 'ringing'), { secret: otherSecret, jti }));
+      expect(first.status).toBe(200);
+
+      const genuine = await fake.deliver(fake.signedRequest(call.eventUrl!, fake.callEvent(call.uuid, 'ringing'), { jti }));
+      expect(genuine.status).toBe(200);
+      await fake.deliver(fake.signedRequest(otherCall.eventUrl!, fake.callEvent(otherCall.uuid, 'timeout'), { secret: otherSecret }));
     });
 
     it('accepts the same event signed again by Vonage, with a new jti', async () => {

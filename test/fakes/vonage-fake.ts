@@ -177,13 +177,14 @@ export class VonageFake extends JsonLoopbackFake {
 
   /**
    * Signs a body for `url` as Vonage does; nothing is sent. `iatSeconds`
-   * backdates the token, `secret` signs with another secret.
+   * backdates the token, `secret` signs with another secret, `jti` names the
+   * token (a fresh UUID otherwise).
    */
-  signedRequest(url: string, body: string | object, options: { iatSeconds?: number; secret?: string } = {}): SignedWebhook {
+  signedRequest(url: string, body: string | object, options: { iatSeconds?: number; secret?: string; jti?: string } = {}): SignedWebhook {
     return this.signedJson(url, body, (rawBody) => {
       const claims = {
         iat: options.iatSeconds ?? Math.floor(Date.now() / 1000),
-        jti: randomUUID(),
+        jti: options.jti ?? randomUUID(),
         iss: 'Vonage',
         payload_hash: createHash('sha256').update(rawBody).digest('hex'),
         api_key: this.apiKey,

@@ -72,7 +72,7 @@ export class TelephonyWebhooksService {
       }
       throw error;
     }
-    const replayKey = await this.rememberDelivery(provider, request);
+    const replayKey = await this.rememberDelivery(provider, request, config?.id ?? 0);
     try {
       return await this.accept(provider, providerName, kind, run, config, request);
     } catch (error) {
@@ -93,12 +93,14 @@ export class TelephonyWebhooksService {
    * signature, which signs no time; Telnyx by its signature and Vonage by its
    * JWT's `jti`, whose signed time still lets an exact copy through for 5
    * minutes. The second arrival of one is a replay, refused before anything
-   * changes. Answers the key, to forget it when handling fails.
+   * changes. Remembered per configuration (`scope`), whose credentials signed
+   * it: a name one organization can choose (a JWT's `jti`, a nonce) cannot
+   * block another's deliveries. Answers the key, to forget it when handling fails.
    */
-  private async rememberDelivery(provider: object, request: WebhookRequest): Promise<string | null> {
+  private async rememberDelivery(provider: object, request: WebhookRequest, scope: number): Promise<string | null> {
     const replayKey = (provider as { replayKey?: (request: WebhookRequest) => string | null }).replayKey?.(request);
     if (!replayKey) return null;
-    const key = this.redis.keyFor('webhook-seen', replayKey);
+    const key = this.redis.keyFor('webhook-seen', scope, replayKey);
     const fresh = await this.redis.redis.set(key, '1', 'PX', REPLAY_MEMORY_MS, 'NX');
     if (fresh !== 'OK') throw new DomainError(403, 'webhook_signature_invalid', 'This request was already delivered: a replay');
     return key;
