@@ -38,3 +38,55 @@ describe('bodyMediaTypeRefusal', () => {
     expect(bodyMediaTypeRefusal('PUT', '/api/v1/agent-sessions/tok/recording/x', withBody('Audio/WAV'))).toBe('Audio is accepted only by the recording upload');
   });
 });
+
+const TRIGGER = '/api/v1/public/agent/0b6f8d9e-4b8a-4a77-9a51-2f4c1f2b9e10';
+const WITH_BODY = { 'content-length': '30' };
+
+function refusalFor(type: string, url = TRIGGER, headers: Record<string, string> = WITH_BODY): string | null {
+  return bodyMediaTypeRefusal('POST', url, { ...headers, 'content-type': type });
+}
+
+describe('bodyMediaTypeRefusal: the charset of a JSON body', () => {
+  it.each([
+    'application/json; charset=iso-8859-1',
+    'application/json; charset=ISO-8859-1',
+    'application/json; charset="iso-8859-1"',
+    'application/json;charset=windows-1252',
+    'application/json; charset=utf-16',
+    'application/json; charset=""',
+    'application/json; foo=bar; charset=latin1',
+    'application/json; foo="a; b"; charset=latin1',
+    'application/json; charset=utf-8; charset=latin1',
+  ])('refuses a JSON body declared in a charset other than UTF-8: %s', (type) => {
+    expect(refusalFor(type)).toMatch(/UTF-8/);
+  });
+
+  it.each([
+    'application/json',
+    'application/json;',
+    'application/json; charset=utf-8',
+    'application/json; charset=UTF-8',
+    'application/json; charset=utf8',
+    'application/json;charset=Utf-8',
+    'application/json; charset="UTF-8"',
+    'application/json; charset="utf\\-8"',
+    'Application/JSON ; Charset=utf-8',
+    'application/json; foo="a; charset=latin1"; charset=utf-8',
+    'application/json; foo="say \\"charset=latin1\\""',
+    'application/json; foo=bar',
+  ])('takes a JSON body declared as %s', (type) => {
+    expect(refusalFor(type)).toBeNull();
+  });
+
+  it('leaves a request without a body to the route, whatever charset it declares', () => {
+    expect(refusalFor('application/json; charset=iso-8859-1', TRIGGER, {})).toBeNull();
+  });
+
+  it('leaves carrier callbacks to their signature check, whatever charset they declare', () => {
+    expect(refusalFor('application/json; charset=iso-8859-1', '/api/v1/telephony/telnyx/events')).toBeNull();
+  });
+
+  it('still refuses a body that is not JSON, naming JSON', () => {
+    expect(refusalFor('text/plain; charset=utf-8')).toBe('Send the body as JSON, with Content-Type: application/json');
+  });
+});

@@ -1,9 +1,10 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { FastifyError, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyBodyParser, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { Logger as PinoLogger } from 'pino';
 import { DomainError, ErrorBody, PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
@@ -51,6 +52,25 @@ function routerRefusal(fastifyCode: string, requestId: string): ErrorBody {
 }
 
 /**
+ * The JSON body parser: Fastify's own (the same prototype-poisoning settings,
+ * empty-body and malformed-JSON errors), but for bytes that are not UTF-8,
+ * which decoding would turn into U+FFFD and store as if sent: those answer
+ * 400 `invalid_json`. It runs on every trigger, so it costs one validation
+ * pass, one decode and one parse; Nest's wrapper keeps `rawBody` and the limit.
+ */
+function utf8JsonParser(fastify: FastifyInstance): FastifyBodyParser<Buffer> {
+  const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
+  const parseJson = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
+  return (request, body, done) => {
+    if (!isUtf8(body)) {
+      done(new DomainError(400, 'invalid_json', 'The body is not valid UTF-8: send JSON text encoded in UTF-8'), undefined);
+      return;
+    }
+    void parseJson(request, body.toString('utf8'), done);
+  };
+}
+
+/**
  * Builds the gateway on Fastify, with everything production and tests share:
  * request ids, structured logs, body limit, OpenAPI at /docs, shutdown hooks.
  */
@@ -93,6 +113,8 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     // Carrier webhook signatures are over the exact bytes sent.
     rawBody: true,
   });
+  // In place of Nest's default JSON parser, before `init` would register it.
+  app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT_BYTES }, utf8JsonParser(adapter.getInstance()));
 
   // The recording upload's token and type are checked once the head has arrived, before its body is read,
   // and the bodies being read at once are held to RECORDING_BYTES_IN_FLIGHT (each is read whole into memory).

@@ -1,8 +1,12 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import type { ValidatorOptions } from 'class-validator';
 import { DomainError } from './domain-error';
 import { Errors } from './errors';
 
 const KEEP_AS_SENT = Symbol('keep-as-sent');
+/** The kept properties a body sent, while the rest of it is validated: they are judged apart, on their values as sent. */
+const keptApart = new AsyncLocalStorage<ReadonlySet<string | symbol>>();
 /** Deeper values would overflow the stack of the (recursive) transformer and validator: a 500 instead of a 400. */
 const MAX_NESTING_DEPTH = 64;
 const BODY_NOT_OBJECT = 'The body must be a JSON object (one request per object: an array is not taken)';
@@ -106,8 +110,8 @@ class StrictValidationPipe extends ValidationPipe {
     if (originals.length === 0) return super.transform(rest, metadata);
     const kept = Object.create(metatype.prototype as object) as Record<string | symbol, unknown>;
     for (const [property, original] of originals) kept[property] = original;
-    // Only the kept properties are present, so only their rules run (the others run on the rest).
-    const outcome = await super.transform(rest, metadata).then(
+    // Only the kept properties are present, so only their rules run (the others run on the rest, which skips theirs).
+    const outcome = await keptApart.run(new Set(originals.map(([property]) => property)), () => super.transform(rest, metadata)).then(
       (entity: Record<string | symbol, unknown>) => ({ entity }),
       (error: unknown) => ({ error }),
     );
@@ -118,6 +122,16 @@ class StrictValidationPipe extends ValidationPipe {
     if (keptProblem) throw keptProblem;
     for (const [property, original] of originals) outcome.entity[property] = original;
     return outcome.entity;
+  }
+
+  /**
+   * The rest of a body lacks the kept properties it sent: a required one's
+   * rules would refuse it there as missing, though its value is judged apart.
+   */
+  protected override async validate(object: object, options?: ValidatorOptions): Promise<ValidationError[]> {
+    const errors = await super.validate(object, options);
+    const apart = keptApart.getStore();
+    return apart ? errors.filter((error) => !apart.has(error.property)) : errors;
   }
 }
 

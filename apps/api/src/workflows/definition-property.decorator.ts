@@ -1,11 +1,17 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
-import { IsObject } from 'class-validator';
+import { IsDefined, isObject, ValidateBy } from 'class-validator';
+import { KeepAsSent } from '@app/common';
 import { DEFINITION_LIMITS } from './definition-limits';
+
+const NOT_AN_OBJECT = 'definition must be a JSON object';
 
 /**
  * A `definition` body field. The pipe only checks that it is an object; its
  * graph is checked by `DefinitionValidator`, which answers `invalid_definition`.
+ * It reaches the validator as sent: stripped by the pipe, a `toString` or
+ * `constructor` key vanished from node data, and an unknown top-level one was
+ * never refused.
  */
 export function DefinitionProperty(): PropertyDecorator {
   return applyDecorators(
@@ -29,6 +35,15 @@ export function DefinitionProperty(): PropertyDecorator {
         ],
       },
     }),
-    IsObject({ message: 'definition must be a JSON object' }),
+    KeepAsSent(),
+    // The pipe skips the rules of a kept value that is null, but for IsDefined: it is what refuses `definition: null`.
+    IsDefined({ message: NOT_AN_OBJECT }),
+    IsObjectWhenPresent(),
   );
+}
+
+/** An object, where there is a value: a missing or null definition is IsDefined's to refuse, so it is named once. */
+function IsObjectWhenPresent(): PropertyDecorator {
+  const validate = (value: unknown) => value === undefined || value === null || isObject(value);
+  return ValidateBy({ name: 'isObject', validator: { validate } }, { message: NOT_AN_OBJECT });
 }
