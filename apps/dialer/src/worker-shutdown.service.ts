@@ -37,7 +37,8 @@ export class WorkerShutdown implements BeforeApplicationShutdown {
  * flight, then closes them: by force when some are still running.
  */
 async function closeWorkers(workers: Worker[], graceMs: number, report: (drained: boolean) => void): Promise<void> {
-  const drained = Promise.all(workers.map((worker) => worker.pause())).then(() => true);
+  const pauses = workers.map((worker) => worker.pause());
+  const drained = Promise.all(pauses).then(() => true);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), graceMs);
@@ -45,5 +46,10 @@ async function closeWorkers(workers: Worker[], graceMs: number, report: (drained
   const finished = await Promise.race([drained, timeout]);
   clearTimeout(timer);
   report(finished);
+  if (!finished) {
+    // A pause goes on waiting for the dials cut off, and reconnects its worker's blocking client once they end: that
+    // client is closed again then, or it would hold the process open.
+    for (const [index, pause] of pauses.entries()) void pause.then(() => workers[index].disconnect()).catch(() => undefined);
+  }
   await Promise.all(workers.map((worker) => worker.close(!finished)));
 }
