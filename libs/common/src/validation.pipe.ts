@@ -1,12 +1,9 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import type { ValidatorOptions } from 'class-validator';
 import { DomainError } from './domain-error';
 import { Errors } from './errors';
 
 const KEEP_AS_SENT = Symbol('keep-as-sent');
-/** The kept properties a body sent, while the rest of it is validated: they are judged apart, on their values as sent. */
-const keptApart = new AsyncLocalStorage<ReadonlySet<string | symbol>>();
 /** Deeper values would overflow the stack of the (recursive) transformer and validator: a 500 instead of a 400. */
 const MAX_NESTING_DEPTH = 64;
 const BODY_NOT_OBJECT = 'The body must be a JSON object (one request per object: an array is not taken)';
@@ -101,37 +98,36 @@ class StrictValidationPipe extends ValidationPipe {
     // Kept properties bypass stripping and class-transformer (which would also walk every nested value):
     // the rest is transformed and validated, the kept ones are validated as sent and put back.
     const rest: Record<string | symbol, unknown> = { ...value };
-    const originals: Array<readonly [string | symbol, unknown]> = [];
+    const kept = Object.create(metatype.prototype as object) as Record<string | symbol, unknown>;
     for (const property of keep) {
       if (!Object.hasOwn(value, property)) continue;
-      originals.push([property, value[property as string]]);
+      kept[property] = value[property as string];
       delete rest[property];
     }
-    if (originals.length === 0) return super.transform(rest, metadata);
-    const kept = Object.create(metatype.prototype as object) as Record<string | symbol, unknown>;
-    for (const [property, original] of originals) kept[property] = original;
-    // Only the kept properties are present, so only their rules run (the others run on the rest, which skips theirs).
-    const outcome = await keptApart.run(new Set(originals.map(([property]) => property)), () => super.transform(rest, metadata)).then(
+    // The rest's validation leaves the kept properties' rules to the kept half (`validate`).
+    const outcome = await super.transform(rest, metadata).then(
       (entity: Record<string | symbol, unknown>) => ({ entity }),
       (error: unknown) => ({ error }),
     );
-    // After the rest: the base pipe loads class-validator on its first use.
-    const keptErrors = await this.validate(kept, { ...this.validatorOptions, skipMissingProperties: true });
+    // After the rest: the base pipe loads class-validator on its first use. Every rule runs, a required kept
+    // property's included when it was not sent; only the kept properties' findings count here.
+    const keptErrors = (await super.validate(kept, this.validatorOptions)).filter((error) => keep.includes(error.property));
     const keptProblem = keptErrors.length > 0 ? ((await this.exceptionFactory(keptErrors)) as DomainError) : null;
     if ('error' in outcome) throw keptProblem ? mergeProblems(outcome.error, keptProblem) : outcome.error;
     if (keptProblem) throw keptProblem;
-    for (const [property, original] of originals) outcome.entity[property] = original;
+    for (const property of keep) if (Object.hasOwn(kept, property)) outcome.entity[property] = kept[property];
     return outcome.entity;
   }
 
   /**
-   * The rest of a body lacks the kept properties it sent: a required one's
-   * rules would refuse it there as missing, though its value is judged apart.
+   * A body's validation, but for its kept properties, which are judged apart
+   * on their values as sent (`transform`). A plain async override: no
+   * request-scoped state, so nothing (no async hooks) is added to every request.
    */
   protected override async validate(object: object, options?: ValidatorOptions): Promise<ValidationError[]> {
     const errors = await super.validate(object, options);
-    const apart = keptApart.getStore();
-    return apart ? errors.filter((error) => !apart.has(error.property)) : errors;
+    const keep: Array<string | symbol> | undefined = Reflect.getMetadata(KEEP_AS_SENT, Object.getPrototypeOf(object) as object);
+    return keep ? errors.filter((error) => !keep.includes(error.property)) : errors;
   }
 }
 

@@ -149,8 +149,7 @@ export class CreateTelephonyConfigurationDto {
     example: { ring_ms: 1000, talk_ms: 4000 },
     description: 'Provider settings, checked by the provider (sandbox: `ring_ms`, `talk_ms`).',
   })
-  // As sent, as credentials are. A kept property is validated skipping null values, so IsDefined (which runs
-  // regardless) is what refuses `settings: null`.
+  // As sent, as credentials are. Absent, it is not checked (OptionalNotNull); null, IsDefined refuses it.
   @KeepAsSent()
   @OptionalNotNull()
   @IsDefined({ message: 'settings must be a JSON object' })

@@ -36,7 +36,7 @@ export function DefinitionProperty(): PropertyDecorator {
       },
     }),
     KeepAsSent(),
-    // The pipe skips the rules of a kept value that is null, but for IsDefined: it is what refuses `definition: null`.
+    // A missing or null definition is IsDefined's to refuse; the object rule leaves those to it, so it is named once.
     IsDefined({ message: NOT_AN_OBJECT }),
     IsObjectWhenPresent(),
   );
