@@ -40,6 +40,7 @@ const UTF8_NAMES = new Set(['utf-8', 'utf8']);
 
 /** Whether a `charset` parameter of the type names anything but UTF-8 (names are case-insensitive, the value may be quoted). */
 function declaresOtherCharset(type: string): boolean {
+  if (!type.includes(';')) return false; // no parameters: the common case, on every JSON request
   for (const [, name, value] of type.matchAll(PARAMETER)) {
     if (name.toLowerCase() === 'charset' && !UTF8_NAMES.has(unquoted(value).toLowerCase())) return true;
   }
