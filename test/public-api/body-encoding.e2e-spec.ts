@@ -83,12 +83,9 @@ describe('JSON bodies: UTF-8 only', () => {
 
   describe('declared charset', () => {
     it.each([
+      // Every way of writing the parameter is the unit test's (body-media-type.spec.ts); here, what the API answers.
       'application/json; charset=iso-8859-1',
-      'application/json; charset=ISO-8859-1',
-      'application/json; charset="iso-8859-1"',
-      'application/json;charset=windows-1252',
-      'application/json; charset=utf-16',
-      'application/json; foo="bar"; charset=latin1',
+      'application/json; foo="bar"; charset=utf-16',
     ])('answers 415 unsupported_media_type, and stores no run, for a trigger body declared as %s (even in ASCII)', async (type) => {
       const response = await expectNoRun(() => trigger(JSON.stringify({ phone_number: PHONE }), { 'content-type': type }), 415, 'unsupported_media_type');
       expect(response.body.message).toMatch(/UTF-8/);
