@@ -29,6 +29,16 @@ export abstract class FormLoopbackFake<Call, Failure> extends LoopbackHttpFake {
     for (let i = 0; i < times; i += 1) this.failures.push(kind);
   }
 
+  /**
+   * The failure a REST request takes, if any. A lost answer (a reset, no
+   * answer) is a dial's: another request arriving first (a recording fetched
+   * for an earlier test's call, under load) is served, not made to take it.
+   */
+  protected takeFailure(isDial: boolean): Failure | undefined {
+    const next = this.failures[0];
+    return (next === 'reset' || next === 'timeout') && !isDial ? undefined : this.failures.shift();
+  }
+
   call(id: string): Call {
     const call = this.calls.get(id);
     if (!call) throw new Error(`${this.fakeName} has no call ${id}`);

@@ -199,10 +199,7 @@ export class TwilioFake extends FormLoopbackFake<FakeTwilioCall, TwilioFailure> 
     };
     this.requests.push(recorded);
 
-    // A lost answer (reset, timeout) is a dial's: another request arriving first (a recording fetched for an earlier
-    // test's call, under load) is served, not made to take it.
-    const lostAnswer = this.failures[0] === 'reset' || this.failures[0] === 'timeout';
-    const failure = lostAnswer && !this.isDial(recorded) ? undefined : this.failures.shift();
+    const failure = this.takeFailure(this.isDial(recorded));
     if (failure === 'timeout') return; // never answered; stop() closes the socket
     if (failure === 'reset') {
       // Twilio acted on the request, but the answer is lost on the way back.
