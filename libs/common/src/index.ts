@@ -6,6 +6,7 @@ export * from './http-exception.filter';
 export * from './pino-nest-logger';
 export * from './validation.pipe';
 export * from './parse-id.pipe';
+export * from './parse-stored-id';
 export * from './phone-number';
 export * from './close-on-signal';
 export * from './database-unavailable';

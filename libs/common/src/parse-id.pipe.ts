@@ -1,8 +1,7 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { DomainError } from './domain-error';
 import { Errors } from './errors';
-
-const MAX_ID = 2_147_483_647;
+import { parseStoredId } from './parse-stored-id';
 
 /**
  * Parses a numeric path id. Malformed ids are a 400; ids beyond the column
@@ -13,12 +12,9 @@ export class ParseIdPipe implements PipeTransform<string, number> {
   constructor(private readonly notFound: () => DomainError) {}
 
   transform(value: string): number {
-    // Digits only (a route parameter is at most 100 characters); leading zeros are the same id.
-    const digits = /^\d+$/.test(value) ? value.replace(/^0+/, '') : null;
-    if (digits === null || digits === '') {
-      throw Errors.validation(`"${value.slice(0, 40)}" is not a valid id: ids are positive integers`);
-    }
-    if (digits.length > String(MAX_ID).length || Number(digits) > MAX_ID) throw this.notFound();
-    return Number(digits);
+    const id = parseStoredId(value);
+    if (id === 'malformed') throw Errors.validation(`"${value.slice(0, 40)}" is not a valid id: ids are positive integers`);
+    if (id === 'out_of_range') throw this.notFound();
+    return id;
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors, ParseIdPipe } from '@app/common';
+import { DomainError, Errors, parseStoredId } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { isFinalRunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { callEventJobId, CallEventsQueue, RedisClient } from '@app/queue';
@@ -54,7 +54,9 @@ export class TelephonyWebhooksService {
     const provider = this.providers.has(providerName) ? this.providers.get(providerName) : null;
     if (!provider || !hasWebhooks(provider)) throw Errors.notFound('provider_not_found', `No carrier named "${providerName}" takes webhooks`);
     assertSigned(provider, request);
-    const runId = runIdOf(runIdParam);
+    // An id that cannot name a run (malformed, past the column's range) is refused like one that names no run.
+    const parsed = parseStoredId(runIdParam);
+    const runId = typeof parsed === 'number' ? parsed : null;
     const run = runId === null ? null : await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
     if (!run || run.provider !== providerName) {
       throw this.unverifiable(providerName, runIdParam, run ? `the run is a call of ${run.provider}` : 'no run has this id');
@@ -173,13 +175,3 @@ function unsigned(error: WebhookRejected): DomainError {
   return new DomainError(401, 'webhook_unsigned', error.message);
 }
 
-const RUN_IDS = new ParseIdPipe(() => new DomainError(404, 'run_not_found', 'No run has this id'));
-
-/** The run id a URL names, or null when no run can have it (malformed, past the column's range): the pipe's refusals are not answered here. */
-function runIdOf(param: string): number | null {
-  try {
-    return RUN_IDS.transform(param);
-  } catch {
-    return null;
-  }
-}
