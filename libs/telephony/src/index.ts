@@ -13,3 +13,4 @@ export * from './agent-session-tokens';
 export * from './sandbox/sandbox-signature';
 export * from './agent-stream';
 export * from './call-reference';
+export * from './min-calls-per-second';

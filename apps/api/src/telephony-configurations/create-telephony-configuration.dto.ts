@@ -19,15 +19,10 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { KeepAsSent, StorableText, toE164 } from '@app/common';
+import { MIN_CALLS_PER_SECOND } from '@app/telephony';
 
 const MAX_FROM_NUMBERS = 100;
 const MAX_JSON_BYTES = 16 * 1024;
-/**
- * One call every 1,000 s: the slowest pace the dialer's admission is written
- * for (it floors its pacing interval at this rate). Far slower rates made its
- * rolling window a number Redis refuses, so every dial of the configuration failed.
- */
-const MIN_CALLS_PER_SECOND = 0.001;
 
 /** Optional, but not nullable: null is a 400 rather than a NULL the column refuses. */
 const OptionalNotNull = () => ValidateIf((_: object, value: unknown) => value !== undefined);

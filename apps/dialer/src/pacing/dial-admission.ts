@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { RedisClient, RedisScript } from '@app/queue';
+import { MIN_CALLS_PER_SECOND } from '@app/telephony';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 
 /**
@@ -9,8 +10,6 @@ import { ConcurrencyLimiter } from './concurrency-limiter';
  * configuration would waste most of its instants and dial far below its rate.
  */
 export const INLINE_PACING_WAIT_MS = 250;
-/** The slowest pacing the API accepts: one call every 1,000 s. */
-const MIN_CALLS_PER_SECOND = 0.001;
 
 /**
  * Lets a dial go out, in one step on Redis time, so a call costs one round
