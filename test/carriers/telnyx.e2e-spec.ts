@@ -186,6 +186,21 @@ describe('placing calls through Telnyx', () => {
       expect(JSON.parse(replay.body).code).toBe('webhook_signature_invalid');
     });
 
+    it("answers 403 to a genuine event of another run's call posted to this run's URL, which still counts at its own", async () => {
+      // Telnyx signs the body, not the URL: the body's client_state is what ties the event to its run.
+      const otherRunId = await trigger(recordedConfigId);
+      const otherCall = await callFor(otherRunId);
+      const genuine = fake.signedRequest(otherCall.webhookUrl!, fake.callEvent(otherCall.callControlId, 'call.hangup', { hangup_cause: 'user_busy' }));
+
+      const misdirected = await fake.deliver({ ...genuine, url: call.webhookUrl! });
+      expect(misdirected.status).toBe(403);
+      expect(JSON.parse(misdirected.body).code).toBe('webhook_signature_invalid');
+
+      // Refused before the replay memory: the very same delivery is taken at the URL it was meant for.
+      expect((await fake.deliver(genuine)).status).toBe(200);
+      expect(await runReaches(otherRunId, (run) => run.is_completed === true, 'the other run to end')).toMatchObject({ status: 'busy' });
+    });
+
     it("accepts Telnyx's own redelivery of an event, which is signed anew", async () => {
       const event = fake.callEvent(call.callControlId, 'call.initiated');
       expect((await fake.sendEvent(call.webhookUrl!, event)).status).toBe(200);

@@ -27,6 +27,8 @@ describe('placing calls through Vonage', () => {
     machineConfigId = await createConfiguration({ answering_machine_detection: true, machine_action: 'hangup' });
   });
 
+  const storedCallId = async (runId: number): Promise<string | null> =>
+    (await apps.dataSource.query('SELECT provider_call_id FROM workflow_runs WHERE id = $1', [runId]))[0]?.provider_call_id ?? null;
   const slotsInUse = (configId: number) => apps.dialer!.get(ConcurrencyLimiter).inUse(configId);
   const dialsFor = (runId: number) =>
     fake.dialRequests().filter((request) => JSON.stringify((request.body as { answer_url?: unknown } | null)?.answer_url ?? '').includes(`/answer/${runId}"`));
@@ -178,6 +180,37 @@ describe('placing calls through Vonage', () => {
       const genuine = await fake.deliver(fake.signedRequest(call.eventUrl!, fake.callEvent(call.uuid, 'ringing'), { jti }));
       expect(genuine.status).toBe(200);
       await fake.deliver(fake.signedRequest(otherCall.eventUrl!, fake.callEvent(otherCall.uuid, 'timeout'), { secret: otherSecret }));
+    });
+
+    describe("a genuine request of another run's call, posted to this run's URLs", () => {
+      let otherRunId: number;
+      let otherCall: VonageFakeCall;
+
+      beforeAll(async () => {
+        otherRunId = await trigger(recordedConfigId);
+        otherCall = await callFor(otherRunId);
+        // The check needs this run's call id, stored once the dial's answer is read.
+        await waitFor(async () => ((await storedCallId(runId)) === call.uuid ? true : undefined), { what: "this run's call id to be stored" });
+      });
+
+      it('is refused at the event URL with 403, and still counts at its own', async () => {
+        // Vonage signs the body, not the URL: the body's uuid is what ties the event to its run.
+        const genuine = fake.signedRequest(otherCall.eventUrl!, fake.callEvent(otherCall.uuid, 'busy'));
+        const misdirected = await fake.deliver({ ...genuine, url: call.eventUrl! });
+        expect(misdirected.status).toBe(403);
+        expect(JSON.parse(misdirected.body).code).toBe('webhook_signature_invalid');
+
+        expect((await fake.deliver(genuine)).status).toBe(200);
+        expect(await runReaches(otherRunId, (run) => run.is_completed === true, 'the other run to end')).toMatchObject({ status: 'busy' });
+      });
+
+      it('is refused at the answer URL with 403: no agent session for this run is handed out', async () => {
+        const answer = fake.signedRequest(call.answerUrl!, { to: otherCall.to, from: otherCall.from, uuid: otherCall.uuid, conversation_uuid: otherCall.conversationUuid });
+        const response = await fake.deliver(answer);
+        expect(response.status).toBe(403);
+        expect(response.body).not.toContain('session_token');
+        expect(JSON.parse(response.body).code).toBe('webhook_signature_invalid');
+      });
     });
 
     it('accepts the same event signed again by Vonage, with a new jti', async () => {

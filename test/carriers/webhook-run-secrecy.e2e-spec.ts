@@ -36,7 +36,15 @@ const telnyxForger = new TelnyxFake();
 const vonage = new VonageFake();
 const twilioFields = { CallSid: `CA${'0'.repeat(32)}`, AccountSid: TwilioFake.ACCOUNT_SID, CallStatus: 'ringing' };
 const plivoFields = { CallUUID: '00000000-0000-4000-8000-000000000000', CallStatus: 'ringing', Event: 'StartApp' };
-const telnyxEvent = { data: { event_type: 'call.initiated', id: 'e', occurred_at: new Date().toISOString(), payload: {} } };
+/** Telnyx signs the body, not the URL: a genuine event names its run in `client_state`, as our dials ask. */
+const telnyxEventFor = (url: string) => ({
+  data: {
+    event_type: 'call.initiated',
+    id: 'e',
+    occurred_at: new Date().toISOString(),
+    payload: { client_state: Buffer.from(url.slice(url.lastIndexOf('/') + 1)).toString('base64') },
+  },
+});
 const vonageEvent = { status: 'ringing', uuid: 'u', conversation_uuid: 'c', timestamp: new Date().toISOString() };
 
 let sandboxKey: Buffer;
@@ -73,8 +81,8 @@ const SIGNERS: Signer[] = [
   {
     provider: 'telnyx',
     credentials: telnyx.credentials,
-    signed: (url) => telnyx.signedRequest(url, telnyxEvent),
-    forged: (url) => telnyxForger.signedRequest(url, telnyxEvent),
+    signed: (url) => telnyx.signedRequest(url, telnyxEventFor(url)),
+    forged: (url) => telnyxForger.signedRequest(url, telnyxEventFor(url)),
   },
   {
     provider: 'vonage',

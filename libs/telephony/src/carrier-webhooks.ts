@@ -37,7 +37,15 @@ export interface WebhookEvent {
 
 export interface ParsedWebhook {
   providerCallId: string | null;
+  /** The run the carrier's signed body names, where it echoes one back (Telnyx's `client_state`). */
+  runId?: number | null;
   events: WebhookEvent[];
+}
+
+/** What a webhook is checked against: the run its URL names. */
+export interface WebhookRun {
+  id: number;
+  providerCallId: string | null;
 }
 
 /** What our answer URL tells the carrier to do with an answered call. */
@@ -68,6 +76,14 @@ export interface AnswerContext {
 export interface CarrierWebhooks {
   verifyWebhook(request: WebhookRequest, credentials: Record<string, unknown> | null, nowMs: number): void;
   parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook;
+  /**
+   * For a carrier whose signature covers the body but not the URL (Telnyx,
+   * Vonage): why the signed body is not about the URL's run, or null when it
+   * is. Without it, a genuine event of one call could be posted to another
+   * run's URL and move that run. Carriers that sign the URL, run id and all,
+   * have none.
+   */
+  otherCallThan?(parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null;
   answerInstructions(context: AnswerContext): AnswerInstructions;
   /** Downloads a recording the carrier reported, with the carrier's auth. */
   fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }>;

@@ -11,6 +11,7 @@ import {
   CarrierWebhooks,
   CredentialsCipher,
   hasWebhooks,
+  ParsedWebhook,
   TelephonyProviders,
   WebhookKind,
   WebhookRejected,
@@ -32,7 +33,9 @@ const REPLAY_MEMORY_MS = 24 * 60 * 60 * 1000;
  * carrier's signature headers is a 401 whatever its run id, and one whose
  * signature cannot be verified for the run (no such run, another carrier's,
  * a configuration without credentials, a bad signature) gets one and the
- * same 403. The reason is logged, for whoever set the carrier up.
+ * same 403. The reason is logged, for whoever set the carrier up. Where
+ * the signature covers the body but not the URL (Telnyx, Vonage), a
+ * genuine event of another call posted here is refused with it too.
  */
 @Injectable()
 export class TelephonyWebhooksService {
@@ -55,8 +58,8 @@ export class TelephonyWebhooksService {
     if (!provider || !hasWebhooks(provider)) throw Errors.notFound('provider_not_found', `No carrier named "${providerName}" takes webhooks`);
     assertSigned(provider, request);
     // An id that cannot name a run (malformed, past the column's range) is refused like one that names no run.
-    const parsed = parseStoredId(runIdParam);
-    const runId = typeof parsed === 'number' ? parsed : null;
+    const storedId = parseStoredId(runIdParam);
+    const runId = typeof storedId === 'number' ? storedId : null;
     const run = runId === null ? null : await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
     if (!run || run.provider !== providerName) {
       throw this.unverifiable(providerName, runIdParam, run ? `the run is a call of ${run.provider}` : 'no run has this id');
@@ -74,9 +77,13 @@ export class TelephonyWebhooksService {
       }
       throw error;
     }
+    const parsed = parseOrRefuse(provider, kind, request);
+    // A signature that does not cover the URL (Telnyx, Vonage) leaves the body to say whose call it is.
+    const otherCall = provider.otherCallThan?.(parsed, { id: run.id, providerCallId: run.providerCallId }, request);
+    if (otherCall) throw this.unverifiable(providerName, runIdParam, otherCall);
     const replayKey = await this.rememberDelivery(provider, request, config?.id ?? 0);
     try {
-      return await this.accept(provider, providerName, kind, run, config, request);
+      return await this.accept(provider, providerName, kind, run, config, parsed);
     } catch (error) {
       // Not handled: the carrier's retry of this very request must get through.
       if (replayKey) await this.redis.redis.del(replayKey);
@@ -114,14 +121,8 @@ export class TelephonyWebhooksService {
     kind: WebhookKind,
     run: WorkflowRun,
     config: TelephonyConfiguration | null,
-    request: WebhookRequest,
+    parsed: ParsedWebhook,
   ): Promise<AnswerInstructions | null> {
-    let parsed;
-    try {
-      parsed = provider.parseWebhook(kind, request);
-    } catch (error) {
-      throw Errors.validation(`The carrier's request could not be read: ${(error as Error).message}`);
-    }
     const providerCallId = parsed.providerCallId ?? run.providerCallId ?? '';
     for (const event of parsed.events) {
       const job = { ...event, runId: run.id, organizationId: run.organizationId, provider: providerName, providerCallId };
@@ -168,6 +169,14 @@ function assertSigned(provider: CarrierWebhooks, request: WebhookRequest): void 
     provider.verifyWebhook(request, null, Date.now());
   } catch (error) {
     if (error instanceof WebhookRejected && error.status === 401) throw unsigned(error);
+  }
+}
+
+function parseOrRefuse(provider: CarrierWebhooks, kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
+  try {
+    return provider.parseWebhook(kind, request);
+  } catch (error) {
+    throw Errors.validation(`The carrier's request could not be read: ${(error as Error).message}`);
   }
 }
 

@@ -1,6 +1,7 @@
 import { TelnyxFake } from '../../../../test/fakes/telnyx-fake';
 import { ParsedWebhook } from '../carrier-webhooks';
-import { parseTelnyxWebhook } from './telnyx-events';
+import { parseTelnyxWebhook, telnyxOtherCall } from './telnyx-events';
+import { telnyxClientState } from './telnyx-client-state';
 
 const URL = 'https://calls.example.com/api/v1/telephony/telnyx/status/42';
 const ID = 'v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg';
@@ -44,6 +45,8 @@ describe('parseTelnyxWebhook', () => {
 
     expect(parse(documented)).toEqual({
       providerCallId: ID,
+      // Its client_state is someone's text, not a run id of ours.
+      runId: null,
       events: [{ type: 'failed', reason: 'call_rejected', occurredAt: '2018-02-02T22:25:27.521Z' }],
     });
   });
@@ -57,6 +60,7 @@ describe('parseTelnyxWebhook', () => {
   it('call.answered is answered', () => {
     expect(parseEvent('call.answered', { state: 'answered' })).toEqual({
       providerCallId: ID,
+      runId: null,
       events: [{ type: 'answered', occurredAt: '2018-02-02T22:25:27.521Z' }],
     });
   });
@@ -135,5 +139,33 @@ describe('parseTelnyxWebhook', () => {
     const request = fake.signedRequest(URL, fake.event('call.answered', { call_control_id: ID, client_state: 'NDI=' }));
 
     expect(parseTelnyxWebhook(request).providerCallId).toBe(ID);
+  });
+});
+
+describe('telnyxOtherCall: whether a signed Telnyx event is about the run of its URL', () => {
+  const fake = new TelnyxFake();
+  const run = { id: 42, providerCallId: ID };
+
+  function eventWith(payload: Record<string, unknown>): ParsedWebhook {
+    const body = { data: { record_type: 'event', event_type: 'call.hangup', id: 'e1', occurred_at: AT, payload } };
+    return parseTelnyxWebhook(fake.signedRequest(URL, body));
+  }
+
+  it("accepts an event whose client_state names the URL's run, whatever its call id (the dial's answer may not be stored yet)", () => {
+    expect(telnyxOtherCall(eventWith({ call_control_id: 'v3:not-stored-yet', client_state: telnyxClientState(42) }), run)).toBeNull();
+    expect(telnyxOtherCall(eventWith({ call_control_id: 'v3:first', client_state: telnyxClientState(42) }), { id: 42, providerCallId: null })).toBeNull();
+  });
+
+  it("refuses an event whose client_state names another run, even with this run's call id", () => {
+    expect(telnyxOtherCall(eventWith({ call_control_id: ID, client_state: telnyxClientState(43) }), run)).toMatch(/names run 43/);
+  });
+
+  it("without a client_state of ours, accepts the run's own call id and refuses any other, or none", () => {
+    expect(telnyxOtherCall(eventWith({ call_control_id: ID }), run)).toBeNull();
+    expect(telnyxOtherCall(eventWith({ call_control_id: ID, client_state: 'aGF2ZSBhIG5pY2UgZGF5ID1d' }), run)).toBeNull();
+    expect(telnyxOtherCall(eventWith({ call_control_id: 'v3:another-call' }), run)).toMatch(/neither/);
+    expect(telnyxOtherCall(eventWith({ call_control_id: ID }), { id: 42, providerCallId: null })).toMatch(/neither/);
+    expect(telnyxOtherCall(eventWith({}), run)).toMatch(/neither/);
+    expect(telnyxOtherCall(parseTelnyxWebhook(fake.signedRequest(URL, 'not json')), run)).toMatch(/neither/);
   });
 });

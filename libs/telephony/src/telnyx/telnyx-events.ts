@@ -1,4 +1,5 @@
-import { ParsedWebhook, WebhookEvent, WebhookRequest } from '../carrier-webhooks';
+import { ParsedWebhook, WebhookEvent, WebhookRequest, WebhookRun } from '../carrier-webhooks';
+import { runIdFromTelnyxClientState } from './telnyx-client-state';
 
 interface TelnyxEnvelope {
   data?: {
@@ -51,7 +52,22 @@ export function parseTelnyxWebhook(request: WebhookRequest, now = new Date()): P
   const providerCallId = typeof payload.call_control_id === 'string' ? payload.call_control_id : null;
   const occurredAt = isoOr(data?.occurred_at ?? payload.occurred_at, now);
   const event = telnyxEvent(String(data?.event_type ?? ''), payload, occurredAt);
-  return { providerCallId, events: event ? [event] : [] };
+  return { providerCallId, runId: runIdFromTelnyxClientState(payload.client_state), events: event ? [event] : [] };
+}
+
+/**
+ * Telnyx signs the timestamp and the body, not the URL: the body must be
+ * about the URL's run. Every call we place carries its run id as
+ * `client_state`, which Telnyx echoes in each event; an event without one
+ * must at least name the run's call. One that names neither is refused:
+ * nothing would tie it to this run.
+ */
+export function telnyxOtherCall(parsed: ParsedWebhook, run: WebhookRun): string | null {
+  if (parsed.runId !== undefined && parsed.runId !== null) {
+    return parsed.runId === run.id ? null : `the signed body's client_state names run ${parsed.runId}`;
+  }
+  if (parsed.providerCallId !== null && parsed.providerCallId === run.providerCallId) return null;
+  return "the signed body names neither this run (client_state) nor the run's call";
 }
 
 function telnyxEvent(type: string, payload: Record<string, unknown>, occurredAt: string): WebhookEvent | null {

@@ -571,7 +571,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       await provider.hangup(reference({ providerCallId }));
 
       for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(received).toEqual([{ status: 200, parsed: { providerCallId, events: [expect.objectContaining({ type: 'canceled' })] } }]);
+      expect(received).toEqual([{ status: 200, parsed: { providerCallId, runId: 42, events: [expect.objectContaining({ type: 'canceled' })] } }]);
     });
 
     it('a replayed webhook is refused with 403, an unsigned one with 401', async () => {

@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
 import { carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
-import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
 import { foundCall } from '../found-call';
 import {
@@ -24,7 +24,7 @@ import { telnyxClientState } from './telnyx-client-state';
 import { readTelnyxCredentials, telnyxCredentialProblems, TelnyxCredentials } from './telnyx-credentials';
 import { telnyxDialBody, TelnyxPlaceCallRequest } from './telnyx-dial';
 import { telnyxDialError, telnyxErrors } from './telnyx-errors';
-import { parseTelnyxWebhook } from './telnyx-events';
+import { parseTelnyxWebhook, telnyxOtherCall } from './telnyx-events';
 import { TELNYX_SIGNATURE_HEADER, TELNYX_TIMESTAMP_HEADER, verifyTelnyxSignature } from './telnyx-signature';
 import { telnyxSettingsProblems } from './telnyx-settings';
 
@@ -185,6 +185,10 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   parseWebhook(_kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
     // Telnyx sends every event of a call to its webhook_url; the kind adds nothing.
     return parseTelnyxWebhook(request);
+  }
+
+  otherCallThan(parsed: ParsedWebhook, run: WebhookRun): string | null {
+    return telnyxOtherCall(parsed, run);
   }
 
   answerInstructions(): AnswerInstructions {

@@ -1,6 +1,6 @@
 import { VonageFake } from '../../../../test/fakes/vonage-fake';
-import { ParsedWebhook, WebhookKind } from '../carrier-webhooks';
-import { parseVonageWebhook, vonageTime } from './vonage-events';
+import { ParsedWebhook, WebhookKind, WebhookRun } from '../carrier-webhooks';
+import { parseVonageWebhook, vonageOtherCall, vonageTime } from './vonage-events';
 
 const STATUS_URL = 'https://calls.example.com/api/v1/telephony/vonage/status/42';
 const UUID = 'aaaaaaaa-bbbb-cccc-dddd-0123456789ab';
@@ -96,6 +96,33 @@ describe('parseVonageWebhook', () => {
     expect(parse({ uuid: UUID, status: 'transfer', timestamp: AT }).events).toEqual([]);
     expect(parse('[1,2]')).toEqual({ providerCallId: null, events: [] });
     expect(parse('nope')).toEqual({ providerCallId: null, events: [] });
+  });
+});
+
+describe('vonageOtherCall: whether a signed Vonage event is about the run of its URL', () => {
+  const fake = new VonageFake();
+  const run: WebhookRun = { id: 42, providerCallId: UUID };
+  const other = 'ffffffff-bbbb-cccc-dddd-0123456789ab';
+
+  function check(body: object, url = STATUS_URL, kind: WebhookKind = 'status', about = run): string | null {
+    const request = fake.signedRequest(url, body);
+    return vonageOtherCall(parseVonageWebhook(kind, request), about, request);
+  }
+
+  it("accepts the run's own call, on the event and the answer URLs", () => {
+    expect(check({ uuid: UUID, status: 'completed', timestamp: AT })).toBeNull();
+    expect(check({ uuid: UUID, conversation_uuid: 'CON-1' }, STATUS_URL.replace('/status/', '/answer/'), 'answer')).toBeNull();
+  });
+
+  it('refuses an event or an answer request of another call', () => {
+    expect(check({ uuid: other, status: 'completed', timestamp: AT })).toMatch(/another|not the run's/);
+    expect(check({ uuid: other, conversation_uuid: 'CON-2' }, STATUS_URL.replace('/status/', '/answer/'), 'answer')).toMatch(/not the run's/);
+  });
+
+  it("cannot check, and accepts: before the run's call id is stored, the agent leg's own events, a recording event", () => {
+    expect(check({ uuid: other, status: 'ringing', timestamp: AT }, STATUS_URL, 'status', { id: 42, providerCallId: null })).toBeNull();
+    expect(check({ uuid: 'websocket-leg', status: 'completed', timestamp: AT }, `${STATUS_URL}?leg=agent`)).toBeNull();
+    expect(check({ recording_url: 'https://api.nexmo.com/v1/files/x', conversation_uuid: 'CON-2', timestamp: AT }, STATUS_URL, 'recording')).toBeNull();
   });
 });
 

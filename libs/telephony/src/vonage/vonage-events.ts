@@ -1,4 +1,4 @@
-import { ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 
 /**
  * Query parameter our NCCO adds to the `connect` action's event URL: events
@@ -44,6 +44,19 @@ export function parseVonageWebhook(kind: WebhookKind, request: WebhookRequest, n
   }
   const event = vonageStatusEvent(body, occurredAt);
   return { providerCallId, events: event ? [event] : [] };
+}
+
+/**
+ * Vonage signs the body (the JWT's `payload_hash`), not the URL: an event
+ * that names a call (`uuid`) must name the run's. Not checked where nothing
+ * can be: before the dial's answer has stored the run's uuid (Vonage may
+ * call back first), for the agent leg's events (their own uuid; nothing is
+ * taken from them), and for a recording event, which names only the
+ * conversation.
+ */
+export function vonageOtherCall(parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null {
+  if (!parsed.providerCallId || !run.providerCallId || isAgentLeg(request.url)) return null;
+  return parsed.providerCallId === run.providerCallId ? null : `the signed body is about call ${parsed.providerCallId.slice(0, 40)}, not the run's`;
 }
 
 /** A call's `status` (and the fields that come with it) as our event; null for states that move nothing. */

@@ -3,7 +3,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
 import { isPublicHttpsUrl } from '../carrier-http';
-import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
+import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
 import { foundCall } from '../found-call';
 import {
@@ -20,7 +20,7 @@ import { VonageApi, VonageResponse } from './vonage-api';
 import { readVonageCredentials, vonageCredentialProblems, VonageCredentials } from './vonage-credentials';
 import { vonageDialBody, vonageNumber } from './vonage-dial';
 import { vonageDialError, vonageProblem } from './vonage-errors';
-import { parseVonageWebhook, vonageStatusEvent, vonageTime } from './vonage-events';
+import { parseVonageWebhook, vonageOtherCall, vonageStatusEvent, vonageTime } from './vonage-events';
 import { vonageAnswerInstructions } from './vonage-ncco';
 import { verifyVonageWebhook, vonageReplayKey } from './vonage-signature';
 import { vonageSettingsProblems } from './vonage-settings';
@@ -137,6 +137,10 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
 
   parseWebhook(kind: WebhookKind, request: WebhookRequest): ParsedWebhook {
     return parseVonageWebhook(kind, request);
+  }
+
+  otherCallThan(parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null {
+    return vonageOtherCall(parsed, run, request);
   }
 
   /**
