@@ -56,7 +56,7 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
     return pages;
   }
 
-  it('lists the workflow’s runs newest first, as full run records, with next_cursor null on the last page', async () => {
+  it('lists the workflow’s runs newest first, as run records without their free-form documents, with next_cursor null on the last page', async () => {
     const response = await list();
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ runs: expect.any(Array), next_cursor: null });
@@ -64,7 +64,27 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
     const created = response.body.runs.map((run: any) => Date.parse(run.created_at));
     expect(created).toEqual([...created].sort((a, b) => b - a));
     const single = await apps.client.get(`/api/v1/workflow/${main.workflow.workflowId}/runs/${runIds[0]}`, { key: main.org.adminKey });
-    expect(response.body.runs.at(-1)).toEqual(single.body);
+    const { initial_context, gathered_context, logs, annotations, ...summary } = single.body;
+    expect(initial_context).toEqual(expect.any(Object));
+    expect(logs).toEqual(expect.any(Object));
+    expect(response.body.runs.at(-1)).toEqual(summary);
+    for (const run of response.body.runs) expect(Object.keys(run)).toEqual(Object.keys(summary));
+  });
+
+  it('answers a page of runs holding megabytes of gathered context in a few KiB: one request cannot fill the gateway', async () => {
+    // An agent runtime may store up to 8 MiB per run; a page of 200 full records was up to 1.6 GB.
+    const blob = 'x'.repeat(2 * 1024 * 1024);
+    await apps.dataSource.query(`UPDATE workflow_runs SET gathered_context = jsonb_build_object('notes', $2::text) WHERE id = ANY($1::integer[])`, [
+      runIds,
+      blob,
+    ]);
+    const response = await list('limit=200');
+    expect(response.status).toBe(200);
+    expect(response.body.runs.map((run: any) => run.id)).toEqual([...runIds].reverse());
+    expect(JSON.stringify(response.body).length).toBeLessThan(64 * 1024);
+    // The run itself still answers all of it.
+    const single = await apps.client.get(`/api/v1/workflow/${main.workflow.workflowId}/runs/${runIds[0]}`, { key: main.org.adminKey });
+    expect(single.body.gathered_context.notes).toHaveLength(blob.length);
   });
 
   it.each([1, 2, 3, 7])('paginates with limit=%d across pages without duplicates or gaps', async (limit) => {

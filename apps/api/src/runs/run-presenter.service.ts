@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ArtifactKind, DownloadTokens } from '@app/artifacts';
 import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { RunRecordRow } from './run-records.service';
+import { RunDocumentField, RunRecordRow, RunSummaryRow } from './run-records.service';
 
 /** Run-record links remembered for reuse; a dashboard polling a few thousand runs stays within it. */
 const RECORD_LINKS_KEPT = 10_000;
@@ -39,6 +39,15 @@ export class RunPresenter {
    * spacing); everything else is written by JSON.stringify.
    */
   recordJson(run: RunRecordRow): string {
+    return this.json(run, run);
+  }
+
+  /** A run as the list shows it: the record without `initial_context`, `gathered_context`, `logs` and `annotations`. */
+  summaryJson(run: RunSummaryRow): string {
+    return this.json(run, null);
+  }
+
+  private json(run: RunSummaryRow, documents: Pick<RunRecordRow, RunDocumentField> | null): string {
     const text = JSON.stringify;
     const transcriptUrl = run.has_transcript ? this.recordLink(run.id, 'transcript').url : null;
     const recordingUrl = run.has_recording ? this.recordLink(run.id, 'recording').url : null;
@@ -49,8 +58,10 @@ export class RunPresenter {
       `"is_completed":${text(run.is_completed)},"transcript_url":${text(transcriptUrl)},` +
       `"recording_url":${text(recordingUrl)},"cost_info":${text(costInfo)},` +
       `"definition_id":${text(run.definition_id)},"call_type":${text(run.call_type)},` +
-      `"initial_context":${run.initial_context},"gathered_context":${run.gathered_context},` +
-      `"logs":${run.logs},"annotations":${run.annotations},` +
+      (documents
+        ? `"initial_context":${documents.initial_context},"gathered_context":${documents.gathered_context},` +
+          `"logs":${documents.logs},"annotations":${documents.annotations},`
+        : '') +
       `"status":${text(run.status)},"environment":${text(run.environment)},` +
       `"phone_number":${text(run.phone_number)},"from_number":${text(run.from_number)},` +
       `"telephony_configuration_id":${text(run.telephony_configuration_id)},` +
@@ -64,15 +75,15 @@ export class RunPresenter {
   /**
    * A page of the run list as JSON (`{"runs": [...], "next_cursor": ...}`),
    * written straight into one buffer. As one string, a page of records (50
-   * of them are some 150 KiB) lands in V8's large-object space, which only a
+   * full ones were some 150 KiB) lands in V8's large-object space, which only a
    * full collection frees: under list polling that raised the API's peak RSS
    * by 25–30 MiB. A buffer's memory is freed with its handle.
    */
-  pageJson(runs: RunRecordRow[], nextCursor: string | null): Buffer {
+  pageJson(runs: RunSummaryRow[], nextCursor: string | null): Buffer {
     const parts = ['{"runs":['];
     runs.forEach((run, index) => {
       if (index > 0) parts.push(',');
-      parts.push(this.recordJson(run));
+      parts.push(this.summaryJson(run));
     });
     parts.push(`],"next_cursor":${JSON.stringify(nextCursor)}}`);
     const body = Buffer.allocUnsafe(parts.reduce((size, part) => size + Buffer.byteLength(part), 0));

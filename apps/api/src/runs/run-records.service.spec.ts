@@ -176,6 +176,12 @@ describe('RunRecords and RunPresenter.recordJson', () => {
     expect(await records.list({ workflowId: WORKFLOW, organizationId: ORG + 1, limit: 200 })).toEqual([]);
 
     const page = JSON.parse(presenter.pageJson(before, 'next').toString('utf8'));
-    expect(page).toEqual({ runs: before.map((row) => JSON.parse(presenter.recordJson(row))), next_cursor: 'next' });
+    expect(page).toEqual({ runs: before.map((row) => JSON.parse(presenter.summaryJson(row))), next_cursor: 'next' });
+    // A list item is the record without its free-form documents, which are not even read.
+    const full = (await records.findById(finished))!;
+    const { initial_context, gathered_context, logs, annotations, ...summary } = JSON.parse(presenter.recordJson(full));
+    expect([initial_context, gathered_context, logs, annotations].every((document) => typeof document === 'object')).toBe(true);
+    expect(page.runs[0]).toEqual(summary);
+    expect(Object.keys(before[0])).not.toEqual(expect.arrayContaining(['gathered_context']));
   });
 });

@@ -41,6 +41,12 @@ export interface RunRecordRow {
   updated_at: string;
 }
 
+/** The run's free-form JSON documents: each can be megabytes (an agent's gathered context up to AGENT_DATA_LIMITS). */
+export type RunDocumentField = 'initial_context' | 'gathered_context' | 'logs' | 'annotations';
+
+/** A run as the list shows it: the record without its free-form documents. */
+export type RunSummaryRow = Omit<RunRecordRow, RunDocumentField>;
+
 export interface RunListFilter {
   workflowId: number;
   organizationId: number;
@@ -60,7 +66,7 @@ function iso(column: string): string {
  * URL and the artifact keys stay in the database (a key only says whether a
  * link is minted).
  */
-const RECORD_SELECT = [
+const SUMMARY_COLUMNS = [
   'id',
   'organization_id',
   'workflow_id',
@@ -73,10 +79,6 @@ const RECORD_SELECT = [
   'cost_info',
   'definition_id',
   'call_type',
-  'initial_context::text AS initial_context',
-  'gathered_context::text AS gathered_context',
-  'logs::text AS logs',
-  'annotations::text AS annotations',
   'status',
   'environment',
   'phone_number',
@@ -89,6 +91,14 @@ const RECORD_SELECT = [
   'end_reason',
   'trigger_uuid',
   iso('updated_at'),
+];
+const SUMMARY_SELECT = SUMMARY_COLUMNS.join(', ');
+const RECORD_SELECT = [
+  ...SUMMARY_COLUMNS,
+  'initial_context::text AS initial_context',
+  'gathered_context::text AS gathered_context',
+  'logs::text AS logs',
+  'annotations::text AS annotations',
 ].join(', ');
 
 /**
@@ -126,8 +136,12 @@ export class RunRecords {
     return rows.length > 0;
   }
 
-  /** A workflow's runs of one organization, newest first. */
-  list(filter: RunListFilter): Promise<RunRecordRow[]> {
+  /**
+   * A workflow's runs of one organization, newest first, as summaries. A
+   * page of full records was up to 200 runs of megabytes each: one request
+   * could hold a gigabyte in the gateway, and a few at once exhaust its heap.
+   */
+  list(filter: RunListFilter): Promise<RunSummaryRow[]> {
     const conditions = ['workflow_id = $1', 'organization_id = $2'];
     const values: unknown[] = [filter.workflowId, filter.organizationId];
     if (filter.status !== undefined) {
@@ -140,7 +154,7 @@ export class RunRecords {
     }
     values.push(filter.limit);
     return this.dataSource.query(
-      `SELECT ${RECORD_SELECT} FROM workflow_runs WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
+      `SELECT ${SUMMARY_SELECT} FROM workflow_runs WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
       values,
     );
   }

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** A run as the API answers it: the spec's run record plus the call's own fields. */
-export class RunView {
+/** A run as the list shows it: the run record without its free-form documents. */
+export class RunSummary {
   @ApiProperty() id: number;
   @ApiProperty() workflow_id: number;
   @ApiProperty({ example: 'WR-API-42' }) name: string;
@@ -13,10 +13,6 @@ export class RunView {
   @ApiProperty({ type: 'object', additionalProperties: true }) cost_info: Record<string, unknown>;
   @ApiProperty({ type: Number, nullable: true }) definition_id: number | null;
   @ApiProperty({ enum: ['inbound', 'outbound'] }) call_type: 'inbound' | 'outbound';
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) initial_context: Record<string, unknown>;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) gathered_context: Record<string, unknown>;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) logs: Record<string, unknown>;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) annotations: Record<string, unknown>;
   @ApiProperty({
     enum: ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'],
   })
@@ -34,8 +30,20 @@ export class RunView {
   @ApiProperty({ format: 'date-time' }) updated_at: string;
 }
 
+/** A run as the API answers it: the spec's run record plus the call's own fields. */
+export class RunView extends RunSummary {
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) initial_context: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) gathered_context: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) logs: Record<string, unknown>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) annotations: Record<string, unknown>;
+}
+
 export class RunPage {
-  @ApiProperty({ type: [RunView] }) runs: RunView[];
+  @ApiProperty({
+    type: [RunSummary],
+    description: 'Summaries: read a run for its initial_context, gathered_context, logs and annotations',
+  })
+  runs: RunSummary[];
   @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
   next_cursor: string | null;
 }
