@@ -132,6 +132,27 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       });
     });
 
+    it('answers 503 agent_render_failed within the render budget when the agent is too costly to render, not minutes later', async () => {
+      // A definition stored before the save-time check: the gateway renders it under one budget, as the dialer does.
+      const [{ definition_id: definitionId, definition }] = await apps.dataSource.query(
+        `SELECT r.definition_id, d.definition FROM workflow_runs r JOIN workflow_definitions d ON d.id = r.definition_id WHERE r.id = $1`,
+        [runId],
+      );
+      const loop = '{% for i in (1..1000) %}{% for j in (1..1000) %}{% endfor %}{% endfor %}';
+      const costly = { ...definition, nodes: [...definition.nodes, ...[1, 2, 3].map((i) => ({ id: `slow${i}`, type: 'agentNode', data: { prompt: loop } }))] };
+      await apps.dataSource.query(`UPDATE workflow_definitions SET definition = $2 WHERE id = $1`, [definitionId, costly]);
+      try {
+        const started = Date.now();
+        const response = await apps.client.get(session(tokenFor(runId)));
+        expect(response.status).toBe(503);
+        expect(response.body).toMatchObject({ code: 'agent_render_failed', message: expect.stringContaining('too costly to render') });
+        expect(Date.now() - started).toBeLessThan(5_000);
+      } finally {
+        await apps.dataSource.query(`UPDATE workflow_definitions SET definition = $2 WHERE id = $1`, [definitionId, definition]);
+      }
+      expect((await apps.client.get(session(tokenFor(runId)))).status).toBe(200);
+    });
+
     it('answers 403 for a tampered token and 410 for an expired one', async () => {
       const token = tokenFor(runId);
       const tampered = `${token.slice(0, -2)}${token.endsWith('A') ? 'B' : 'A'}A`;

@@ -257,6 +257,15 @@ describe('management API: workflows', () => {
       nodes: [start, ...Array.from({ length: 5 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: '{{a}}'.repeat(401) }))],
       edges: [],
     }, 'its templates hold 2005 Liquid tags and outputs together; the limit is 2000'],
+    ['its templates take more than a second to render together', {
+      // Each loop well within a template's own limits; together they would hold every process rendering them.
+      nodes: [start, ...Array.from({ length: 3 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: '{% for i in (1..1000) %}{% for j in (1..1000) %}{% endfor %}{% endfor %}' }))],
+      edges: [],
+    }, 'too costly to render: rendering its templates takes more than 1000 ms'],
+    ['its templates render to more than 2,000,000 characters together', {
+      nodes: [start, ...Array.from({ length: 5 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: `{% for i in (1..50) %}${'x'.repeat(10_000)}{% endfor %}` }))],
+      edges: [],
+    }, 'too costly to render: its templates render to more than 2000000 characters together'],
   ])('answers 400 invalid_definition when %s, and stores nothing', async (_, definition, problem) => {
     const fresh = await createOrganization(apps.dataSource);
     const response = await apps.client.post('/api/v1/workflows', { name: 'Bad', definition }, { key: fresh.adminKey });

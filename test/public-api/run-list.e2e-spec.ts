@@ -65,8 +65,7 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
     expect(created).toEqual([...created].sort((a, b) => b - a));
     const single = await apps.client.get(`/api/v1/workflow/${main.workflow.workflowId}/runs/${runIds[0]}`, { key: main.org.adminKey });
     const { initial_context, gathered_context, logs, annotations, ...summary } = single.body;
-    expect(initial_context).toEqual(expect.any(Object));
-    expect(logs).toEqual(expect.any(Object));
+    for (const document of [initial_context, gathered_context, logs, annotations]) expect(document).toEqual(expect.any(Object));
     expect(response.body.runs.at(-1)).toEqual(summary);
     for (const run of response.body.runs) expect(Object.keys(run)).toEqual(Object.keys(summary));
   });

@@ -23,6 +23,16 @@ export const TEMPLATE_TAGS_LIMIT = 500;
  * of a kilobyte.
  */
 export const RENDERED_CHARS_LIMIT = 1_000_000;
+/** How long one template's render may take, when the caller sets no tighter bound. */
+export const TEMPLATE_RENDER_LIMIT_MS = 1_000;
+
+/** Tighter bounds for one render: what is left of a larger budget (`renderDefinition`'s). */
+export interface RenderBounds {
+  /** Milliseconds this render may take. */
+  timeLimitMs?: number;
+  /** Characters it may write. */
+  charsLimit?: number;
+}
 
 /** Liquid's tags that read another template by name. */
 const TEMPLATE_READING_TAGS = ['include', 'render', 'layout'];
@@ -51,7 +61,7 @@ export class PromptRenderer {
     ownPropertyOnly: true,
     templates: {},
     parseLimit: 100_000,
-    renderLimit: 1_000,
+    renderLimit: TEMPLATE_RENDER_LIMIT_MS,
     memoryLimit: 10_000_000,
   });
   private readonly compiled = new RecentMap<string, CompiledTemplate>(CACHE_LIMIT);
@@ -82,11 +92,15 @@ export class PromptRenderer {
     this.liquid.parse(source);
   }
 
-  /** Throws when the template fails, runs past its time, or renders more than RENDERED_CHARS_LIMIT characters. */
-  async render(source: string, data: Record<string, unknown>): Promise<RenderResult> {
+  /**
+   * Throws when the template fails, runs past its time, or renders more than
+   * RENDERED_CHARS_LIMIT characters (or the tighter `bounds`).
+   */
+  async render(source: string, data: Record<string, unknown>, bounds: RenderBounds = {}): Promise<RenderResult> {
     const { templates, variables } = this.compile(source);
-    const emitter = new BoundedEmitter();
-    const context = new Context(data, this.liquid.options, { sync: false }, { liquid: this.liquid });
+    const emitter = new BoundedEmitter(Math.min(RENDERED_CHARS_LIMIT, bounds.charsLimit ?? Infinity));
+    const renderLimit = Math.min(TEMPLATE_RENDER_LIMIT_MS, Math.max(0, bounds.timeLimitMs ?? Infinity));
+    const context = new Context(data, this.liquid.options, { sync: false, renderLimit }, { liquid: this.liquid });
     await toPromise(this.liquid.renderer.renderTemplates(templates, context, emitter));
     return { text: emitter.buffer, missingPaths: missingPaths(variables, data) };
   }
@@ -109,15 +123,17 @@ export function liquidTagCount(source: string): number {
   return source.match(/\{[{%]/g)?.length ?? 0;
 }
 
-/** Liquid's string output, refused past RENDERED_CHARS_LIMIT characters. */
+/** Liquid's string output, refused past `limit` characters. */
 class BoundedEmitter implements Emitter {
   buffer = '';
+
+  constructor(private readonly limit = RENDERED_CHARS_LIMIT) {}
 
   write(html: unknown): void {
     const value = toValue(html);
     this.buffer += value === null || value === undefined ? '' : Array.isArray(value) ? value.join('') : String(value);
-    if (this.buffer.length > RENDERED_CHARS_LIMIT) {
-      throw new Error(`the template renders to more than ${RENDERED_CHARS_LIMIT} characters`);
+    if (this.buffer.length > this.limit) {
+      throw new Error(`the template renders to more than ${this.limit} characters`);
     }
   }
 }

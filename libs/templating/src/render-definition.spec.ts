@@ -1,6 +1,6 @@
 import { DefinitionGraph, DefinitionNode } from '@app/persistence';
 import { PromptRenderer } from './prompt-renderer';
-import { renderDefinition, renderOpening } from './render-definition';
+import { DefinitionRenderLimitError, renderDefinition, renderOpening } from './render-definition';
 
 describe('renderOpening', () => {
   const renderer = new PromptRenderer();
@@ -23,5 +23,53 @@ describe('renderOpening', () => {
     const definition = graph(start);
     expect(await renderOpening(renderer, definition, data)).toBe(expected);
     expect((await renderDefinition(renderer, definition, data)).opening).toBe(expected);
+  });
+});
+
+describe('renderDefinition: one budget for the whole definition', () => {
+  const renderer = new PromptRenderer();
+  const data = { initial_context: { name: 'Ada' } };
+  const agents = (count: number, prompt: string): DefinitionGraph => ({
+    nodes: [
+      { id: 'start', type: 'startCall', data: { prompt: 'Hi {{ initial_context.name }}' } } as DefinitionNode,
+      ...Array.from({ length: count }, (_, i) => ({ id: `a${i}`, type: 'agentNode' as const, data: { prompt } })),
+    ],
+    edges: [],
+  });
+  /** A loop of about ten milliseconds here: far inside a template's own second. */
+  const slow = '{% for i in (1..150) %}{% for j in (1..150) %}{% endfor %}{% endfor %}';
+
+  it('renders an ordinary definition as before', async () => {
+    const rendered = await renderDefinition(renderer, agents(2, 'Help {{ initial_context.name }}.'), data, { timeMs: 50, chars: 100 });
+    expect(rendered.nodes.map((node) => node.prompt)).toEqual(['Hi Ada', 'Help Ada.', 'Help Ada.']);
+  });
+
+  it('refuses a definition whose templates, each within its own limits, take longer than the budget together', async () => {
+    const started = performance.now();
+    const rendering = renderDefinition(renderer, agents(200, slow), data, { timeMs: 100, chars: 1_000_000 });
+    await expect(rendering).rejects.toThrow(DefinitionRenderLimitError);
+    await expect(rendering).rejects.toThrow('rendering its templates takes more than 100 ms');
+    // Stopped at the budget (plus the template it was in), not after 200 templates.
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('refuses a definition whose templates together write more than the budget', async () => {
+    const graph = agents(5, `{% for i in (1..10) %}${'x'.repeat(1_000)}{% endfor %}`);
+    await expect(renderDefinition(renderer, graph, data, { timeMs: 1_000, chars: 45_000 })).rejects.toThrow(
+      'its templates render to more than 45000 characters together',
+    );
+    expect((await renderDefinition(renderer, graph, data, { timeMs: 1_000, chars: 60_000 })).nodes).toHaveLength(6);
+  });
+
+  it('gives the event loop back between templates of a slow definition', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => (ticks += 1), 1);
+    try {
+      await renderDefinition(renderer, agents(20, slow), data, { timeMs: 5_000, chars: 1_000_000 });
+    } finally {
+      clearInterval(timer);
+    }
+    // About 200 ms of rendering: in one stretch, the timer would not have run at all.
+    expect(ticks).toBeGreaterThan(2);
   });
 });

@@ -1,5 +1,5 @@
 import { DefinitionGraph } from '@app/persistence';
-import { PromptRenderer } from './prompt-renderer';
+import { PromptRenderer, RENDERED_CHARS_LIMIT } from './prompt-renderer';
 
 export interface RenderedNode {
   id: string;
@@ -15,16 +15,60 @@ export interface RenderedAgent {
   missingPaths: string[];
 }
 
-/** Renders every node's prompt and greeting with the run's data. */
+/**
+ * What rendering one whole definition may take. Each template has its own
+ * bound (TEMPLATE_RENDER_LIMIT_MS, RENDERED_CHARS_LIMIT), but a definition
+ * holds up to 200 nodes of two templates each: at a second apiece, one
+ * definition could hold a process for minutes, and every call of it would.
+ */
+export const DEFINITION_RENDER_LIMITS = { timeMs: 1_000, chars: 2_000_000 };
+
+/** The process gets its event loop back after this much rendering without a pause. */
+const RENDER_SLICE_MS = 20;
+
+/** Thrown when a definition's templates together pass DEFINITION_RENDER_LIMITS. */
+export class DefinitionRenderLimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DefinitionRenderLimitError';
+  }
+}
+
+/**
+ * Renders every node's prompt and greeting with the run's data, within
+ * DEFINITION_RENDER_LIMITS for them all. Liquid renders without giving the
+ * event loop back, so past RENDER_SLICE_MS of it the next template waits a
+ * turn: other requests and jobs go on between a slow definition's templates.
+ */
 export async function renderDefinition(
   renderer: PromptRenderer,
   graph: DefinitionGraph,
   data: Record<string, unknown>,
+  limits = DEFINITION_RENDER_LIMITS,
 ): Promise<RenderedAgent> {
   const missing = new Set<string>();
+  const deadline = performance.now() + limits.timeMs;
+  let chars = 0;
+  let sliceStart = performance.now();
   const renderField = async (source: unknown): Promise<string | null> => {
     if (typeof source !== 'string') return null;
-    const result = await renderer.render(source, data);
+    if (performance.now() - sliceStart > RENDER_SLICE_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+    const timeLimitMs = deadline - performance.now();
+    if (timeLimitMs <= 0) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
+    let result;
+    try {
+      result = await renderer.render(source, data, { timeLimitMs, charsLimit: limits.chars - chars });
+    } catch (error) {
+      if (performance.now() >= deadline) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
+      if (chars + RENDERED_CHARS_LIMIT > limits.chars && /renders to more than/.test((error as Error).message)) {
+        throw overBudget(`its templates render to more than ${limits.chars} characters together`);
+      }
+      throw error;
+    }
+    chars += result.text.length;
     result.missingPaths.forEach((path) => missing.add(path));
     return result.text;
   };
@@ -50,4 +94,8 @@ export async function renderOpening(renderer: PromptRenderer, graph: DefinitionG
     if (text) return text;
   }
   return '';
+}
+
+function overBudget(what: string): DefinitionRenderLimitError {
+  return new DefinitionRenderLimitError(`the agent's definition is too costly to render: ${what}`);
 }

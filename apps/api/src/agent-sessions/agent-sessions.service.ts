@@ -34,9 +34,7 @@ export class AgentSessionsService {
     const definition = run.definitionId
       ? await this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId })
       : null;
-    const agent = definition
-      ? await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext })
-      : { nodes: [], opening: '' };
+    const agent = definition ? await this.render(definition, run) : { nodes: [], opening: '' };
     return {
       run_id: run.id,
       workflow_id: run.workflowId,
@@ -51,6 +49,19 @@ export class AgentSessionsService {
       },
       initial_context: run.initialContext,
     };
+  }
+
+  /**
+   * The dialer rendered the same definition with the same data before it
+   * dialed, so a failure here is one of time (a busy gateway past the render
+   * budget): 503, for the runtime to ask again.
+   */
+  private async render(definition: WorkflowDefinition, run: WorkflowRun) {
+    try {
+      return await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext });
+    } catch (error) {
+      throw new DomainError(503, 'agent_render_failed', `The agent's prompts could not be rendered: ${(error as Error).message.split('\n')[0]}`);
+    }
   }
 
   async report(token: string, body: unknown): Promise<{ accepted: number }> {

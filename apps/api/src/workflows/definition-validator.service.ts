@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DEFINITION_NODE_TYPES, DefinitionEdge, DefinitionGraph, DefinitionNode, DefinitionNodeType } from '@app/persistence';
-import { liquidTagCount, PromptRenderer } from '@app/templating';
+import { DefinitionRenderLimitError, liquidTagCount, PromptRenderer, renderDefinition } from '@app/templating';
 import { DEFINITION_LIMITS } from './definition-limits';
 import { invalidDefinition } from './invalid-definition.error';
 
@@ -33,6 +33,22 @@ export class DefinitionValidator {
     const nodes = this.nodes(input.nodes);
     const edges = this.edges(input.edges, new Set(nodes.map((node) => node.id)));
     return { nodes, edges };
+  }
+
+  /**
+   * Renders the definition once, with no call data, and refuses it when its
+   * templates together pass DEFINITION_RENDER_LIMITS (a loop of a million
+   * turns, output by the megabyte): every call of it would then fail with
+   * `template_error`, and its rendering would hold the processes that try.
+   * What else fails without data (a filter given nothing) may work with a
+   * call's, and is left to the call.
+   */
+  async assertRenders(graph: DefinitionGraph): Promise<void> {
+    try {
+      await renderDefinition(this.renderer, graph, { initial_context: {} });
+    } catch (error) {
+      if (error instanceof DefinitionRenderLimitError) throw invalidDefinition(error.message);
+    }
   }
 
   private nodes(value: unknown): DefinitionNode[] {

@@ -27,6 +27,7 @@ export class WorkflowsService {
 
   async create(organizationId: number, input: CreateWorkflowDto): Promise<WorkflowView> {
     const graph = this.validator.normalize(input.definition);
+    await this.validator.assertRenders(graph);
     const view = await this.dataSource.transaction(async (manager) => {
       const workflow = await manager.getRepository(Workflow).save({ organizationId, name: input.name });
       await manager
@@ -52,6 +53,7 @@ export class WorkflowsService {
 
   async saveDraft(organizationId: number, id: number, definition: Record<string, unknown>): Promise<WorkflowView> {
     let graph: DefinitionGraph = this.validator.normalize(definition);
+    await this.validator.assertRenders(graph);
     const view = await this.dataSource.transaction(async (manager) => {
       await this.lockWorkflow(manager, organizationId, id);
       graph = await this.keepTriggerPaths(manager, id, definition, graph);
