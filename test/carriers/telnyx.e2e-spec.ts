@@ -250,6 +250,22 @@ describe('placing calls through Telnyx', () => {
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
   });
 
+  it('hangs up on an answering machine when detection is on and machine_action is left out, as Telnyx reads it', async () => {
+    const defaultActionConfigId = await createConfiguration({ answering_machine_detection: true });
+    const runId = await trigger(defaultActionConfigId, '+14155550175');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)[0].body).toMatchObject({ answering_machine_detection: 'premium' });
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await fake.sendCallEvent(call.callControlId, 'call.answered');
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+    await fake.sendCallEvent(call.callControlId, 'call.machine.premium.detection.ended', { result: 'machine' });
+    // The agent was connected at dial time: our hang-up is the only thing that keeps it from talking to the machine.
+    await waitFor(async () => (fake.calls.get(call.callControlId)?.hungUpByApi ? true : undefined), { what: 'the hang-up command' });
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' } });
+    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
+  });
+
   it('applies a price that comes before the hang-up only after it, so the hang-up still says how the call ended', async () => {
     const runId = await trigger(recordedConfigId, '+14155550176');
     const call = await callFor(runId);

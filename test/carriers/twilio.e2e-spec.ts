@@ -186,6 +186,47 @@ describe('placing calls through Twilio', () => {
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
   });
 
+  it('hangs up on an answering machine when detection is on and machine_action is left out, and ends the run at once', async () => {
+    const defaultActionConfigId = await createConfiguration({ answering_machine_detection: true });
+    const runId = await trigger(defaultActionConfigId, '+14155550175');
+    const call = await callFor(runId);
+    expect(dialsFor(runId)[0].fields.MachineDetection).toBe('Enable');
+    await fake.ring(call.sid);
+    const answer = await fake.answer(call.sid, { answeredBy: 'machine_start' });
+    expect(answer.body).toContain('<Hangup/>');
+    expect(answer.body).not.toContain('<Stream');
+    await runReaches(runId, (run) => run.gathered_context?.answered_by === 'machine', 'the machine verdict');
+    await fake.complete(call.sid, { durationSeconds: 3 });
+    // No agent was connected, so none is waited for: well within the 20 s a completed call waits for an agent report.
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
+    expect(eventsOf(run)).toContain('dialer.machine_hangup');
+  });
+
+  it('completes a recorded call whose hang-up is applied before its answer only once its recording is stored', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550174');
+    const call = await callFor(runId);
+    await fake.ring(call.sid);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    // The answer's callbacks are still on their way (or lost) when the hang-up is applied.
+    await fake.complete(call.sid, { durationSeconds: 21 });
+    await runReaches(runId, (run) => run.status === 'completed', 'the hang-up to be applied');
+    const queue = apps.dialer!.get<Queue>(getQueueToken(QueueName.CallEvents));
+    await waitFor(async () => {
+      const { active, waiting } = await queue.getJobCounts('active', 'waiting');
+      return active + waiting === 0 ? true : undefined;
+    }, {
+      what: 'the hang-up to be handled',
+    });
+    expect(await readRun(runId)).toMatchObject({ status: 'completed', answered_at: null, is_completed: false, recording_url: null });
+
+    expect((await fake.recordingReady(call.sid, { durationSeconds: 2 })).status).toBe(200);
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to complete');
+    const recording = await fetch(run.recording_url);
+    expect(Buffer.from(await recording.arrayBuffer())).toEqual(TwilioFake.recordingBytes(2));
+    expect(eventsOf(run)).not.toContain('artifacts.late_recording_stored');
+  });
+
   describe('a call Twilio had not priced yet at the hang-up', () => {
     const queue = () => apps.dialer!.get<Queue>(getQueueToken(QueueName.CallEvents));
     /** The run's `lookup`-th price look-up after the hang-up, once enqueued; checked to wait for its delay. */

@@ -1,6 +1,8 @@
 import { DataSource } from 'typeorm';
 import { SandboxCall, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { RedisClient } from '@app/queue';
 import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
+import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import {
   agentGraph,
   createOrganization,
@@ -153,6 +155,54 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     }, { what: 'the hang-up' });
     const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId: `SB-still-ringing-${runId}` });
     expect(call.canceledAt).not.toBeNull();
+  });
+
+  it('hangs up the call of a run it ended though freeing its slot failed, and frees the slot in a later round', async () => {
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    const redis = apps.dialer!.get(RedisClient).redis;
+    const release = slots.release.bind(slots);
+    let runId = 0;
+    let failed = false;
+    // Redis fails the first release of this run's slot, after the run's move to `failed` was stored.
+    const releases = jest.spyOn(slots, 'release').mockImplementation(async (configurationId: number, id: number) => {
+      if (id === runId && !failed) {
+        failed = true;
+        throw new Error('Connection is closed.');
+      }
+      return release(configurationId, id);
+    });
+    try {
+      runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
+        await apps.dataSource.getRepository(SandboxCall).save({
+          callId: `SB-slot-blip-${id}`,
+          runId: id,
+          toNumber: '+14155550100',
+          outcome: 'no_answer',
+          ringMs: 60_000,
+          talkMs: 0,
+          canceledAt: null,
+          createdAt: new Date(Date.now() - 5000),
+        });
+        await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [id, `SB-slot-blip-${id}`]);
+        // The slot its dial took.
+        await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
+      });
+      const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+      expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+      // The run is final and never selected again: the hang-up and the slot cannot wait for another reaping of it.
+      await waitFor(async () => {
+        const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
+        return stored.logs.events?.some((event) => event.event === 'reaper.hung_up') ? true : undefined;
+      }, { what: 'the hang-up' });
+      const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId: `SB-slot-blip-${runId}` });
+      expect(call.canceledAt).not.toBeNull();
+      expect(failed).toBe(true);
+      await waitFor(async () => ((await redis.zscore(slots.key(seed.configId), String(runId))) === null ? true : undefined), {
+        what: 'the slot to be freed',
+      });
+    } finally {
+      releases.mockRestore();
+    }
   });
 
   it('completes a run without the carrier recording it could not fetch for an hour, and says so in its log', async () => {

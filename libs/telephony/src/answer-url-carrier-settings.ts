@@ -1,4 +1,5 @@
 import { carrierSettingsProblems } from './carrier-settings-problems';
+import { machineActionOf } from './machine-action';
 
 /** What the `settings` of a carrier that answers through our answer URL (Twilio, Plivo) may say. */
 export interface AnswerUrlCarrierSettings {
@@ -24,7 +25,7 @@ export function answerUrlCarrierSettingsProblems(carrier: string, settings: Reco
 export function readAnswerUrlCarrierSettings(settings: Record<string, unknown>): AnswerUrlCarrierSettings {
   return {
     answeringMachineDetection: settings.answering_machine_detection === true,
-    machineAction: settings.machine_action === 'talk' ? 'talk' : 'hangup',
+    machineAction: machineActionOf(settings),
     record: settings.record === true,
     agentRuntimeUrl: typeof settings.agent_runtime_url === 'string' ? settings.agent_runtime_url : null,
   };

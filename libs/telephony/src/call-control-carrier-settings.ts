@@ -1,4 +1,5 @@
 import { carrierSettingsProblems } from './carrier-settings-problems';
+import { machineActionOf } from './machine-action';
 
 /**
  * What the `settings` of a carrier we steer with call-control requests
@@ -24,7 +25,7 @@ export function callControlCarrierSettingsProblems(carrier: string, settings: Re
 export function readCallControlCarrierSettings(settings: Record<string, unknown>): CallControlCarrierSettings {
   return {
     answeringMachineDetection: settings.answering_machine_detection === true,
-    machineAction: settings.machine_action === 'talk' ? 'talk' : 'hangup',
+    machineAction: machineActionOf(settings),
     record: settings.record === true,
     ...(typeof settings.agent_runtime_url === 'string' ? { agentRuntimeUrl: settings.agent_runtime_url } : {}),
   };

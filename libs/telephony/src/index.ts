@@ -14,3 +14,4 @@ export * from './sandbox/sandbox-signature';
 export * from './agent-stream';
 export * from './call-reference';
 export * from './min-calls-per-second';
+export * from './machine-action';

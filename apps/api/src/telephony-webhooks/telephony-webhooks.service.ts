@@ -10,6 +10,7 @@ import {
   AnswerInstructions,
   CarrierWebhooks,
   CredentialsCipher,
+  hangsUpOnMachines,
   hasWebhooks,
   ParsedWebhook,
   TelephonyProviders,
@@ -132,8 +133,9 @@ export class TelephonyWebhooksService {
     }
     if (kind !== 'answer') return null;
     const answered = parsed.events.find((event) => event.type === 'answered');
-    // A machine the configuration hangs up on gets no agent: do not wait for one to report.
-    const hangsUpOnMachine = answered?.answeredBy === 'machine' && config?.settings.machine_action === 'hangup';
+    // A machine the configuration hangs up on (as the carrier reads it: detection on, no `machine_action` is a hang-up)
+    // gets no agent: do not wait for one to report.
+    const hangsUpOnMachine = answered?.answeredBy === 'machine' && hangsUpOnMachines(config?.settings ?? {});
     // Decided on the row itself, so a cancel or the reaper that ended the run since it was read wins.
     const live = !isFinalRunStatus(run.status) && (hangsUpOnMachine || (await this.runs.markAgentSessionStarted(run.id)));
     if (!live) {

@@ -11,7 +11,7 @@ import {
   WorkflowRunStore,
 } from '@app/persistence';
 import { CallEventJob, CallEventsQueue, eventsOf } from '@app/queue';
-import { CallReference, callReferenceOf, CredentialsCipher, endCallAnyway, TelephonyProviders } from '@app/telephony';
+import { CallReference, callReferenceOf, CredentialsCipher, endCallAnyway, hangsUpOnMachines, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
@@ -245,7 +245,9 @@ export class CallEventApplier {
     if (!config || !this.providers.has(config.provider)) return;
     const provider = this.providers.get(config.provider);
     const reference = this.referenceOf(event, config);
-    if (event.answeredBy === 'machine' && config.settings.machine_action === 'hangup') {
+    // As the carrier reads the configuration (detection on, no `machine_action`: a hang-up). On Telnyx the agent is
+    // connected at dial time, so this hang-up is the only one the call gets.
+    if (event.answeredBy === 'machine' && hangsUpOnMachines(config.settings)) {
       await this.runs.appendEvent(event.runId, 'dialer.machine_hangup');
       await endCallAnyway(provider, reference);
       return;

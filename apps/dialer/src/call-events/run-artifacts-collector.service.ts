@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CarrierWebhooks, CredentialsCipher, hasWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
+import { CarrierWebhooks, CredentialsCipher, hangsUpOnMachines, hasWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderOpening } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
@@ -44,11 +44,13 @@ export class RunArtifactsCollector {
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
     const config = await this.configurations.find(run.telephonyConfigurationId);
     // A machine the configuration hangs up on had nothing to say to the agent: no report is coming.
-    const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && config?.settings.machine_action === 'hangup';
+    const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && hangsUpOnMachines(config?.settings ?? {});
     const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt && !hungUpOnMachine;
     if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return;
     // Carriers announce their recording after the hang-up: wait for it (its event collects again; the reaper forces).
-    const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl && run.answeredAt !== null;
+    // A completed call was answered even when its answer is not applied yet (the events' jobs run side by side) or
+    // was lost, so `answered_at` cannot tell whether a recording is coming.
+    const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl;
     if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return;
     const provider = this.providerOf(run, config);
 

@@ -50,6 +50,14 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
    * the oldest rows of every round and crowd out the rest of the batch.
    */
   private readonly failures = new RecentMap<number, { count: number; retryAt: number }>(FAILURES_LIMIT);
+  /**
+   * The slots (run id → configuration id) of runs this reaper ended whose
+   * release failed (a Redis blip). A final run is never selected again, so
+   * each round releases them once more, as the retry of a final event's job
+   * does; forgotten ones (another dialer took the reaper over) are freed when
+   * their lease runs out.
+   */
+  private readonly unreleased = new RecentMap<number, number>(FAILURES_LIMIT);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -75,6 +83,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   }
 
   async round(): Promise<void> {
+    for (const [runId, configurationId] of [...this.unreleased]) await this.releaseSlot(configurationId, runId);
     const stale: StaleRun[] = await this.dataSource.query(
       `SELECT r.id, r.status, EXTRACT(EPOCH FROM now() - r.status_changed_at)::float AS age_seconds, r.status_changed_at,
               c.max_call_duration_seconds
@@ -148,10 +157,22 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       { unmovedSince: candidate.status_changed_at },
     );
     if (!ended) return;
-    if (ended.telephonyConfigurationId) await this.slots.release(ended.telephonyConfigurationId, run.id);
+    // The run is final from here on: a slot that cannot be released now must not keep its call from being hung up.
+    if (ended.telephonyConfigurationId) await this.releaseSlot(ended.telephonyConfigurationId, run.id);
     // A call the carrier still holds (queued behind its own rate limit, or ringing) must not ring once its run has ended.
     if (config && providerCallId && (candidate.status === 'dialing' || candidate.status === 'ringing')) {
       await this.hangUp(run, config, providerCallId);
+    }
+  }
+
+  /** Frees the slot of a run the reaper ended; one that cannot be freed now is tried again next round. */
+  private async releaseSlot(configurationId: number, runId: number): Promise<void> {
+    try {
+      await this.slots.release(configurationId, runId);
+      this.unreleased.delete(runId);
+    } catch (error) {
+      this.unreleased.set(runId, configurationId);
+      this.logger.warn({ err: error, run_id: runId }, 'could not free the slot of a run the reaper ended: trying again next round');
     }
   }
 
