@@ -131,21 +131,23 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
   });
 
-  it('hangs up the call of a run that rings past its limit before ending the run', async () => {
-    // The carrier still rings the call (ringing for a minute, placed 5 s ago), though no event reached the run.
-    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
-      await apps.dataSource.getRepository(SandboxCall).save({
-        callId: `SB-still-ringing-${id}`,
-        runId: id,
-        toNumber: '+14155550100',
-        outcome: 'no_answer',
-        ringMs: 60_000,
-        talkMs: 0,
-        canceledAt: null,
-        createdAt: new Date(Date.now() - 5000),
-      });
-      await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [id, `SB-still-ringing-${id}`]);
+  /** A sandbox call placed 5 s ago that rings for a minute, though no event reached its run, which knows its id. */
+  async function stillRinging(runId: number, callId: string): Promise<void> {
+    await apps.dataSource.getRepository(SandboxCall).save({
+      callId,
+      runId,
+      toNumber: '+14155550100',
+      outcome: 'no_answer',
+      ringMs: 60_000,
+      talkMs: 0,
+      canceledAt: null,
+      createdAt: new Date(Date.now() - 5000),
     });
+    await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, callId]);
+  }
+
+  it('hangs up the call of a run that rings past its limit before ending the run', async () => {
+    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, (id) => stillRinging(id, `SB-still-ringing-${id}`));
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
     // The hang-up follows the end of the run.
@@ -173,17 +175,7 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     });
     try {
       runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
-        await apps.dataSource.getRepository(SandboxCall).save({
-          callId: `SB-slot-blip-${id}`,
-          runId: id,
-          toNumber: '+14155550100',
-          outcome: 'no_answer',
-          ringMs: 60_000,
-          talkMs: 0,
-          canceledAt: null,
-          createdAt: new Date(Date.now() - 5000),
-        });
-        await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [id, `SB-slot-blip-${id}`]);
+        await stillRinging(id, `SB-slot-blip-${id}`);
         // The slot its dial took.
         await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
       });
