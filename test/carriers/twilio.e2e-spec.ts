@@ -169,30 +169,17 @@ describe('placing calls through Twilio', () => {
     expect(await runReaches(runId, (run) => run.is_completed === true, 'the run to end')).toMatchObject({ status: 'busy' });
   });
 
-  it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {
-    const runId = await trigger(machineConfigId, '+14155550179');
+  it.each([
+    ['says so', '+14155550179', () => machineConfigId],
+    ['turns detection on and leaves machine_action out', '+14155550175', () => createConfiguration({ answering_machine_detection: true })],
+  ])('hangs up on an answering machine when the configuration %s, records who answered, and ends the run at once', async (_case, to, configuration) => {
+    const runId = await trigger(await configuration(), to);
     const call = await callFor(runId);
     expect(dialsFor(runId)[0].fields.MachineDetection).toBe('Enable');
     await fake.ring(call.sid);
     const answer = await fake.answer(call.sid, { answeredBy: 'machine_start' });
     expect(answer.status).toBe(200);
     // The TwiML itself hangs up: no audio goes to the agent.
-    expect(answer.body).toContain('<Hangup/>');
-    expect(answer.body).not.toContain('<Stream');
-    await runReaches(runId, (run) => run.gathered_context?.answered_by === 'machine', 'the machine verdict');
-    await fake.complete(call.sid, { durationSeconds: 3 });
-    const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
-    expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
-    expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
-  });
-
-  it('hangs up on an answering machine when detection is on and machine_action is left out, and ends the run at once', async () => {
-    const defaultActionConfigId = await createConfiguration({ answering_machine_detection: true });
-    const runId = await trigger(defaultActionConfigId, '+14155550175');
-    const call = await callFor(runId);
-    expect(dialsFor(runId)[0].fields.MachineDetection).toBe('Enable');
-    await fake.ring(call.sid);
-    const answer = await fake.answer(call.sid, { answeredBy: 'machine_start' });
     expect(answer.body).toContain('<Hangup/>');
     expect(answer.body).not.toContain('<Stream');
     await runReaches(runId, (run) => run.gathered_context?.answered_by === 'machine', 'the machine verdict');
