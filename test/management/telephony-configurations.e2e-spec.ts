@@ -178,13 +178,71 @@ describe('management API: telephony configurations', () => {
     const fresh = await createOrganization(apps.dataSource);
     const config = await createSandboxConfiguration(apps, fresh);
     await createSandboxConfiguration(apps, fresh, { name: 'Spare' });
-    const { triggerUuid } = await createPublishedWorkflow(apps, fresh);
+    const { workflowId, triggerUuid } = await createPublishedWorkflow(apps, fresh);
     const call = () => apps.client.post(`/api/v1/public/agent/${triggerUuid}`, { phone_number: '+14155552671' }, { key: fresh.adminKey });
-    expect((await call()).status).toBe(200);
+    const placed = await call();
+    expect(placed.status).toBe(200);
+    // Its run must be complete before its configuration can go (no dialer here: it waits queued until canceled).
+    const runPath = `/api/v1/workflow/${workflowId}/runs/${placed.body.workflow_run_id}`;
+    expect((await apps.client.post(`${runPath}/cancel`, undefined, { key: fresh.adminKey })).status).toBe(200);
 
     expect((await apps.client.delete(`${PATH}/${config.id}`, { key: fresh.adminKey })).status).toBe(204);
     expect(await defaultsOf(fresh.organizationId)).toEqual([]);
     expectError(await call(), 400, 'telephony_not_configured');
+  });
+
+  describe('deleting a configuration that unfinished runs use', () => {
+    /** A configuration and a queued run through it (no dialer here, so the run waits until the test moves it). */
+    async function configurationWithRun() {
+      const fresh = await createOrganization(apps.dataSource);
+      const config = await createSandboxConfiguration(apps, fresh);
+      const { workflowId, triggerUuid } = await createPublishedWorkflow(apps, fresh);
+      const call = async () => {
+        const placed = await apps.client.post(`/api/v1/public/agent/${triggerUuid}`, { phone_number: '+14155552671' }, { key: fresh.adminKey });
+        expect(placed.status).toBe(200);
+        return placed.body.workflow_run_id as number;
+      };
+      const runId = await call();
+      const remove = () => apps.client.delete(`${PATH}/${config.id}`, { key: fresh.adminKey });
+      const setRun = (fields: string) => apps.dataSource.query(`UPDATE workflow_runs SET ${fields} WHERE id = $1`, [runId]);
+      return { fresh, config, call, remove, setRun, runPath: `/api/v1/workflow/${workflowId}/runs/${runId}` };
+    }
+
+    it('answers 409 configuration_in_use naming how many runs, and keeps the configuration', async () => {
+      const { fresh, config, call, remove } = await configurationWithRun();
+      await call();
+
+      const refused = await remove();
+      expectError(refused, 409, 'configuration_in_use');
+      expect(refused.body.message).toContain('2 unfinished runs');
+      expect((await apps.client.get(`${PATH}/${config.id}`, { key: fresh.adminKey })).body).toEqual(config);
+      expect(await defaultsOf(fresh.organizationId)).toEqual([config.id]);
+    });
+
+    it.each([
+      ['dialing', `status = 'dialing', provider_call_id = 'SB-1'`],
+      ['ringing', `status = 'ringing', provider_call_id = 'SB-1'`],
+      ['in progress', `status = 'in_progress', provider_call_id = 'SB-1', answered_at = now()`],
+      // The call is over, but its recording is still to be fetched from the carrier with the configuration's credentials.
+      ['completed but still collecting its artifacts', `status = 'completed', provider_call_id = 'SB-1', ended_at = now()`],
+    ])('refuses while its run is %s', async (_, fields) => {
+      const { remove, setRun } = await configurationWithRun();
+      await setRun(fields);
+      const refused = await remove();
+      expectError(refused, 409, 'configuration_in_use');
+      expect(refused.body.message).toContain('1 unfinished run;');
+    });
+
+    it('deletes it once the run is complete: canceled, or completed with its artifacts stored', async () => {
+      const canceled = await configurationWithRun();
+      expect((await apps.client.post(`${canceled.runPath}/cancel`, undefined, { key: canceled.fresh.adminKey })).status).toBe(200);
+      expect((await canceled.remove()).status).toBe(204);
+
+      const completed = await configurationWithRun();
+      await completed.setRun(`status = 'completed', provider_call_id = 'SB-1', ended_at = now(), is_completed = true`);
+      expect((await completed.remove()).status).toBe(204);
+      expectError(await apps.client.get(`${PATH}/${completed.config.id}`, { key: completed.fresh.adminKey }), 404, 'telephony_configuration_not_found');
+    });
   });
 
   it.each([

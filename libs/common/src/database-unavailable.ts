@@ -23,15 +23,25 @@ const CONNECTION_MESSAGES = [
   'Connection is not established',
 ];
 
-/** True when `error` (or the driver error TypeORM wraps) says Postgres is unreachable. */
+/**
+ * True when `error` (or the driver error TypeORM wraps) says Postgres is unreachable.
+ *
+ * Only `driverError` is followed, not `cause`: the socket codes above are any
+ * socket's, and an HTTP client's failure carries its socket error as a cause
+ * (fetch's `TypeError('fetch failed')`, a carrier's request wrapping that), so
+ * following causes took a carrier that could not be reached for the database.
+ * The driver raises its own failures unwrapped (the socket error, a Postgres
+ * error with its SQLSTATE, pg-pool's "Connection terminated due to connection
+ * timeout"), and TypeORM wraps them in `driverError` only.
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let current: unknown = error, depth = 0; current && depth < 4; depth++) {
-    const candidate = current as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+    const candidate = current as { code?: unknown; message?: unknown; driverError?: unknown };
     if (typeof candidate.code === 'string' && CONNECTION_CODES.has(candidate.code)) return true;
     if (typeof candidate.message === 'string' && CONNECTION_MESSAGES.some((text) => (candidate.message as string).includes(text))) {
       return true;
     }
-    current = candidate.driverError ?? candidate.cause;
+    current = candidate.driverError;
   }
   return false;
 }

@@ -7,7 +7,10 @@ const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
  * Classifies a request that got no answer, as the Telnyx and Vonage
  * integrations do: refused before sending is a not-processed `CarrierError`;
  * anything else (reset, timeout) is an ordinary error, because then nobody
- * knows whether the carrier acted on it.
+ * knows whether the carrier acted on it. That error keeps the failed request
+ * (`CarrierRequestFailed`, the socket error under it) as its cause, so a
+ * caller can still tell "no answer from the carrier" from any other failure:
+ * a cancel answers 502 for it, not a database outage or a refusal.
  */
 export function carrierNetworkFailure(what: string, error: unknown): Error {
   if (error instanceof RedirectRefused) return new Error(`${what}: ${error.message}`, { cause: error });
@@ -21,5 +24,23 @@ export function carrierNetworkFailure(what: string, error: unknown): Error {
       carrierCode: code,
     });
   }
-  return new Error(`${what}: no answer (${code}); the carrier may or may not have acted on it`, { cause: failure });
+  return new Error(`${what}: no answer (${code}); the carrier may or may not have acted on it`, { cause: error });
+}
+
+/**
+ * Whether `error` is a request that got no answer from the carrier (refused,
+ * unknown host, reset, timeout), not an answer the carrier gave: what
+ * `carrierHttp` throws, and what `carrierNetworkFailure` makes of it, however
+ * it is wrapped. Such a request changed nothing we know of, and may work
+ * again; a caller answers it 502, never as a refusal (a `CarrierError` whose
+ * kind is a rejection) nor as its own outage (the socket error under it names
+ * a connection, but not the database's).
+ */
+export function isCarrierNetworkFailure(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; depth++) {
+    if (current instanceof CarrierRequestFailed) return true;
+    if (current instanceof CarrierError) return current.reason === 'carrier_unreachable';
+    current = current.cause;
+  }
+  return false;
 }

@@ -15,3 +15,4 @@ export * from './agent-stream';
 export * from './call-reference';
 export * from './min-calls-per-second';
 export * from './machine-action';
+export * from './carrier-network-failure';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors, isDatabaseUnavailable } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { callReferenceOf, CarrierError, CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { callReferenceOf, CarrierError, CredentialsCipher, isCarrierNetworkFailure, TelephonyProviders } from '@app/telephony';
 
 export type CancelOutcome = 'canceled' | 'hangup_requested';
 
@@ -36,7 +36,15 @@ export class RunCancellation {
       const config = run.telephonyConfigurationId
         ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
         : null;
-      if (config && this.providers.has(config.provider)) {
+      if (!config) {
+        // Deleting a configuration is refused while its runs are unfinished; one that is gone all the same (deleted
+        // before that rule, or by a trigger racing the delete) leaves no credentials to ask the carrier with.
+        throw Errors.conflict(
+          'run_not_cancelable',
+          'The telephony configuration this call was placed through no longer exists, so the carrier cannot be asked to hang it up',
+        );
+      }
+      if (this.providers.has(config.provider)) {
         const hungUp = await this.providers
           .get(config.provider)
           .hangup(callReferenceOf(run, config, this.cipher))
@@ -67,18 +75,33 @@ export class RunCancellation {
 /**
  * What a failed hang-up answers. The carrier refused it (a 4xx other than
  * 429: credentials, a call it will not end): 409, retrying will not help.
- * It could not be asked (unreachable, 5xx, 429): 502, nothing changed and a
- * retry may work. Our own failures (the database) keep their own answer.
+ * It could not be asked (unreachable, 5xx, 429): 502, and a retry may work;
+ * after a reset or a timeout the hang-up may have reached the carrier, whose
+ * `canceled` event then ends the run all the same. Our own failures (the
+ * database) keep their own answer.
+ *
+ * A request that got no answer is recognised first: a carrier client may
+ * report a refused connection as a not-processed `CarrierError` (which reads
+ * as a refusal below), and it carries the socket error (ECONNREFUSED,
+ * ECONNRESET) that a database outage also has.
  */
 function hangupFailure(error: unknown): unknown {
+  if (isCarrierNetworkFailure(error)) return carrierUnreachable(error);
   if (isDatabaseUnavailable(error) || (error as Error | null)?.name === 'QueryFailedError') return error;
   const status = (error as { status?: unknown } | null)?.status;
   const refused =
     error instanceof CarrierError
       ? error.permanent || (error.notProcessed && !error.throttled)
       : typeof status === 'number' && status >= 400 && status < 500 && status !== 429;
-  const message = (error as Error | null)?.message ?? String(error);
   return refused
-    ? Errors.conflict('run_not_cancelable', `The carrier refused the hang-up: ${message}`)
-    : new DomainError(502, 'carrier_unreachable', `The carrier could not be asked to hang up: ${message}`);
+    ? Errors.conflict('run_not_cancelable', `The carrier refused the hang-up: ${messageOf(error)}`)
+    : carrierUnreachable(error);
+}
+
+function carrierUnreachable(error: unknown): DomainError {
+  return new DomainError(502, 'carrier_unreachable', `The carrier could not be asked to hang up: ${messageOf(error)}`);
+}
+
+function messageOf(error: unknown): string {
+  return (error as Error | null)?.message ?? String(error);
 }

@@ -88,6 +88,8 @@ export class TelephonyConfigurationsController {
     operationId: 'deleteTelephonyConfiguration',
     summary: 'Delete a carrier account',
     description:
+      'Refused with 409 `configuration_in_use` while runs placed through it are not complete (`is_completed` false): ' +
+      'their hang-up, carrier webhooks and recording need its credentials. ' +
       'Deleting the default leaves the organization without one: triggers that name no configuration answer ' +
       '400 `telephony_not_configured` until another is marked with is_default_outbound.',
   })

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, QueryDeepPartialEntity } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
 import { TelephonyConfiguration } from '@app/persistence';
 import { CredentialsCheck, CredentialsCipher, TelephonyProviders } from '@app/telephony';
@@ -15,6 +15,8 @@ const DEFAULTS = { callsPerSecond: 1, maxConcurrentCalls: 10, maxCallDurationSec
  * An organization's carrier accounts. Every write takes a row lock on the
  * organization first, so "the first one becomes the default" and "at most one
  * default" hold under concurrent requests (clear the old default, then set).
+ * A change or a delete also locks the configuration's own row before reading
+ * it, so neither acts on a row another writer is changing or removing.
  */
 @Injectable()
 export class TelephonyConfigurationsService {
@@ -72,7 +74,9 @@ export class TelephonyConfigurationsService {
     const view = await this.dataSource.transaction(async (manager) => {
       await lockOrganization(manager, organizationId);
       const repository = manager.getRepository(TelephonyConfiguration);
-      const row = await repository.findOneBy({ id, organizationId });
+      // FOR NO KEY UPDATE, what the UPDATE below would take anyway, taken before the read: a delete waits for this
+      // change instead of removing the row between the read and the write.
+      const row = await repository.findOne({ where: { id, organizationId }, lock: { mode: 'for_no_key_update' } });
       if (!row) throw telephonyConfigurationNotFound();
 
       // A new provider re-checks what it would inherit; new credentials or settings are checked as given.
@@ -81,20 +85,28 @@ export class TelephonyConfigurationsService {
         const credentials = input.credentials !== undefined ? input.credentials : this.storedCredentials(row);
         this.assertProviderAccepts(provider, credentials, input.settings ?? row.settings);
       }
-      if (input.credentials !== undefined) {
-        row.credentialsEncrypted = input.credentials ? this.cipher.encrypt(input.credentials) : null;
-      }
       if (input.is_default_outbound === true && !row.isDefaultOutbound) await clearDefault(manager, organizationId);
 
-      row.provider = provider;
-      row.name = input.name ?? row.name;
-      row.fromNumbers = input.from_numbers ?? row.fromNumbers;
-      row.isDefaultOutbound = input.is_default_outbound ?? row.isDefaultOutbound;
-      row.callsPerSecond = input.calls_per_second ?? row.callsPerSecond;
-      row.maxConcurrentCalls = input.max_concurrent_calls ?? row.maxConcurrentCalls;
-      row.maxCallDurationSeconds = input.max_call_duration_seconds ?? row.maxCallDurationSeconds;
-      row.settings = input.settings ?? row.settings;
-      return TelephonyConfigurationView.from(await repository.save(row));
+      // An UPDATE, never `save`: save inserts an entity it does not find, which brought a deleted configuration back
+      // (with a new id and the old credentials) when a delete got in first.
+      const updated = await repository.update(
+        { id, organizationId },
+        {
+          provider,
+          name: input.name,
+          credentialsEncrypted:
+            input.credentials === undefined ? undefined : input.credentials ? this.cipher.encrypt(input.credentials) : null,
+          fromNumbers: input.from_numbers,
+          isDefaultOutbound: input.is_default_outbound,
+          callsPerSecond: input.calls_per_second,
+          maxConcurrentCalls: input.max_concurrent_calls,
+          maxCallDurationSeconds: input.max_call_duration_seconds,
+          // TypeORM's partial-update type has no room for a JSON object of unknown values; jsonb takes it as is.
+          settings: input.settings as QueryDeepPartialEntity<TelephonyConfiguration>['settings'],
+        },
+      );
+      if (!updated.affected) throw telephonyConfigurationNotFound();
+      return TelephonyConfigurationView.from(await repository.findOneByOrFail({ id }));
     });
     this.lookups.forgetOrganization(organizationId);
     return view;
@@ -114,10 +126,31 @@ export class TelephonyConfigurationsService {
     }
   }
 
-  /** Deleting the default leaves the organization without one until another is marked. */
+  /**
+   * Refused (409 `configuration_in_use`) while a run placed through it is not
+   * complete: hanging its call up, its carrier's webhooks and collecting its
+   * recording all need the configuration's credentials until the run is
+   * complete (`is_completed`, which a `completed` call reaches only once its
+   * artifacts are stored). Deleting the default leaves the organization
+   * without one until another is marked.
+   */
   async remove(organizationId: number, id: number): Promise<void> {
-    const result = await this.dataSource.getRepository(TelephonyConfiguration).delete({ id, organizationId });
-    if (!result.affected) throw telephonyConfigurationNotFound();
+    await this.dataSource.transaction(async (manager) => {
+      await lockOrganization(manager, organizationId);
+      const row = await manager
+        .getRepository(TelephonyConfiguration)
+        .findOne({ where: { id, organizationId }, lock: { mode: 'pessimistic_write' } });
+      if (!row) throw telephonyConfigurationNotFound();
+      // A run a trigger is storing right now is not counted: its look-up of this configuration came before the delete
+      // (or from another replica's cache, LOOKUP_CACHE_TTL_MS at most) and its insert locks nothing. The dialer fails
+      // such a run `telephony_configuration_missing`, unless its own cache still holds the configuration.
+      const [{ unfinished }]: Array<{ unfinished: number }> = await manager.query(
+        `SELECT count(*)::int AS unfinished FROM workflow_runs WHERE telephony_configuration_id = $1 AND NOT is_completed`,
+        [id],
+      );
+      if (unfinished > 0) throw configurationInUse(id, unfinished);
+      await manager.getRepository(TelephonyConfiguration).delete({ id, organizationId });
+    });
     this.lookups.forgetOrganization(organizationId);
   }
 
@@ -142,6 +175,14 @@ export class TelephonyConfigurationsService {
     ];
     if (problems.length) throw Errors.validation(problems.map((problem) => problem.message).join('; '), problems);
   }
+}
+
+function configurationInUse(id: number, unfinished: number): DomainError {
+  return Errors.conflict(
+    'configuration_in_use',
+    `Telephony configuration ${id} is used by ${unfinished} unfinished run${unfinished === 1 ? '' : 's'}; ` +
+      'cancel them or wait until they are complete, then delete it',
+  );
 }
 
 async function lockOrganization(manager: EntityManager, organizationId: number): Promise<void> {

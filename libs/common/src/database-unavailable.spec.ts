@@ -1,0 +1,110 @@
+import { createServer, Server, Socket } from 'node:net';
+import { Pool } from 'pg';
+import { createDataSource } from '../../persistence/src/create-data-source';
+import { freePort } from '../../../test/support/free-port';
+import { testRunResources } from '../../../test/support/test-run-id';
+import { isDatabaseUnavailable } from './database-unavailable';
+
+/** Real failures, not shapes: what the driver and fetch raise is what the filter meets. */
+describe('isDatabaseUnavailable', () => {
+  const failureOf = async (attempt: () => Promise<unknown>): Promise<unknown> => {
+    try {
+      await attempt();
+    } catch (error) {
+      return error;
+    }
+    throw new Error('expected the attempt to fail');
+  };
+  const closedUrl = async () => {
+    const url = new URL(testRunResources().databaseUrl);
+    url.hostname = '127.0.0.1';
+    url.port = String(await freePort());
+    return url.toString();
+  };
+
+  /** A loopback server that accepts connections and then does `onData` to the first bytes sent, or nothing. */
+  async function loopbackServer(onData?: (socket: Socket) => void): Promise<{ server: Server; port: number; sockets: Set<Socket> }> {
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      if (onData) socket.once('data', () => onData(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, port: (server.address() as { port: number }).port, sockets };
+  }
+  const closeServer = (running: { server: Server; sockets: Set<Socket> }) => {
+    for (const socket of running.sockets) socket.destroy();
+    return new Promise<void>((resolve) => running.server.close(() => resolve()));
+  };
+
+  describe('Postgres out of reach', () => {
+    it('is true when the data source cannot connect: the socket error, unwrapped', async () => {
+      const dataSource = createDataSource({ url: await closedUrl(), poolSize: 1 });
+      const error = await failureOf(() => dataSource.initialize());
+      expect(error).toMatchObject({ code: 'ECONNREFUSED' });
+      expect(isDatabaseUnavailable(error)).toBe(true);
+    });
+
+    it('is true when the pool gives up connecting: pg-pool wraps the timeout, its message says so', async () => {
+      const silent = await loopbackServer();
+      const pool = new Pool({ host: '127.0.0.1', port: silent.port, user: 'postgres', connectionTimeoutMillis: 100 });
+      try {
+        const error = await failureOf(() => pool.query('SELECT 1'));
+        expect(isDatabaseUnavailable(error)).toBe(true);
+      } finally {
+        await pool.end();
+        await closeServer(silent);
+      }
+    });
+
+    it('is true when the connection under a query is terminated by the server', async () => {
+      const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+      const admin = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+      await Promise.all([dataSource.initialize(), admin.initialize()]);
+      try {
+        const [{ pid }] = await dataSource.query('SELECT pg_backend_pid() AS pid');
+        await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        const error = await failureOf(() => dataSource.query('SELECT 1'));
+        expect(isDatabaseUnavailable(error)).toBe(true);
+      } finally {
+        await Promise.all([dataSource.destroy(), admin.destroy()]);
+      }
+    });
+  });
+
+  describe('not the database', () => {
+    it('is false for a query Postgres refuses', async () => {
+      const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+      await dataSource.initialize();
+      try {
+        const error = await failureOf(() => dataSource.query('SELECT * FROM no_such_table'));
+        expect(error).toMatchObject({ name: 'QueryFailedError', driverError: { code: '42P01' } });
+        expect(isDatabaseUnavailable(error)).toBe(false);
+      } finally {
+        await dataSource.destroy();
+      }
+    });
+
+    it('is false for an HTTP request refused by a carrier, however deep its socket error sits', async () => {
+      const fetchError = await failureOf(async () => fetch(`http://127.0.0.1:${await freePort()}/`));
+      expect(fetchError).toMatchObject({ name: 'TypeError', cause: { code: 'ECONNREFUSED' } });
+      // As a carrier client wraps it (the request that failed, the fetch failure as its cause).
+      const carrierError = new Error('Twilio request POST /Calls.json failed: ECONNREFUSED', { cause: fetchError });
+      expect(isDatabaseUnavailable(fetchError)).toBe(false);
+      expect(isDatabaseUnavailable(carrierError)).toBe(false);
+      expect(isDatabaseUnavailable(new Error('no answer (ECONNREFUSED)', { cause: carrierError }))).toBe(false);
+    });
+
+    it('is false for an HTTP request whose connection a carrier reset', async () => {
+      const resetting = await loopbackServer((socket) => socket.resetAndDestroy());
+      try {
+        const fetchError = await failureOf(() => fetch(`http://127.0.0.1:${resetting.port}/`, { method: 'POST', body: 'Status=canceled' }));
+        expect(fetchError).toMatchObject({ name: 'TypeError', cause: { code: 'ECONNRESET' } });
+        expect(isDatabaseUnavailable(new Error('Telnyx POST /v2/calls/x/actions/hangup failed', { cause: fetchError }))).toBe(false);
+      } finally {
+        await closeServer(resetting);
+      }
+    });
+  });
+});

@@ -1,0 +1,80 @@
+import { createServer, Server, Socket } from 'node:net';
+import { freePort } from '../../../test/support/free-port';
+import { CarrierError } from './carrier-error';
+import { carrierHttp } from './carrier-http';
+import { carrierNetworkFailure, isCarrierNetworkFailure } from './carrier-network-failure';
+
+/** Real requests on loopback: the errors are the ones fetch and `carrierHttp` raise, not shapes of them. */
+describe('carrier network failures', () => {
+  const servers: Array<{ server: Server; sockets: Set<Socket> }> = [];
+  afterEach(async () => {
+    for (const { server, sockets } of servers.splice(0)) {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  /** A carrier that takes the connection, then resets it when the request comes (or, `silent`, never answers). */
+  async function carrier(behaviour: 'reset' | 'silent'): Promise<string> {
+    const sockets = new Set<Socket>();
+    const server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      if (behaviour === 'reset') socket.once('data', () => socket.resetAndDestroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push({ server, sockets });
+    return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  }
+
+  const hangUp = (base: string, timeoutMs = 5_000) =>
+    carrierHttp('Carrier', `${base}/calls/CA1/actions/hangup`, { method: 'POST', json: {}, timeoutMs });
+  const failureOf = async (attempt: () => Promise<unknown>): Promise<unknown> => {
+    try {
+      await attempt();
+    } catch (error) {
+      return error;
+    }
+    throw new Error('expected the request to fail');
+  };
+
+  it.each([
+    ['refused', async () => `http://127.0.0.1:${await freePort()}`, 'ECONNREFUSED'],
+    ['reset', () => carrier('reset'), 'ECONNRESET'],
+  ])('recognises a %s connection as carrierHttp throws it, and as carrierNetworkFailure classifies it', async (_, base, code) => {
+    const failed = await failureOf(async () => hangUp(await base()));
+    expect((failed as Error).message).toContain(code);
+    expect(isCarrierNetworkFailure(failed)).toBe(true);
+    expect(isCarrierNetworkFailure(carrierNetworkFailure('Telnyx POST /v2/calls/CA1/actions/hangup', failed))).toBe(true);
+  });
+
+  it('recognises a request the carrier never answered (a timeout)', async () => {
+    const failed = await failureOf(async () => hangUp(await carrier('silent'), 50));
+    const classified = carrierNetworkFailure('Vonage PUT /v1/calls/CA1', failed);
+    expect(classified).not.toBeInstanceOf(CarrierError);
+    expect(isCarrierNetworkFailure(failed)).toBe(true);
+    expect(isCarrierNetworkFailure(classified)).toBe(true);
+  });
+
+  it('keeps the refused connection a not-processed CarrierError, as dialing relies on', async () => {
+    const failed = await failureOf(async () => hangUp(`http://127.0.0.1:${await freePort()}`));
+    expect(carrierNetworkFailure('Telnyx POST /v2/calls', failed)).toMatchObject({
+      reason: 'carrier_unreachable',
+      notProcessed: true,
+      permanent: false,
+      carrierCode: 'ECONNREFUSED',
+    });
+  });
+
+  it('does not take an answer the carrier gave, or an error of ours, for a network failure', () => {
+    const refusal = new CarrierError('Telnyx could not hang up the call (401 10009)', {
+      reason: 'carrier_unauthorized',
+      permanent: true,
+      notProcessed: true,
+    });
+    expect(isCarrierNetworkFailure(refusal)).toBe(false);
+    expect(isCarrierNetworkFailure(new Error('wrapped', { cause: refusal }))).toBe(false);
+    expect(isCarrierNetworkFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toBe(false);
+    expect(isCarrierNetworkFailure(null)).toBe(false);
+  });
+});
