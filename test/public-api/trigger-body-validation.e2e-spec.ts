@@ -215,6 +215,8 @@ describe('trigger body: validation, limits and fuzz', () => {
       ['phone_number with an unknown country code', { phone_number: '+999 1234' }],
       ['phone_number with two plus signs', { phone_number: '++14155552671' }],
       ['phone_number too long', { phone_number: `+1${'5'.repeat(60)}` }],
+      ['phone_number too long for its country, read as a carrier code and another number', { phone_number: '+86 12345678901234' }],
+      ['phone_number past E.164’s 15 digits', { phone_number: '+49123456789012345' }],
       ['initial_context an array', { phone_number: PHONE, initial_context: [{ a: 1 }] }],
       ['initial_context a string', { phone_number: PHONE, initial_context: '{"a":1}' }],
       ['initial_context a number', { phone_number: PHONE, initial_context: 42 }],

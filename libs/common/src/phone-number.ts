@@ -50,10 +50,22 @@ function digitsOf(text: string): string {
   return text.replace(/\D/g, '');
 }
 
+/** E.164's longest number: 15 digits, country code included. */
+const E164_MAX_DIGITS = 15;
+
+/**
+ * A possible number, in E.164. Refused besides: a number the parse took a
+ * carrier selection code from (China's 12345/17951 prefixes, Brazil's 15):
+ * such a code is dialled domestically, not after a country code, and the
+ * parse drops its digits, so a number too long for its country came out as
+ * another one (`+86 12345678901234` as `+86678901234`, a stranger's); and
+ * more digits than E.164 allows, which no carrier dials.
+ */
 function parse(text: string): string | null {
   let parsed = parsePhoneNumberFromString(text, nanpAsOne);
   if (parsed?.countryCallingCode === NANP && parsed.nationalNumber.length !== NANP_NATIONAL_LENGTH) {
     parsed = parsePhoneNumberFromString(text, metadata);
   }
-  return parsed && parsed.isPossible() ? parsed.number : null;
+  if (!parsed || !parsed.isPossible() || parsed.carrierCode || parsed.number.length - 1 > E164_MAX_DIGITS) return null;
+  return parsed.number;
 }

@@ -73,7 +73,7 @@ export class TriggerCallDto {
 }
 
 export const PHONE_NUMBER_MESSAGE =
-  'phone_number must be a possible international number with a leading plus, such as +14155552671';
+  'phone_number must be a possible international number with a leading plus, at most 15 digits and without a carrier selection code, such as +14155552671';
 
 /** An escape for NUL or a lone surrogate, not itself escaped (an even run of backslashes before it). */
 const UNSTORABLE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
