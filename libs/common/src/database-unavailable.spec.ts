@@ -73,6 +73,26 @@ describe('isDatabaseUnavailable', () => {
     });
   });
 
+  describe('Postgres reachable but not serving', () => {
+    it.each([
+      ['a statement past statement_timeout (an overloaded server)', `SET LOCAL statement_timeout = 20; SELECT pg_sleep(1)`],
+      ['a write on a read-only server (a standby after a failover)', `SET LOCAL transaction_read_only = on; CREATE TEMP TABLE never (x int)`],
+    ])('is true for %s: nothing was stored, and a retry may work', async (_case, statements) => {
+      const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+      await dataSource.initialize();
+      try {
+        const error = await failureOf(() =>
+          dataSource.transaction(async (manager) => {
+            for (const statement of statements.split('; ')) await manager.query(statement);
+          }),
+        );
+        expect(isDatabaseUnavailable(error)).toBe(true);
+      } finally {
+        await dataSource.destroy();
+      }
+    });
+  });
+
   describe('not the database', () => {
     it('is false for a query Postgres refuses', async () => {
       const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });

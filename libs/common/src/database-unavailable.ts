@@ -1,4 +1,4 @@
-/** Node and Postgres error codes that mean "the database cannot be reached", not "the query is wrong". */
+/** Node and Postgres error codes that mean "the database cannot serve this now", not "the query is wrong". */
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -10,6 +10,11 @@ const CONNECTION_CODES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
   '53300', // too_many_connections
+  // Reachable but not answering, nothing stored: a statement past statement_timeout (an overloaded or locked-up
+  // server), a write sent to a server that became a read-only standby in a failover, a database being dropped.
+  '57014', // query_canceled
+  '25006', // read_only_sql_transaction
+  '57P04', // database_dropped
   '08000',
   '08001',
   '08003',
