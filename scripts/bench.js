@@ -19,7 +19,7 @@
  *   trigger-idempotent  the same with a fresh Idempotency-Key on every request;
  *   get-run             GET /api/v1/workflow/{id}/runs/{run_id} over the 2000 newest runs;
  *   list-runs           GET /api/v1/workflow/{id}/runs?limit=50 over the pages of those runs, as a dashboard pages
- *                       through a campaign's calls (50 full run records an answer);
+ *                       through a campaign's calls (50 run summaries an answer);
  *                       (the dialer runs alongside these (but trigger-alone) and works through the calls they create; each
  *                       scenario after the first trigger one starts once the dialer has finished the calls
  *                       the previous one left, so no figure depends on the backlog of the scenario before it)
