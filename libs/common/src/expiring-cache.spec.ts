@@ -23,6 +23,21 @@ describe('ExpiringCache', () => {
     expect(answers).toEqual([1, 1, 2]);
   });
 
+  it('answers a value its keep test refuses to every concurrent waiter, and does not keep it', async () => {
+    const cache = new ExpiringCache<string, number | null>(60_000);
+    let loads = 0;
+    const load = async () => {
+      loads += 1;
+      return null;
+    };
+    const isValue = (value: number | null) => value !== null;
+    expect(await Promise.all([cache.get('k', load, isValue), cache.get('k', load, isValue)])).toEqual([null, null]);
+    expect(loads).toBe(1);
+    expect(cache.size).toBe(0);
+    await cache.get('k', load, isValue);
+    expect(loads).toBe(2);
+  });
+
   it('does not keep a failed load', async () => {
     const cache = new ExpiringCache<string, number>(2000);
     await expect(cache.get('a', () => Promise.reject(new Error('database away')))).rejects.toThrow('database away');

@@ -21,7 +21,8 @@ export class ExpiringCache<K, V> {
     private readonly maxEntries = 10_000,
   ) {}
 
-  get(key: K, load: () => Promise<V>): Promise<V> {
+  /** `keep`: whether a loaded value stays cached; one it refuses answers its waiters and is dropped, as a failure is. */
+  get(key: K, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     if (this.ttlMs <= 0) return load();
     const now = Date.now();
     const cached = this.entries.get(key);
@@ -36,7 +37,7 @@ export class ExpiringCache<K, V> {
     value.then(
       (loaded) => {
         entry.loaded = { value: loaded };
-        if (generation !== this.generation && this.entries.get(key) === entry) this.entries.delete(key);
+        if ((generation !== this.generation || !keep(loaded)) && this.entries.get(key) === entry) this.entries.delete(key);
       },
       () => {
         if (this.entries.get(key) === entry) this.entries.delete(key);

@@ -6,30 +6,39 @@ import { ApiKeyRole } from '@app/persistence';
 import { hashApiKey } from './api-key-secret';
 import { AuthenticatedKey } from './authenticated-key';
 
+/** Unknown keys remembered at once; the organizations' own keys have a cache of their own (10,000). */
+const UNKNOWN_KEYS_KEPT = 1_000;
+
 /**
- * Resolves a presented key to its organization and role. Lookups (hits and
- * misses) are kept in memory for at most API_KEY_CACHE_TTL_MS (≤ 5 s), which
- * bounds how long a revoked key keeps working on any replica.
+ * Resolves a presented key to its organization and role. Lookups are kept
+ * in memory for at most API_KEY_CACHE_TTL_MS (≤ 5 s), which bounds how long
+ * a revoked key keeps working on any replica. Keys that exist and keys that
+ * do not are kept apart: in one cache, a stream of made-up keys (each one
+ * kept as a miss) pushed the real keys out, and every request of a real
+ * client went to Postgres.
  */
 @Injectable()
 export class ApiKeyAuthenticator {
-  private readonly cache: ExpiringCache<string, AuthenticatedKey | null>;
+  private readonly known: ExpiringCache<string, AuthenticatedKey | null>;
+  private readonly unknown: ExpiringCache<string, AuthenticatedKey | null>;
 
   constructor(
     private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.cache = new ExpiringCache(config.apiKeyCacheTtlMs);
+    this.known = new ExpiringCache(config.apiKeyCacheTtlMs);
+    this.unknown = new ExpiringCache(config.apiKeyCacheTtlMs, UNKNOWN_KEYS_KEPT);
   }
 
   authenticate(presented: string): Promise<AuthenticatedKey | null> {
     const hash = hashApiKey(presented);
-    return this.cache.get(hash, () => this.load(hash));
+    return this.known.get(hash, () => this.unknown.get(hash, () => this.load(hash), isMissing), isFound);
   }
 
   /** Drops this replica's cached lookups at once (other replicas expire theirs within the TTL). */
   forget(keyHash: string): void {
-    this.cache.forget((hash) => hash === keyHash);
+    this.known.forget((hash) => hash === keyHash);
+    this.unknown.forget((hash) => hash === keyHash);
   }
 
   private async load(hash: string): Promise<AuthenticatedKey | null> {
@@ -41,3 +50,6 @@ export class ApiKeyAuthenticator {
     return row ? { id: row.id, organizationId: row.organization_id, role: row.role, workflowIds: row.workflow_ids } : null;
   }
 }
+
+const isFound = (key: AuthenticatedKey | null) => key !== null;
+const isMissing = (key: AuthenticatedKey | null) => key === null;

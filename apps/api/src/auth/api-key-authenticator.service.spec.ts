@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '@app/config';
+import { ApiKeyAuthenticator } from './api-key-authenticator.service';
+import { hashApiKey } from './api-key-secret';
+
+describe('ApiKeyAuthenticator', () => {
+  const realKey = 'vak_live_the-one-real-key';
+  let lookups: string[];
+  let authenticator: ApiKeyAuthenticator;
+
+  beforeEach(() => {
+    lookups = [];
+    // Postgres knows one key: the stand-in answers the authenticator's one query as the table would.
+    const dataSource = {
+      query: async (_sql: string, [hash]: [string]) => {
+        lookups.push(hash);
+        return hash === hashApiKey(realKey) ? [{ id: 1, organization_id: 7, role: 'admin', workflow_ids: null }] : [];
+      },
+    } as unknown as DataSource;
+    authenticator = new ApiKeyAuthenticator(dataSource, { apiKeyCacheTtlMs: 5_000 } as AppConfig);
+  });
+
+  it('keeps a real key cached through a flood of made-up keys', async () => {
+    expect(await authenticator.authenticate(realKey)).toMatchObject({ organizationId: 7, role: 'admin' });
+    for (let index = 0; index < 12_000; index++) {
+      expect(await authenticator.authenticate(`vak_live_${randomBytes(12).toString('hex')}`)).toBeNull();
+    }
+    const before = lookups.length;
+    expect(await authenticator.authenticate(realKey)).toMatchObject({ organizationId: 7 });
+    expect(lookups.length).toBe(before);
+  });
+
+  it('remembers an unknown key as unknown, and a key forgotten is looked up again', async () => {
+    expect(await authenticator.authenticate('vak_live_nobody')).toBeNull();
+    expect(await authenticator.authenticate('vak_live_nobody')).toBeNull();
+    expect(lookups).toEqual([hashApiKey('vak_live_nobody')]);
+
+    await authenticator.authenticate(realKey);
+    authenticator.forget(hashApiKey(realKey));
+    await authenticator.authenticate(realKey);
+    expect(lookups.filter((hash) => hash === hashApiKey(realKey))).toHaveLength(2);
+  });
+});
