@@ -69,7 +69,7 @@ describe('placing calls through Plivo', () => {
       const failed = await verify(recordedConfigId);
       expect(failed.status).toBe(502);
       expect(failed.body).toMatchObject({ code: 'carrier_unreachable' });
-      fake.failNext('reset');
+      fake.failNext('reset', 1, { anyRequest: true });
       const dropped = await verify(recordedConfigId);
       expect(dropped.status).toBe(502);
       expect(dropped.body).toMatchObject({ code: 'carrier_unreachable' });

@@ -22,21 +22,28 @@ export abstract class FormLoopbackFake<Call, Failure> extends LoopbackHttpFake {
   /** Every webhook this fake sent, with our service's answer. */
   readonly webhooks: SentFormWebhook[] = [];
   /** How the next REST requests fail, first first. */
-  protected readonly failures: Failure[] = [];
+  private readonly failures: Array<{ kind: Failure; anyRequest: boolean }> = [];
 
-  /** The next `times` REST requests fail this way (an error in the carrier's shape, a reset, or no answer at all). */
-  failNext(kind: Failure, times = 1): void {
-    for (let i = 0; i < times; i += 1) this.failures.push(kind);
+  /**
+   * The next `times` REST requests fail this way (an error in the carrier's
+   * shape, a reset, or no answer at all). A lost answer is a dial's unless
+   * `anyRequest` says the next request of any kind loses it (a credentials check).
+   */
+  failNext(kind: Failure, times = 1, { anyRequest = false }: { anyRequest?: boolean } = {}): void {
+    for (let i = 0; i < times; i += 1) this.failures.push({ kind, anyRequest });
   }
 
   /**
    * The failure a REST request takes, if any. A lost answer (a reset, no
-   * answer) is a dial's: another request arriving first (a recording fetched
-   * for an earlier test's call, under load) is served, not made to take it.
+   * answer) meant for a dial is a dial's: another request arriving first (a
+   * recording fetched for an earlier test's call, under load) is served, not
+   * made to take it.
    */
   protected takeFailure(isDial: boolean): Failure | undefined {
     const next = this.failures[0];
-    return (next === 'reset' || next === 'timeout') && !isDial ? undefined : this.failures.shift();
+    if (!next) return undefined;
+    if ((next.kind === 'reset' || next.kind === 'timeout') && !isDial && !next.anyRequest) return undefined;
+    return this.failures.shift()!.kind;
   }
 
   call(id: string): Call {

@@ -253,7 +253,7 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
     };
     this.requests.push(recorded);
 
-    const failure = this.failures.shift();
+    const failure = this.takeFailure(this.isDial(recorded));
     if (failure === 'timeout') return; // never answered; stop() closes the socket
     if (failure === 'reset') {
       // Plivo acted on the request, but the answer is lost on the way back.
