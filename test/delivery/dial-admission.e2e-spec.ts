@@ -106,6 +106,47 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(third.waitMs - second.waitMs).toBeLessThanOrEqual(1000 / 3 + 0.001);
   });
 
+  /** Redis' clock, in ms since the epoch. */
+  async function redisNow(): Promise<number> {
+    const [seconds, micros] = await client.redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  it.each([7000, 6000, 1500])('spaces the pacing instants of %d calls a second by their interval, to a fraction of a millisecond', async (cps) => {
+    const paceKey = client.keyFor('pace', configurationId);
+    // The next instant 10 s ahead, so every dial below is paced and each reserves the one after; stored as the
+    // previous release wrote it (a tenth of a millisecond), which must still be read.
+    const start = (await redisNow()) + 10_000 + 0.1;
+    await client.redis.set(paceKey, start.toFixed(1), 'PX', 60_000);
+    for (let runId = 1; runId <= 700; runId++) await admission.admit(configurationId, runId, limits(cps), true);
+    // Kept to a tenth of a millisecond, each instant lost up to 0.05 ms: at 7,000 a second, 700 dials spanned 70 ms
+    // (10,000 a second); at 1,500, 490 ms (1,429 a second).
+    const span = Number(await client.redis.get(paceKey)) - start;
+    const expected = (700 * 1000) / cps;
+    expect(Math.abs(span - expected)).toBeLessThan(expected * 0.001);
+  });
+
+  it('admits a run that holds a slot already without reserving it a new pacing instant', async () => {
+    // A backlog has reserved the next ten minutes; run 1 was admitted before it, and its attempt stopped before the
+    // claim (an error, a dialer that died). Paced again, it would hold its slot, unused, for those ten minutes.
+    const now = await redisNow();
+    const paceKey = client.keyFor('pace', configurationId);
+    await client.redis.set(paceKey, String(now + 600_000), 'PX', 700_000);
+    await client.redis.zadd(client.keyFor('slots', configurationId), now + LEASE_MS, '1');
+
+    expect(await admission.admit(configurationId, 1, limits(1, 1), true)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await client.redis.get(paceKey)).toBe(String(now + 600_000));
+    // A run holding no slot waits behind the backlog, as before.
+    expect((await admission.admit(configurationId, 2, limits(1, 1), true)).kind).toBe('paced');
+  });
+
+  it('paces a run whose slot has expired like any other', async () => {
+    const now = await redisNow();
+    await client.redis.set(client.keyFor('pace', configurationId), String(now + 600_000), 'PX', 700_000);
+    await client.redis.zadd(client.keyFor('slots', configurationId), now - 1, '1');
+    expect((await admission.admit(configurationId, 1, limits(1, 1), true)).kind).toBe('paced');
+  });
+
   it('answers how long until the rolling window has room when it is full', async () => {
     expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
     const refused = await admission.admit(configurationId, 2, limits(1), false);

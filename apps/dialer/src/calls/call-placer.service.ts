@@ -95,7 +95,8 @@ export class CallPlacer {
     picking.catch(() => undefined);
     const now = Date.now();
     // A claim left unsettled had its pacing instant: taken up, it passes the rate window and its slot, and is not sent
-    // behind the configuration's backlog while its run waits `dialing`, where the reaper would end it.
+    // behind the configuration's backlog while its run waits `dialing`, where the reaper would end it. Nor is a retry
+    // whose earlier attempt took a slot and failed before its claim: `DialAdmission` does not pace a slot's holder.
     const pace = progress.unsettledClaim === undefined && (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS);
     const admission = await this.admit(config, runId, pace);
     if (admission.kind === 'paced') {
@@ -302,7 +303,11 @@ export class CallPlacer {
   /**
    * The carrier did nothing: hand the run back to `queued` and come back after
    * a jittered backoff. When the run cannot be handed back (the database
-   * away), the job comes back for its claim, which still placed no call.
+   * away), the job comes back for its claim, which still placed no call, and
+   * dials it on the slot it holds. So the slot is released only once the run
+   * has left `dialing`: released first, it could go to another run meanwhile,
+   * and the claim, refused a slot while its run waits `dialing`, be ended
+   * `dial_outcome_unknown` by the reaper though no call was placed.
    */
   private async retryLater(
     claimed: ClaimedDial,
@@ -313,14 +318,12 @@ export class CallPlacer {
   ): Promise<PlaceDecision> {
     const { run, claimId, progress } = claimed;
     const retries = (progress.carrierRetries ?? 0) + 1;
-    let requeued;
+    const gaveUp = retries > MAX_CARRIER_RETRIES;
+    let moved;
     try {
-      await this.slots.release(config.id, run.id);
-      if (retries > MAX_CARRIER_RETRIES) {
-        await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message });
-        return done('failed');
-      }
-      requeued = await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
+      moved = gaveUp
+        ? await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message })
+        : await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
     } catch (error) {
       return this.unsettled(
         run.id,
@@ -330,7 +333,13 @@ export class CallPlacer {
         error,
       );
     }
-    if (!requeued) return done('skipped');
+    // A run another moved on (the reaper) is not this job's any more, nor is its slot: the reaper frees it, and a
+    // new claim of the run may hold it for a live call. A release that fails fails the job: its retry finds the run
+    // ended and frees the slot, or queued and dials on it (`DialAdmission` does not pace a run holding a slot again),
+    // without this backoff, which BullMQ's retry does not carry.
+    if (!moved) return done('skipped');
+    await this.slots.release(config.id, run.id);
+    if (gaveUp) return done('failed');
     const backoff = Math.max(retryAfterMs ?? 0, Math.min(CARRIER_BACKOFF_CAP_MS, 500 * 2 ** (retries - 1)));
     return {
       kind: 'delay',
@@ -362,7 +371,12 @@ export class CallPlacer {
     };
   }
 
-  /** Ends the run `failed` (from `from` only, when given) and frees the slot it holds under `config`. */
+  /**
+   * Ends the run `failed` (from `from` only, when given) and then frees the
+   * slot it holds under `config`: a run that cannot be ended is a claim its
+   * job comes back for, on that slot, and a run another moved on is not this
+   * job's to free (see `retryLater`).
+   */
   private async fail(
     runId: number,
     reason: string,
@@ -370,9 +384,10 @@ export class CallPlacer {
     from?: readonly RunStatus[],
     config?: TelephonyConfiguration,
   ): Promise<PlaceDecision> {
-    if (config) await this.slots.release(config.id, runId);
     const ended = await this.runs.transition(runId, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message }, from);
-    return done(ended ? 'failed' : 'skipped');
+    if (!ended) return done('skipped');
+    if (config) await this.slots.release(config.id, runId);
+    return done('failed');
   }
 }
 

@@ -20,7 +20,13 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    instead of bursting at each second's start. An instant more than ARGV[7]
  *    ms ahead is answered as a wait (the job is delayed, then asks again
  *    without pacing); a nearer one is the instant the checks below are made
- *    for, and the dial waits for it in place once admitted;
+ *    for, and the dial waits for it in place once admitted. A run that holds
+ *    a slot already is not paced again: it was admitted once (its instant
+ *    spent) and the attempt stopped before its claim (an error, a dialer that
+ *    died). Paced behind a backlog, it would hold the slot unused until its
+ *    new instant, and one failure of the database could hold every slot for
+ *    as long as the backlog lasts. Its slot is kept, never dropped: it may be
+ *    the slot of a call another job of the run has placed;
  * 2. at most `limit` dials of the configuration in any rolling `windowMs`
  *    (its `calls_per_second`, the way carriers count it), the dial counted at
  *    its instant. GCRA spreads the calls; this window is what holds when
@@ -35,16 +41,25 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    as its longest lease: a shorter one (the configuration's maximum call
  *    duration lowered while longer calls are live) does not shorten it.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
+ * Instants are stored as text too, in full (`exact`): Lua's `tostring` keeps
+ * 14 digits, a tenth of a millisecond at today's epoch, which would round
+ * each interval of a fast configuration (1/7000 s paced at 1/10000). What
+ * the previous release stored (`tostring`) still reads as a number.
  */
 const ADMIT = `
+local function exact(ms)
+  return string.format('%.17g', ms)
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local at = now
-if ARGV[6] ~= '' then
+local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local holdsSlot = held ~= false and tonumber(held) > now
+if ARGV[6] ~= '' and not holdsSlot then
   local tat = tonumber(redis.call('GET', KEYS[3]) or '0')
   at = math.max(tat, now)
   local nextTat = at + tonumber(ARGV[6])
-  redis.call('SET', KEYS[3], tostring(nextTat), 'PX', math.ceil(nextTat - now + 60000))
+  redis.call('SET', KEYS[3], exact(nextTat), 'PX', math.ceil(nextTat - now + 60000))
   if at - now > tonumber(ARGV[7]) then
     return {2, tostring(at - now)}
   end
@@ -52,13 +67,13 @@ end
 local lease = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-local since = '(' .. tostring(at - window)
+local since = '(' .. exact(at - window)
 if redis.call('ZCOUNT', KEYS[2], since, '+inf') >= tonumber(ARGV[5]) then
   local oldest = redis.call('ZRANGEBYSCORE', KEYS[2], since, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   return {0, tostring(tonumber(oldest[2]) + window - now)}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if not (redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2])) then
+if not (holdsSlot or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2])) then
   return {-1, '0'}
 end
 redis.call('ZADD', KEYS[1], now + lease, ARGV[1])

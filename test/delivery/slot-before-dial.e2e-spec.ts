@@ -1,0 +1,141 @@
+import { WorkflowRunStore } from '@app/persistence';
+import { RedisClient } from '@app/queue';
+import { CarrierError, TelephonyProviders } from '@app/telephony';
+import { CallEventsProcessor } from '../../apps/dialer/src/call-events/call-events.processor';
+import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
+import { DefinitionPicker } from '../../apps/dialer/src/calls/definition-picker.service';
+import { PlaceCallProcessor } from '../../apps/dialer/src/calls/place-call.processor';
+import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
+import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+/**
+ * A run's concurrency slot between its admission and its dial: an attempt
+ * that stops in between (Postgres away) must neither hold the slot unused
+ * behind the pacing backlog nor give away the slot of a claim it comes back
+ * for. These drive the dialer's `CallPlacer` attempt by attempt, with the
+ * workers paused, the way BullMQ would call it.
+ */
+describe('a concurrency slot taken for a dial that has not gone out', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    apps = await startTestApps();
+    await apps.dialer!.get(PlaceCallProcessor).worker.pause(true);
+    await apps.dialer!.get(CallEventsProcessor).worker.pause(true);
+  });
+  afterAll(() => apps.close());
+
+  /** `count` queued runs of one sandbox configuration, and their jobs as the trigger enqueued them. */
+  async function queuedRuns(count: number, options: { callsPerSecond?: number; maxConcurrentCalls?: number } = {}) {
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 }, ...options });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const jobs: Array<{ runId: number; organizationId: number }> = [];
+    for (let i = 0; i < count; i++) {
+      const response = await apps.client.post(
+        `/api/v1/public/agent/${workflow.triggerUuid}`,
+        { phone_number: '+14155550100' },
+        { key: org.adminKey },
+      );
+      expect(response.status).toBe(200);
+      jobs.push({ runId: response.body.workflow_run_id, organizationId: org.organizationId });
+    }
+    return { jobs, configurationId: config.id };
+  }
+
+  const dialsOf = async (runId: number) => (await sandboxDialsByRun(apps.dataSource, [runId])).get(runId);
+  const slotsInUse = (configurationId: number) => apps.dialer!.get(ConcurrencyLimiter).inUse(configurationId);
+
+  /** The first `to` move of `runId` fails as a lost connection would, before it commits. */
+  function failFirstMove(runId: number, to: string) {
+    const store = apps.dialer!.get(WorkflowRunStore);
+    const transition = store.transition.bind(store);
+    let failed = false;
+    return jest.spyOn(store, 'transition').mockImplementation(async (...args) => {
+      if (!failed && args[0] === runId && args[1] === to) {
+        failed = true;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return transition(...args);
+    });
+  }
+
+  it('dials on the slot an attempt took before failing, not behind the pacing backlog built since', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1, { callsPerSecond: 2, maxConcurrentCalls: 1 });
+    const placer = apps.dialer!.get(CallPlacer);
+    const pick = jest.spyOn(apps.dialer!.get(DefinitionPicker), 'pick').mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+    try {
+      // Admitted (its slot taken), then the definition cannot be read: BullMQ retries the job with the data it had.
+      await expect(placer.place(job)).rejects.toThrow('Connection terminated unexpectedly');
+    } finally {
+      pick.mockRestore();
+    }
+    expect(await slotsInUse(configurationId)).toBe(1);
+    // Meanwhile the configuration's other runs have reserved the instants of the next ten minutes.
+    const redis = apps.dialer!.get(RedisClient);
+    const [seconds, micros] = await redis.redis.time();
+    await redis.redis.set(redis.keyFor('pace', configurationId), String(Number(seconds) * 1000 + Number(micros) / 1000 + 600_000), 'PX', 700_000);
+
+    expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'placed' });
+    expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('keeps its slot when the carrier refused the dial unprocessed and the run cannot be handed back, and dials on it', async () => {
+    const {
+      jobs: [job, other],
+      configurationId,
+    } = await queuedRuns(2, { maxConcurrentCalls: 1 });
+    const placer = apps.dialer!.get(CallPlacer);
+    const unprocessed = new CarrierError('Sandbox carrier: 503 service unavailable, request not processed', {
+      reason: 'carrier_unavailable',
+      permanent: false,
+      notProcessed: true,
+    });
+    const refuse = jest.spyOn(apps.dialer!.get(TelephonyProviders).get('sandbox'), 'placeCall').mockRejectedValueOnce(unprocessed);
+    const requeue = failFirstMove(job.runId, 'queued');
+    let first;
+    try {
+      first = await placer.place(job);
+    } finally {
+      refuse.mockRestore();
+      requeue.mockRestore();
+    }
+    expect(first).toMatchObject({ kind: 'delay', reason: 'claim_unsettled' });
+    const [run] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [job.runId]);
+    expect(run.status).toBe('dialing');
+    expect(await slotsInUse(configurationId)).toBe(1);
+
+    // The run is still this job's claim, and the one slot still its own: another run must wait for it.
+    expect(await placer.place(other)).toMatchObject({ kind: 'delay', reason: 'concurrency' });
+    expect(await placer.place(job, first.kind === 'delay' ? first.progress : {})).toEqual({ kind: 'done', outcome: 'placed' });
+    expect(await dialsOf(job.runId)).toBe(1);
+    expect(await dialsOf(other.runId)).toBe(0);
+  });
+
+  it('keeps its slot when a claimed run cannot be ended before its dial', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1);
+    const placer = apps.dialer!.get(CallPlacer);
+    // The workflow's definition no longer holds the trigger: the claimed run is to end `failed`, and that write fails.
+    const pick = jest.spyOn(apps.dialer!.get(DefinitionPicker), 'pick').mockResolvedValue(null);
+    const end = failFirstMove(job.runId, 'failed');
+    try {
+      const first = await placer.place(job);
+      expect(first).toMatchObject({ kind: 'delay', reason: 'claim_unsettled' });
+      expect(await slotsInUse(configurationId)).toBe(1);
+
+      expect(await placer.place(job, first.kind === 'delay' ? first.progress : {})).toEqual({ kind: 'done', outcome: 'failed' });
+    } finally {
+      pick.mockRestore();
+      end.mockRestore();
+    }
+    expect(await slotsInUse(configurationId)).toBe(0);
+    expect(await dialsOf(job.runId)).toBe(0);
+  });
+});
