@@ -1,11 +1,9 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { RedisClient } from '@app/queue';
-import { CallEventsProcessor } from '../../apps/dialer/src/call-events/call-events.processor';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
-import { PlaceCallProcessor } from '../../apps/dialer/src/calls/place-call.processor';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
-import { startTestApps, TestApps } from '../support/test-apps';
+import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /**
  * A claim left unsettled (its answer lost, or a write after it failed) is
@@ -16,9 +14,7 @@ describe('a dial job taking up its unsettled claim', () => {
   let apps: TestApps;
 
   beforeAll(async () => {
-    apps = await startTestApps();
-    await apps.dialer!.get(PlaceCallProcessor).worker.pause(true);
-    await apps.dialer!.get(CallEventsProcessor).worker.pause(true);
+    apps = await startTestAppsWithPausedWorkers();
   });
   afterAll(() => apps.close());
 

@@ -146,17 +146,22 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, callId]);
   }
 
+  /** The reaper logged its hang-up of the run's call, and the sandbox call was canceled. */
+  async function expectHungUp(runId: number, callId: string): Promise<void> {
+    await waitFor(async () => {
+      const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
+      return stored.logs.events?.some((event) => event.event === 'reaper.hung_up') ? true : undefined;
+    }, { what: 'the hang-up' });
+    const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId });
+    expect(call.canceledAt).not.toBeNull();
+  }
+
   it('hangs up the call of a run that rings past its limit before ending the run', async () => {
     const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, (id) => stillRinging(id, `SB-still-ringing-${id}`));
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
     // The hang-up follows the end of the run.
-    await waitFor(async () => {
-      const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
-      return stored.logs.events?.some((event) => event.event === 'reaper.hung_up') ? true : undefined;
-    }, { what: 'the hang-up' });
-    const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId: `SB-still-ringing-${runId}` });
-    expect(call.canceledAt).not.toBeNull();
+    await expectHungUp(runId, `SB-still-ringing-${runId}`);
   });
 
   it('hangs up the call of a run it ended though freeing its slot failed, and frees the slot in a later round', async () => {
@@ -182,12 +187,7 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
       const [run] = await runsWhenComplete(apps.dataSource, [runId]);
       expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
       // The run is final and never selected again: the hang-up and the slot cannot wait for another reaping of it.
-      await waitFor(async () => {
-        const stored = await apps.dataSource.getRepository(WorkflowRun).findOneByOrFail({ id: runId });
-        return stored.logs.events?.some((event) => event.event === 'reaper.hung_up') ? true : undefined;
-      }, { what: 'the hang-up' });
-      const call = await apps.dataSource.getRepository(SandboxCall).findOneByOrFail({ callId: `SB-slot-blip-${runId}` });
-      expect(call.canceledAt).not.toBeNull();
+      await expectHungUp(runId, `SB-slot-blip-${runId}`);
       expect(failed).toBe(true);
       await waitFor(async () => ((await redis.zscore(slots.key(seed.configId), String(runId))) === null ? true : undefined), {
         what: 'the slot to be freed',

@@ -1,13 +1,11 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { RedisClient } from '@app/queue';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
-import { CallEventsProcessor } from '../../apps/dialer/src/call-events/call-events.processor';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { DefinitionPicker } from '../../apps/dialer/src/calls/definition-picker.service';
-import { PlaceCallProcessor } from '../../apps/dialer/src/calls/place-call.processor';
 import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
-import { startTestApps, TestApps } from '../support/test-apps';
+import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /**
  * A run's concurrency slot between its admission and its dial: an attempt
@@ -20,9 +18,7 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
   let apps: TestApps;
 
   beforeAll(async () => {
-    apps = await startTestApps();
-    await apps.dialer!.get(PlaceCallProcessor).worker.pause(true);
-    await apps.dialer!.get(CallEventsProcessor).worker.pause(true);
+    apps = await startTestAppsWithPausedWorkers();
   });
   afterAll(() => apps.close());
 

@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 import { createRootLogger } from '@app/common';
 import { AppConfig } from '@app/config';
 import { createApiApp } from '../../apps/api/src/create-api-app';
+import { CallEventsProcessor } from '../../apps/dialer/src/call-events/call-events.processor';
+import { PlaceCallProcessor } from '../../apps/dialer/src/calls/place-call.processor';
 import { createDialerApp } from '../../apps/dialer/src/create-dialer-app';
 import { ApiClient } from './api-client';
 import { freePort } from './free-port';
@@ -53,4 +55,16 @@ export async function startTestApps(options: { dialer?: boolean; env?: Record<st
       await api.close();
     },
   };
+}
+
+/**
+ * The API and a dialer whose workers are paused: a test drives the dialer's
+ * `CallPlacer` attempt by attempt, the way BullMQ would call it, and no
+ * worker takes the jobs meanwhile.
+ */
+export async function startTestAppsWithPausedWorkers(): Promise<TestApps> {
+  const apps = await startTestApps();
+  await apps.dialer!.get(PlaceCallProcessor).worker.pause(true);
+  await apps.dialer!.get(CallEventsProcessor).worker.pause(true);
+  return apps;
 }
