@@ -1,19 +1,23 @@
 import { createServer, Server, Socket } from 'node:net';
 import { Pool } from 'pg';
+import { DataSource } from 'typeorm';
 import { createDataSource } from '../../persistence/src/create-data-source';
+import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { isDatabaseUnavailable } from './database-unavailable';
 
 /** Real failures, not shapes: what the driver and fetch raise is what the filter meets. */
 describe('isDatabaseUnavailable', () => {
-  const failureOf = async (attempt: () => Promise<unknown>): Promise<unknown> => {
+  /** Runs `work` against this test run's database, over a pool of one that is always closed. */
+  const withTestDatabase = async (work: (dataSource: DataSource) => Promise<void>) => {
+    const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+    await dataSource.initialize();
     try {
-      await attempt();
-    } catch (error) {
-      return error;
+      await work(dataSource);
+    } finally {
+      await dataSource.destroy();
     }
-    throw new Error('expected the attempt to fail');
   };
   const closedUrl = async () => {
     const url = new URL(testRunResources().databaseUrl);
@@ -77,34 +81,25 @@ describe('isDatabaseUnavailable', () => {
     it.each([
       ['a statement past statement_timeout (an overloaded server)', `SET LOCAL statement_timeout = 20; SELECT pg_sleep(1)`],
       ['a write on a read-only server (a standby after a failover)', `SET LOCAL transaction_read_only = on; CREATE TEMP TABLE never (x int)`],
-    ])('is true for %s: nothing was stored, and a retry may work', async (_case, statements) => {
-      const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
-      await dataSource.initialize();
-      try {
+    ])('is true for %s: nothing was stored, and a retry may work', (_case, statements) =>
+      withTestDatabase(async (dataSource) => {
         const error = await failureOf(() =>
           dataSource.transaction(async (manager) => {
             for (const statement of statements.split('; ')) await manager.query(statement);
           }),
         );
         expect(isDatabaseUnavailable(error)).toBe(true);
-      } finally {
-        await dataSource.destroy();
-      }
-    });
+      }),
+    );
   });
 
   describe('not the database', () => {
-    it('is false for a query Postgres refuses', async () => {
-      const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
-      await dataSource.initialize();
-      try {
+    it('is false for a query Postgres refuses', () =>
+      withTestDatabase(async (dataSource) => {
         const error = await failureOf(() => dataSource.query('SELECT * FROM no_such_table'));
         expect(error).toMatchObject({ name: 'QueryFailedError', driverError: { code: '42P01' } });
         expect(isDatabaseUnavailable(error)).toBe(false);
-      } finally {
-        await dataSource.destroy();
-      }
-    });
+      }));
 
     it('is false for an HTTP request refused by a carrier, however deep its socket error sits', async () => {
       const fetchError = await failureOf(async () => fetch(`http://127.0.0.1:${await freePort()}/`));

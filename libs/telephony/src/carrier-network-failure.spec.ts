@@ -1,4 +1,5 @@
 import { createServer, Server, Socket } from 'node:net';
+import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
 import { CarrierError } from './carrier-error';
 import { carrierHttp } from './carrier-http';
@@ -29,14 +30,6 @@ describe('carrier network failures', () => {
 
   const hangUp = (base: string, timeoutMs = 5_000) =>
     carrierHttp('Carrier', `${base}/calls/CA1/actions/hangup`, { method: 'POST', json: {}, timeoutMs });
-  const failureOf = async (attempt: () => Promise<unknown>): Promise<unknown> => {
-    try {
-      await attempt();
-    } catch (error) {
-      return error;
-    }
-    throw new Error('expected the request to fail');
-  };
 
   it.each([
     ['refused', async () => `http://127.0.0.1:${await freePort()}`, 'ECONNREFUSED'],
