@@ -77,7 +77,7 @@ function plannedBacklog(estimatePerSecond, seconds) {
 }
 
 async function oneRound(stack, trigger, count, size, connections, log) {
-  const [{ id: before }] = await stack.query(`SELECT COALESCE(max(id), 0)::int AS id FROM workflow_runs`);
+  const [{ id: before }] = await stack.query(`SELECT COALESCE(max(id), 0)::float8 AS id FROM workflow_runs`);
   const { failed } = await sendAmount(trigger, size, connections);
   if (failed) log(`${failed} of ${size} backlog triggers failed`);
   const [{ queued }] = await stack.query(`SELECT count(*)::int AS queued FROM workflow_runs WHERE id > $1`, [before]);

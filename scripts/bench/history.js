@@ -56,7 +56,7 @@ async function insertHistory(stack, workflowId, count, log) {
 /** Run ids spread uniformly over the workflow's whole history, old and new. */
 async function sampledRunIds(stack, workflowId, count) {
   const rows = await stack.query(`SELECT id FROM workflow_runs WHERE workflow_id = $1 ORDER BY random() LIMIT $2`, [workflowId, count]);
-  return rows.map((row) => row.id);
+  return rows.map((row) => Number(row.id));
 }
 
 const TRANSCRIPT = [
@@ -78,7 +78,7 @@ const carrier = `jsonb_build_object('provider', 'sandbox', 'provider_call_id', c
 
 const HISTORY_SQL = `
 WITH numbered AS (
-  SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, g, random() AS roll,
+  SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id')) AS id, g, random() AS roll,
          now() - interval '1 hour' - (($7::integer - g)::double precision / $7::integer) * interval '${HISTORY_DAYS} days'
            - random() * interval '1 minute' AS created_at,
          (2 + floor(random() * 20))::integer AS ring_seconds,

@@ -19,7 +19,7 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     const answered = summarizeFixedRate(load);
     const measured = load.answers.filter((answer) => answer.runId !== null && answer.dueAt >= load.start + WARMUP_MS);
     const runIds = measured.map((answer) => answer.runId);
-    await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id = ANY($1::int[])`, [runIds], runIds.length);
+    await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id = ANY($1::bigint[])`, [runIds], runIds.length);
     // Every call of the round finished, and Postgres' counts published (within a second of its backends idling).
     await stack.pollDrained(30000);
     await sleep(1500);
@@ -89,13 +89,13 @@ async function runTimeline(stack, runIds) {
             (SELECT extract(epoch FROM (e->>'at')::timestamptz) * 1000 FROM jsonb_array_elements(r.logs->'events') e
               WHERE e->>'event' = 'dialer.dialing' LIMIT 1) AS claiming_at,
             (SELECT extract(epoch FROM min(s.created_at)) * 1000 FROM sandbox_calls s WHERE s.run_id = r.id) AS dialed_at
-       FROM workflow_runs r WHERE r.id = ANY($1::int[])`,
+       FROM workflow_runs r WHERE r.id = ANY($1::bigint[])`,
     [runIds],
   );
   return new Map(
     rows
       .filter((row) => row.dialed_at !== null)
-      .map((row) => [row.id, { storedAt: Number(row.stored_at), claimingAt: Number(row.claiming_at), dialedAt: Number(row.dialed_at) }]),
+      .map((row) => [Number(row.id), { storedAt: Number(row.stored_at), claimingAt: Number(row.claiming_at), dialedAt: Number(row.dialed_at) }]),
   );
 }
 

@@ -168,7 +168,8 @@ describe('carrier webhooks tell an unsigned or forged caller nothing about the r
     const targets: Array<[string, string]> = [
       [`a run of ${other}`, String(runs.get(other)!.run)],
       ['an id with no run', '2147483647'],
-      ['an id past the id range', '99999999999'],
+      ['an id with no run, past int4', '99999999999'],
+      ['an id past the run id range', '9007199254740992'],
       ['an id that is not a number', 'nope'],
     ];
     const bare = runs.get(provider)!.withoutCredentials;

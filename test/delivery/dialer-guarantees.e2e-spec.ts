@@ -94,7 +94,7 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
      */
     async function newRunsAfterNow(): Promise<(runId: number) => boolean> {
       const [{ last }] = await apps.dataSource.query(
-        `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('workflow_runs', 'id')::regclass), 0)::int AS last`,
+        `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('workflow_runs', 'id')::regclass), 0)::float8 AS last`,
       );
       const seen = new Set<number>();
       return (runId) => {

@@ -101,12 +101,12 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       expect(Number(recording.headers.get('content-length'))).toBe(recording.bytes.length);
     });
 
-    it('serves both artifacts of a run whose id has ten digits (a token longer than one 100-character path segment)', async () => {
-      const bigId = 2_000_000_000 + completed.id;
+    it('serves both artifacts of a run whose id has ten digits, past int4 (a token longer than one 100-character path segment)', async () => {
+      const bigId = 5_000_000_000 + completed.id;
       await apps.dataSource.query(
         `INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
                                     telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key)
-         SELECT $2::integer, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+         SELECT $2::bigint, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
                 telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key
            FROM workflow_runs WHERE id = $1`,
         [completed.id, bigId],

@@ -73,7 +73,7 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
   it('answers a page of runs holding megabytes of gathered context in a few KiB: one request cannot fill the gateway', async () => {
     // An agent runtime may store up to 8 MiB per run; a page of 200 full records was up to 1.6 GB.
     const blob = 'x'.repeat(2 * 1024 * 1024);
-    await apps.dataSource.query(`UPDATE workflow_runs SET gathered_context = jsonb_build_object('notes', $2::text) WHERE id = ANY($1::integer[])`, [
+    await apps.dataSource.query(`UPDATE workflow_runs SET gathered_context = jsonb_build_object('notes', $2::text) WHERE id = ANY($1::bigint[])`, [
       runIds,
       blob,
     ]);
@@ -145,7 +145,7 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
     ['not an id', Buffer.from('abc').toString('base64url')],
     ['a negative id', Buffer.from('-5').toString('base64url')],
     ['a fraction', Buffer.from('1.5').toString('base64url')],
-    ['an id beyond the int range', Buffer.from('99999999999').toString('base64url')],
+    ['an id past the ids a number holds exactly', Buffer.from('9007199254740992').toString('base64url')],
     ['a huge id', Buffer.from('9'.repeat(29)).toString('base64url')],
     ['too long', 'A'.repeat(41)],
   ])('answers 400 for a cursor that is %s', async (_, cursor) => {

@@ -244,7 +244,7 @@ const IDEMPOTENCY_RETENTION = '24 hours';
  */
 const INSERT_QUEUED_RUNS = `
   WITH numbered AS MATERIALIZED (
-    SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id'))::integer AS id, input.*, context.initial_context
+    SELECT nextval(pg_get_serial_sequence('workflow_runs', 'id')) AS id, input.*, context.initial_context
       FROM unnest($1::integer[], $2::integer[], $3::text[], $4::uuid[], $5::integer[], $6::integer[], $7::text[],
                   $8::text[], $10::text[], $11::text[])
            WITH ORDINALITY AS input (organization_id, workflow_id, environment, trigger_uuid, api_key_id,
@@ -322,7 +322,7 @@ export class WorkflowRunStore {
   /** The runs among `ids` that exist, in no particular order (one round trip for many concurrent readers). */
   async findManyById(ids: number[]): Promise<WorkflowRun[]> {
     if (ids.length === 0) return [];
-    const rows = await preparedQuery<RunRow>(this.dataSource, `SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = ANY($1::integer[])`, [ids]);
+    const rows = await preparedQuery<RunRow>(this.dataSource, `SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = ANY($1::bigint[])`, [ids]);
     return rows.map(runFromRow);
   }
 
@@ -468,7 +468,7 @@ export class WorkflowRunStore {
     );
     const allowed = from.filter((status) => RUN_TRANSITIONS[to].includes(status));
     const params: unknown[] = [to, allowed, moves.map((move) => move.runId), entries];
-    const inputs = ['$3::integer[]', '$4::jsonb[]'];
+    const inputs = ['$3::bigint[]', '$4::jsonb[]'];
     const names = ['id', 'entry'];
     const sets = ['status = $1', 'updated_at = now()', 'status_changed_at = now()'];
     const keys = (Object.keys(moves[0].fields) as Array<keyof RunTransitionFields>).filter((key) => moves[0].fields[key] !== undefined);
@@ -534,7 +534,7 @@ export class WorkflowRunStore {
     await preparedQuery(
       this.dataSource,
       `UPDATE workflow_runs SET provider_call_id = input.provider_call_id, updated_at = now()
-         FROM unnest($1::integer[], $2::text[]) AS input (id, provider_call_id)
+         FROM unnest($1::bigint[], $2::text[]) AS input (id, provider_call_id)
         WHERE workflow_runs.id = input.id AND workflow_runs.provider_call_id IS NULL`,
       [calls.map((call) => call.runId), calls.map((call) => call.providerCallId)],
     );
@@ -588,7 +588,7 @@ export class WorkflowRunStore {
           SET transcript_key = COALESCE(input.transcript_key, workflow_runs.transcript_key),
               recording_key = COALESCE(workflow_runs.recording_key, input.recording_key),
               is_completed = true, updated_at = now()
-         FROM unnest($1::integer[], $2::text[], $3::text[]) AS input (id, transcript_key, recording_key)
+         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS input (id, transcript_key, recording_key)
         WHERE workflow_runs.id = input.id AND workflow_runs.status = 'completed' AND NOT workflow_runs.is_completed
         RETURNING workflow_runs.id`,
       [runs.map((run) => run.runId), runs.map((run) => run.transcriptKey), runs.map((run) => run.recordingKey)],

@@ -112,7 +112,7 @@ export class RunRecords {
     async (ids) => {
       const rows = await preparedQuery<RunRecordRow>(
         this.dataSource,
-        `SELECT ${RECORD_SELECT} FROM workflow_runs WHERE id = ANY($1::integer[])`,
+        `SELECT ${RECORD_SELECT} FROM workflow_runs WHERE id = ANY($1::bigint[])`,
         [[...new Set(ids)]],
       );
       const found = new Map(rows.map((row) => [row.id, row]));

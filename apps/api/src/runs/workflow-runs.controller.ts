@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Header, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Errors, ParseIdPipe } from '@app/common';
+import { Errors, MAX_RUN_ID, ParseIdPipe } from '@app/common';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
@@ -15,7 +15,7 @@ import { workflowNotFound } from '../workflows/workflow-not-found.error';
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const workflowId = new ParseIdPipe(() => Errors.notFound('run_not_found', 'No run belongs to this workflow'));
 const listedWorkflowId = new ParseIdPipe(workflowNotFound);
-const runId = new ParseIdPipe(runNotFound);
+const runId = new ParseIdPipe(runNotFound, MAX_RUN_ID);
 
 /** Run records: one run, a workflow's runs for dashboards, and download links. */
 @ApiTags('runs')

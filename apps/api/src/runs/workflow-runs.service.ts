@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ArtifactKind } from '@app/artifacts';
-import { Errors } from '@app/common';
+import { Errors, MAX_RUN_ID } from '@app/common';
 import { RunReader, WorkflowRun } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { workflowNotFound } from '../workflows/workflow-not-found.error';
@@ -103,12 +103,10 @@ function encodeCursor(id: number): string {
   return Buffer.from(String(id)).toString('base64url');
 }
 
-/** Run ids are Postgres integers: a larger one would fail the query (a 500) instead of the request (a 400). */
-const MAX_RUN_ID = 2_147_483_647;
-
 function decodeCursor(cursor: string): number {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const id = /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : NaN;
+  // Run ids are `bigint`s read as numbers: past MAX_RUN_ID the cursor cannot be one this API issued.
+  const id = /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : NaN;
   if (!(id >= 1 && id <= MAX_RUN_ID)) throw Errors.validation('cursor is not one this API issued');
   return id;
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors, parseStoredId } from '@app/common';
+import { DomainError, Errors, MAX_RUN_ID, parseStoredId } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { isFinalRunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { callEventJobId, CallEventsQueue, RedisClient } from '@app/queue';
@@ -59,7 +59,7 @@ export class TelephonyWebhooksService {
     if (!provider || !hasWebhooks(provider)) throw Errors.notFound('provider_not_found', `No carrier named "${providerName}" takes webhooks`);
     assertSigned(provider, request);
     // An id that cannot name a run (malformed, past the column's range) is refused like one that names no run.
-    const storedId = parseStoredId(runIdParam);
+    const storedId = parseStoredId(runIdParam, MAX_RUN_ID);
     const runId = typeof storedId === 'number' ? storedId : null;
     const run = runId === null ? null : await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
     if (!run || run.provider !== providerName) {

@@ -89,7 +89,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
               c.max_call_duration_seconds
          FROM workflow_runs r
          LEFT JOIN telephony_configurations c ON c.id = r.telephony_configuration_id
-        WHERE NOT r.is_completed AND r.id <> ALL($5::integer[]) AND (
+        WHERE NOT r.is_completed AND r.id <> ALL($5::bigint[]) AND (
               (r.status IN ('dialing', 'ringing') AND r.status_changed_at < now() - make_interval(secs => $1))
            OR (r.status = 'in_progress'
                AND r.status_changed_at < now() - make_interval(secs => COALESCE(c.max_call_duration_seconds, 3600) + $2))

@@ -18,7 +18,7 @@ export class IdempotencyKey {
   @Column({ name: 'request_hash', type: 'char', length: 64 })
   requestHash: string;
 
-  @Column({ name: 'run_id', type: 'integer', nullable: true })
+  @Column({ name: 'run_id', type: 'bigint', nullable: true })
   runId: number | null;
 
   @Column({ name: 'locked_until', type: 'timestamptz' })

@@ -11,7 +11,7 @@ export class SandboxCall {
   @PrimaryColumn({ name: 'call_id', type: 'text' })
   callId: string;
 
-  @Column({ name: 'run_id', type: 'integer' })
+  @Column({ name: 'run_id', type: 'bigint' })
   runId: number;
 
   @Column({ name: 'to_number', type: 'text' })

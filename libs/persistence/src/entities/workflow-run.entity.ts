@@ -23,7 +23,12 @@ export interface RunLogs {
 @Index('workflow_runs_workflow_status_idx', ['workflowId', 'status', 'id'])
 @Index('workflow_runs_open_idx', ['status', 'statusChangedAt'], { where: 'NOT is_completed' })
 export class WorkflowRun {
-  @PrimaryGeneratedColumn()
+  /**
+   * `bigint`, read as a number (see `createDataSource`): ids stay far below
+   * 2^53. Declared as `int8`, its alias: TypeORM turns a generated id of a
+   * column declared `bigint` into a string after `save`.
+   */
+  @PrimaryGeneratedColumn({ type: 'int8' })
   id: number;
 
   @Column({ name: 'organization_id', type: 'integer' })

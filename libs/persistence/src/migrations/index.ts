@@ -2,6 +2,7 @@ import { InitialSchema1763776000000 } from './1763776000000-initial-schema';
 import { DeliveryGuarantees1763790000000 } from './1763790000000-delivery-guarantees';
 import { AgentSessions1763800000000 } from './1763800000000-agent-sessions';
 import { RunTableVacuum1763810000000 } from './1763810000000-run-table-vacuum';
+import { BigintRunIds1764240000000 } from './1764240000000-bigint-run-ids';
 
 /** Every migration, oldest first. A new one is generated from the entities and added here. */
 export const MIGRATIONS = [
@@ -9,4 +10,5 @@ export const MIGRATIONS = [
   DeliveryGuarantees1763790000000,
   AgentSessions1763800000000,
   RunTableVacuum1763810000000,
+  BigintRunIds1764240000000,
 ];

@@ -262,7 +262,7 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
   private async storeCalls(calls: NewSandboxCall[]): Promise<StoredSandboxCall[]> {
     const rows: Array<{ call_id: string; created_at: Date }> = await this.dataSource.query(
       `INSERT INTO sandbox_calls (call_id, run_id, to_number, outcome, ring_ms, talk_ms)
-       SELECT * FROM unnest($1::text[], $2::integer[], $3::text[], $4::text[], $5::integer[], $6::integer[])
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::integer[], $6::integer[])
        RETURNING call_id, created_at`,
       [
         calls.map((call) => call.callId),

@@ -10,5 +10,8 @@ export function telnyxClientState(runId: number): string {
 export function runIdFromTelnyxClientState(state: unknown): number | null {
   if (typeof state !== 'string' || !state) return null;
   const decoded = Buffer.from(state, 'base64').toString('utf8');
-  return /^[1-9][0-9]*$/.test(decoded) ? Number(decoded) : null;
+  if (!/^[1-9][0-9]*$/.test(decoded)) return null;
+  // Past 2^53 a number would round to another id: no run has such an id.
+  const runId = Number(decoded);
+  return Number.isSafeInteger(runId) ? runId : null;
 }

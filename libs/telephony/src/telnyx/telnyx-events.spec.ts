@@ -1,7 +1,7 @@
 import { TelnyxFake } from '../../../../test/fakes/telnyx-fake';
 import { ParsedWebhook } from '../carrier-webhooks';
 import { parseTelnyxWebhook, telnyxOtherCall } from './telnyx-events';
-import { telnyxClientState } from './telnyx-client-state';
+import { runIdFromTelnyxClientState, telnyxClientState } from './telnyx-client-state';
 
 const URL = 'https://calls.example.com/api/v1/telephony/telnyx/status/42';
 const ID = 'v3:MdI91X4lWFEs7IgbBEOT9M4AigoY08M0WWZFISt1Yw2axZ_IiE4pqg';
@@ -167,5 +167,21 @@ describe('telnyxOtherCall: whether a signed Telnyx event is about the run of its
     expect(telnyxOtherCall(eventWith({ call_control_id: ID }), { id: 42, providerCallId: null })).toMatch(/neither/);
     expect(telnyxOtherCall(eventWith({}), run)).toMatch(/neither/);
     expect(telnyxOtherCall(parseTelnyxWebhook(fake.signedRequest(URL, 'not json')), run)).toMatch(/neither/);
+  });
+});
+
+describe('runIdFromTelnyxClientState', () => {
+  it.each([42, 2_147_483_648, 4_294_967_296, Number.MAX_SAFE_INTEGER])('reads back the run id %d of a dial', (runId) => {
+    expect(runIdFromTelnyxClientState(telnyxClientState(runId))).toBe(runId);
+  });
+
+  it.each([
+    ['past 2^53, where it would round to another id', Buffer.from('9007199254740993').toString('base64')],
+    ['zero-led', Buffer.from('042').toString('base64')],
+    ['not digits', Buffer.from('4x').toString('base64')],
+    ['empty', ''],
+    ['not text', 42],
+  ])('answers null for a state %s', (_, state) => {
+    expect(runIdFromTelnyxClientState(state)).toBeNull();
   });
 });
