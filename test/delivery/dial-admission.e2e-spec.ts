@@ -1,5 +1,5 @@
 import { AppConfig } from '@app/config';
-import { RedisClient } from '@app/queue';
+import { PacingInstants, RedisClient } from '@app/queue';
 import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { AdmissionLimits, DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
 
@@ -18,12 +18,14 @@ function limits(callsPerSecond: number, maxConcurrentCalls = 100): AdmissionLimi
 describe('dial admission: pacing, the rate window and concurrency slots in one Redis step', () => {
   let client: RedisClient;
   let admission: DialAdmission;
+  let instants: PacingInstants;
   let configurationId = 0;
 
   beforeAll(() => {
     const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${process.env.TEST_QUEUE_PREFIX}-admission` } as AppConfig;
     client = new RedisClient(config);
-    admission = new DialAdmission(client, new ConcurrencyLimiter(client));
+    instants = new PacingInstants(client);
+    admission = new DialAdmission(client, new ConcurrencyLimiter(client), instants);
   });
 
   afterAll(async () => {
@@ -46,6 +48,27 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(500);
     // A reserved instant is not paced again: the dial asks without pacing once it has waited.
     expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+  });
+
+  it('gives back the instants reserved ahead, so the next dial is paced from now', async () => {
+    // One dial every 2 s: five dials reserve up to 8 s ahead.
+    for (let runId = 1; runId <= 5; runId++) await admission.admit(configurationId, runId, limits(0.5), true);
+    const behind = await admission.admit(configurationId, 6, limits(0.5), true);
+    expect(behind.kind).toBe('paced');
+    expect((behind as { waitMs: number }).waitMs).toBeGreaterThan(9_000);
+
+    expect(await instants.forgetReserved(configurationId)).toBe(true);
+
+    // Paced from now again; the rolling window (one dial in any 2 s) still holds it behind the first dial.
+    expect(await admission.admit(configurationId, 7, limits(0.5), true)).toMatchObject({ kind: 'rate' });
+  });
+
+  it('drops nothing when the next free instant is not ahead', async () => {
+    expect(await instants.forgetReserved(configurationId)).toBe(false);
+    expect(await client.redis.exists(instants.key(configurationId))).toBe(0);
+    await client.redis.set(instants.key(configurationId), '1000', 'PX', 60_000);
+    expect(await instants.forgetReserved(configurationId)).toBe(false);
+    expect(await client.redis.get(instants.key(configurationId))).toBe('1000');
   });
 
   it('admits a dial whose instant is near in the same step, taking its slot now and its window place at the instant', async () => {

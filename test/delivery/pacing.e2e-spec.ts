@@ -1,8 +1,9 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { placeCallJobId, QueueName } from '@app/queue';
+import { PacingInstants, placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { agentGraph, createOrganization, runsWhenComplete, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
 
 /** When the carrier was asked to dial each of the runs (ms since the epoch, Postgres' clock), in order. */
 async function dialTimes(apps: TestApps, runIds: number[]): Promise<number[]> {
@@ -97,6 +98,62 @@ describe('calls_per_second across dialer replicas', () => {
     expect(waiting.n).toBeGreaterThan(10);
     const [failed] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE id = ANY($1) AND status = 'failed'`, [backlog]);
     expect(failed.n).toBe(0);
+  });
+
+  it("gives a canceled campaign's reserved instants back once none of its runs is queued, so the next call is not paced behind them", async () => {
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 10 }, callsPerSecond: 0.5 });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const fire = async () =>
+      (await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey })).body
+        .workflow_run_id as number;
+    const canceledQueued: number[] = [];
+    const cancel = async (runIds: number[]) => {
+      for (const runId of runIds) {
+        const response = await apps.client.post(`/api/v1/workflow/${workflow.workflowId}/runs/${runId}/cancel`, undefined, { key: org.adminKey });
+        // 202 or 409: its instant came, and it is being dialed or was.
+        expect([200, 202, 409]).toContain(response.status);
+        if (response.status === 200) canceledQueued.push(runId);
+      }
+    };
+    const redis = apps.api.get(RedisClient).redis;
+    const paceKey = apps.api.get(PacingInstants).key(config.id);
+    /** How far ahead of now (Redis' clock) the configuration's next free instant is; 0 when none is reserved. */
+    const reservedAheadMs = async () => {
+      const [[, reserved], [, [seconds, micros]]] = (await redis.multi().get(paceKey).time().exec()) as [[null, string | null], [null, [string, string]]];
+      return reserved === null ? 0 : Math.max(0, Number(reserved) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)));
+    };
+
+    // A campaign of 10 calls at one every 2 s: once its jobs are admitted, the instants are reserved up to 20 s ahead.
+    const campaign: number[] = [];
+    for (let i = 0; i < 10; i++) campaign.push(await fire());
+    await waitFor(async () => ((await reservedAheadMs()) > 15_000 ? true : undefined), { what: "the campaign's jobs to reserve their instants" });
+
+    // Half of it canceled: the rest is still queued, waiting for its instants, which are kept.
+    await cancel(campaign.slice(5));
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(await reservedAheadMs()).toBeGreaterThan(10_000);
+
+    // The rest canceled too: nothing is queued, and the instants are given back.
+    await cancel(campaign.slice(1, 5));
+    await waitFor(async () => ((await reservedAheadMs()) < 2_000 ? true : undefined), { what: 'the instants to be given back', timeoutMs: 5_000 });
+    // The canceled runs' jobs, waiting for their instants, are dropped.
+    const queue = apps.api.get<Queue>(getQueueToken(QueueName.Calls));
+    expect(canceledQueued.length).toBeGreaterThanOrEqual(5);
+    expect(await Promise.all(canceledQueued.map((runId) => queue.getJob(placeCallJobId(runId))))).toEqual(canceledQueued.map(() => undefined));
+    const triggered = Date.now();
+    const next = await fire();
+    await runsWhenComplete(apps.dataSource, [next], 10_000);
+
+    const [firstDial] = await dialTimes(apps, [campaign[0]]);
+    const [nextDial] = await dialTimes(apps, [next]);
+    // Dialed at once (behind the campaign's instants it would have waited about 20 s), the rate still held.
+    expect(nextDial - triggered).toBeLessThan(4_000);
+    const dialed = await dialTimes(apps, [...campaign, next]);
+    // Two seconds apart by their instants; the ledger's clock runs some milliseconds after, unevenly. Only a broken
+    // window would put two dials near each other.
+    for (let index = 1; index < dialed.length; index++) expect(dialed[index] - dialed[index - 1]).toBeGreaterThan(1_000);
+    expect(nextDial).toBeGreaterThan(firstDial);
   });
 });
 

@@ -20,4 +20,14 @@ export class CallsQueue {
       })),
     );
   }
+
+  /**
+   * Drops the dial job of a run that will not be dialed (canceled while
+   * queued): it would only wake, reserve a pacing instant and find its run
+   * gone. A job a dialer holds right now is left (it finds the run canceled
+   * at its claim). Answers whether the job was dropped.
+   */
+  async discardPlaceCall(runId: number): Promise<boolean> {
+    return (await this.queue.remove(placeCallJobId(runId))) === 1;
+  }
 }

@@ -3,6 +3,7 @@ export * from './calls.queue';
 export * from './connection-errors';
 export * from './job-policies';
 export * from './jobs';
+export * from './pacing-instants';
 export * from './queue-names';
 export * from './queue.module';
 export * from './redis-client';

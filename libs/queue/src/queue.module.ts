@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventsQueue } from './call-events.queue';
 import { CallsQueue } from './calls.queue';
 import { QueueConnectionErrors } from './connection-errors';
+import { PacingInstants } from './pacing-instants';
 import { QueueName } from './queue-names';
 import { RedisClient } from './redis-client';
 import { redisConnectionOptions } from './redis-connection';
@@ -28,8 +29,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
       ],
-      providers: [CallsQueue, CallEventsQueue, RedisClient, QueueConnectionErrors],
-      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient],
+      providers: [CallsQueue, CallEventsQueue, RedisClient, PacingInstants, QueueConnectionErrors],
+      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants],
     };
   }
 }

@@ -3,6 +3,7 @@ import { createDataSource, WorkflowRunStore } from '@app/persistence';
 import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { storeQueuedRuns } from '../../../../test/support/queued-runs';
 import { testRunResources } from '../../../../test/support/test-run-id';
+import { CanceledRunInstants } from './canceled-run-instants.service';
 import { RunCancellation } from './run-cancellation.service';
 
 /** Against this test run's Postgres: which cancel wins against a dialer's claim is decided by the row. */
@@ -16,7 +17,9 @@ describe('RunCancellation', () => {
     await dataSource.initialize();
     store = new WorkflowRunStore(dataSource);
     // No carrier is reached in these cases.
-    cancellation = new RunCancellation(dataSource, store, {} as TelephonyProviders, {} as CredentialsCipher);
+    cancellation = new RunCancellation(dataSource, store, {} as TelephonyProviders, {} as CredentialsCipher, {
+      queuedRunCanceled: () => undefined,
+    } as unknown as CanceledRunInstants);
   });
   afterAll(() => dataSource?.destroy());
 

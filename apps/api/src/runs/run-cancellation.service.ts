@@ -3,13 +3,16 @@ import { DataSource } from 'typeorm';
 import { DomainError, Errors, isDatabaseUnavailable } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { callReferenceOf, CarrierError, CredentialsCipher, isCarrierNetworkFailure, TelephonyProviders } from '@app/telephony';
+import { CanceledRunInstants } from './canceled-run-instants.service';
 
 export type CancelOutcome = 'canceled' | 'hangup_requested';
 
 /**
  * Cancels a run that has not been answered. A queued (or waiting) run is
  * canceled at once by a conditional update, so its dial job finds it
- * canceled and does nothing. A ringing call is hung up through its carrier;
+ * canceled and does nothing (the job is dropped, and the pacing instant it
+ * may have reserved given back once none of its configuration's runs is
+ * queued: `CanceledRunInstants`). A ringing call is hung up through its carrier;
  * the carrier's `canceled` event then ends the run.
  */
 @Injectable()
@@ -19,6 +22,7 @@ export class RunCancellation {
     private readonly runs: WorkflowRunStore,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
+    private readonly instants: CanceledRunInstants,
   ) {}
 
   async cancel(run: WorkflowRun): Promise<CancelOutcome> {
@@ -28,7 +32,10 @@ export class RunCancellation {
       const canceled = await this.runs.transition(run.id, 'canceled', 'api.canceled', { endReason: 'canceled', endedAt: new Date() }, undefined, [
         'queued',
       ]);
-      if (canceled) return 'canceled';
+      if (canceled) {
+        if (run.telephonyConfigurationId !== null) this.instants.queuedRunCanceled(run.id, run.telephonyConfigurationId);
+        return 'canceled';
+      }
       // It was claimed meanwhile: fall through with the fresh state.
       run = (await this.runs.findById(run.id)) ?? run;
     }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RedisClient, RedisScript } from '@app/queue';
+import { PacingInstants, RedisClient, RedisScript } from '@app/queue';
 import { MIN_CALLS_PER_SECOND } from '@app/telephony';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 
@@ -31,9 +31,10 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    (its `calls_per_second`, the way carriers count it), the dial counted at
  *    its instant. GCRA spreads the calls; this window is what holds when
  *    reserved instants come back late together (a delayed job returns behind
- *    a backlog), which would otherwise go out as one burst. Instants are
- *    reserved in order, so no dial counted yet is later than this one's and
- *    the dials after `instant - windowMs` are the ones sharing a window with it.
+ *    a backlog), which would otherwise go out as one burst. Every dial
+ *    counted after `instant - windowMs` shares a window with this one; one
+ *    counted at a later instant (reserved before the configuration's instants
+ *    were given back, see `PacingInstants.forgetReserved`) counts too.
  *    The set lives a window past the furthest instant any dial may be
  *    counted at (ARGV[7] ahead), so a later dial counted now cannot cut
  *    short the life of one counted ahead;
@@ -124,6 +125,7 @@ export class DialAdmission {
   constructor(
     private readonly client: RedisClient,
     private readonly slots: ConcurrencyLimiter,
+    private readonly instants: PacingInstants,
   ) {
     this.admitScript = client.script('vaDialAdmit', ADMIT, 3);
   }
@@ -133,7 +135,7 @@ export class DialAdmission {
     const { limit, windowMs } = rateWindow(limits.callsPerSecond);
     const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, MIN_CALLS_PER_SECOND)) : '';
     const [verdict, wait] = (await this.admitScript(
-      [this.slots.key(configurationId), this.client.keyFor('dials', configurationId), this.client.keyFor('pace', configurationId)],
+      [this.slots.key(configurationId), this.client.keyFor('dials', configurationId), this.instants.key(configurationId)],
       [
         String(runId),
         String(limits.maxConcurrentCalls),
