@@ -67,6 +67,22 @@ describe('CanceledRunInstants', () => {
     expect(forgotten).toEqual([8]);
   });
 
+  it('does not hold a shutdown for longer than 2 s when Postgres or Redis does not answer', async () => {
+    const hanging = new CanceledRunInstants(
+      { query: () => new Promise(() => undefined) } as unknown as DataSource,
+      {} as PacingInstants,
+      { discardPlaceCall: async () => true } as unknown as CallsQueue,
+    );
+    hanging.queuedRunCanceled(1, 7);
+    let shutDown = false;
+    const shutdown = hanging.beforeApplicationShutdown().then(() => (shutDown = true));
+    await jest.advanceTimersByTimeAsync(1_999);
+    expect(shutDown).toBe(false);
+    await jest.advanceTimersByTimeAsync(1);
+    await shutdown;
+    expect(shutDown).toBe(true);
+  });
+
   it('looks at what it has pending before the gateway shuts down', async () => {
     service.queuedRunCanceled(1, 7);
     await service.beforeApplicationShutdown();

@@ -1,11 +1,14 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { withTimeout } from '@app/common';
 import { CallsQueue, PacingInstants } from '@app/queue';
 
 /** How long after a configuration's last cancel its queued runs are looked at: a campaign is canceled run by run. */
 export const CANCELS_SETTLE_MS = 1_000;
 /** Looks at a configuration after a failure (Postgres or Redis away) this many times in all. */
 const ATTEMPTS = 3;
+/** What a gateway shutting down waits for those looks at most (Redis away, its commands would wait for it). */
+const SHUTDOWN_LOOK_MS = 2_000;
 
 /**
  * Gives a configuration's pacing instants back once canceling has left it
@@ -48,7 +51,10 @@ export class CanceledRunInstants implements BeforeApplicationShutdown {
     const configurations = [...this.pending.keys()];
     for (const timer of this.pending.values()) clearTimeout(timer);
     this.pending.clear();
-    await Promise.all(configurations.map((configurationId) => this.giveBackIfNoneQueued(configurationId, ATTEMPTS)));
+    const looks = Promise.all(configurations.map((configurationId) => this.giveBackIfNoneQueued(configurationId, ATTEMPTS)));
+    await withTimeout(looks, SHUTDOWN_LOOK_MS, 'giving back pacing instants before shutdown').catch((error: unknown) => {
+      this.logger.warn({ telephony_configuration_ids: configurations, err: error }, 'pacing instants of canceled runs not given back');
+    });
   }
 
   private lookLater(configurationId: number, attempt: number): void {
