@@ -25,6 +25,7 @@ describe('run ids past int4', () => {
   });
 
   const key = () => callable.org.adminKey;
+  const listRuns = (query: string) => apps.client.get(`/api/v1/workflow/${callable.workflow.workflowId}/runs?${query}`, { key: key() });
 
   it('triggers, dials once and reads back a run whose id is past int4, with its recording', async () => {
     const runId = await startCall(apps.client, callable.workflow.triggerUuid, { phone_number: '+14155550100', initial_context: { name: 'Ada' } }, { key: key() });
@@ -47,7 +48,7 @@ describe('run ids past int4', () => {
     let cursor: string | null = null;
     do {
       const query: string = cursor ? `limit=2&cursor=${cursor}` : 'limit=2';
-      const response = await apps.client.get(`/api/v1/workflow/${callable.workflow.workflowId}/runs?${query}`, { key: key() });
+      const response = await listRuns(query);
       expect(response.status).toBe(200);
       pages.push(response.body.runs.map((run: { id: number }) => run.id));
       cursor = response.body.next_cursor;
@@ -92,10 +93,9 @@ describe('run ids past int4', () => {
     expect(ids).toEqual([Number.MAX_SAFE_INTEGER - 2, Number.MAX_SAFE_INTEGER - 1, Number.MAX_SAFE_INTEGER]);
     const run = await waitForRun(apps.client, key(), callable.workflow.workflowId, ids[2]);
     expect(run).toMatchObject({ id: ids[2], name: `WR-API-${ids[2]}`, is_completed: true });
-    const list = (query: string) => apps.client.get(`/api/v1/workflow/${callable.workflow.workflowId}/runs?${query}`, { key: key() });
-    const first = await list('limit=1');
+    const first = await listRuns('limit=1');
     expect(first.body.runs.map((listed: { id: number }) => listed.id)).toEqual([ids[2]]);
-    const second = await list(`limit=2&cursor=${first.body.next_cursor}`);
+    const second = await listRuns(`limit=2&cursor=${first.body.next_cursor}`);
     expect(second.body.runs.map((listed: { id: number }) => listed.id)).toEqual([ids[1], ids[0]]);
     // The sequence stops there: a trigger past it fails instead of storing a run whose id would read as another's.
     const refused = await apps.client.post(`/api/v1/public/agent/${callable.workflow.triggerUuid}`, { phone_number: '+14155550150' }, { key: key() });

@@ -1,6 +1,5 @@
 import { DataSource } from 'typeorm';
-import { dropDatabase } from '../../../test/support/test-resource-lifecycle';
-import { testRunResources } from '../../../test/support/test-run-id';
+import { dropDatabase, scratchDatabaseUrl } from '../../../test/cli/support/scratch-database';
 import { createDataSource } from './create-data-source';
 import { ensureDatabase } from './ensure-database';
 import { MIGRATIONS } from './migrations';
@@ -24,11 +23,7 @@ async function int4Database(url: string): Promise<void> {
 }
 
 describe('BigintRunIds migration', () => {
-  const url = (() => {
-    const parsed = new URL(testRunResources().databaseUrl);
-    parsed.pathname = `${parsed.pathname}_int4ids`;
-    return parsed.toString();
-  })();
+  const url = scratchDatabaseUrl('int4ids');
   let dataSource: DataSource;
 
   beforeAll(async () => {

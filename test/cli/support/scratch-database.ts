@@ -1,5 +1,6 @@
-import { Client } from 'pg';
 import { testRunResources } from '../../support/test-run-id';
+
+export { dropDatabase } from '../../support/test-resource-lifecycle';
 
 /**
  * A database URL beside this run's test database that does not exist yet (for
@@ -9,17 +10,4 @@ export function scratchDatabaseUrl(suffix: string): string {
   const url = new URL(testRunResources().databaseUrl);
   url.pathname = `${url.pathname}_${suffix}`;
   return url.toString();
-}
-
-export async function dropDatabase(databaseUrl: string): Promise<void> {
-  const name = new URL(databaseUrl).pathname.slice(1);
-  const admin = new URL(databaseUrl);
-  admin.pathname = '/postgres';
-  const client = new Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
 }
