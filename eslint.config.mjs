@@ -37,4 +37,8 @@ export default tseslint.config(
     languageOptions: { globals: { ...globals.node }, sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    files: ['**/*.spec.js'],
+    languageOptions: { globals: { ...globals.jest } },
+  },
 );

@@ -1,4 +1,4 @@
-/** Unit tests live beside the code (*.spec.ts); end-to-end tests under test/ (*.e2e-spec.ts). */
+/** Unit tests live beside the code (*.spec.ts, and *.spec.js beside the scripts); end-to-end tests under test/ (*.e2e-spec.ts). */
 const swc = ['@swc/jest', {
   jsc: {
     parser: { syntax: 'typescript', decorators: true },
@@ -10,7 +10,7 @@ const swc = ['@swc/jest', {
 module.exports = {
   testEnvironment: 'node',
   rootDir: '.',
-  testMatch: ['<rootDir>/apps/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  testMatch: ['<rootDir>/apps/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts', '<rootDir>/scripts/**/*.spec.js', '<rootDir>/test/**/*.e2e-spec.ts'],
   transform: { '^.+\\.(t|j)s$': swc },
   // NestJS 12 ships ES modules only; Jest's CommonJS runtime needs them transformed.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|uid|file-type|strtok3|token-types|@tokenizer|load-esm|content-disposition|cookie)/)'],

@@ -52,6 +52,7 @@
  *                       machine's speed, which drifts by more than the 10 % judged over a few minutes, falls on both
  *                       alike. Reads come twice: the newest runs, as before the history, and runs spread over all of
  *                       it (old rows, cold pages); a table says whether any figure got worse by more than 10 %.
+ * After the tables, one more judges each of the README's targets on this run alone (scripts/bench/targets.js).
  * Every HTTP row also gives the server's CPU time per answered request (utime + stime from /proc over
  * each round, the ceiling's server included), which other load on the machine moves far less than req/s,
  * and every API row the CPU time of the Postgres backends serving the bench database per answered
@@ -99,6 +100,7 @@ const { dialerTable, historyTable, httpTable, latencyStagesTable, latencyTable, 
 const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
+const { TARGETS, targetsTable } = require('./bench/targets');
 const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
 const { API_NODE_FLAGS } = require('./app-node-flags');
 
@@ -123,8 +125,8 @@ const knobs = {
 const GET_RUN_IDS = 2000;
 const RSS_SAMPLE_MS = 250;
 const LIST_PAGE_SIZE = 50;
-/** The history may cost at most this share of any figure (req/s, p50, p99, CPU per request). */
-const HISTORY_TOLERANCE = 0.1;
+/** The scenarios that put the API under load: the API RSS target is judged only when one of them ran. */
+const API_LOAD_SCENARIOS = ['trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'list-runs', 'latency', 'soak', 'history'];
 /** Other work on the machine skews every figure: the report shows how busy it was. */
 const loadNow = () => loadavg().map((load) => load.toFixed(1)).join(' ');
 const loadAtStart = loadNow();
@@ -165,7 +167,8 @@ async function main() {
   await stack.startDialers(1, 'alongside the HTTP scenarios');
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
   const apiHarness = { ...harness, ...measuredApi(stack) };
-  const report = { http: [], dialer: [], latency: [], soak: null, historySize: null, history: [] };
+  // `roles` names the rows the targets judge (scripts/bench/targets.js).
+  const report = { http: [], roles: {}, dialer: [], latency: [], soak: null, historySize: null, history: [] };
   let ceilingRps = null;
   let triggerRps = null;
 
@@ -208,11 +211,13 @@ async function main() {
     const row = await throughputRounds('POST trigger', () => trigger, apiHarness);
     triggerRps = row.rps;
     report.http.push(row);
+    report.roles.trigger = row;
   }
   if (starts('trigger-alone')) {
     await stack.waitDrained();
     await stack.stopDialers();
-    report.http.push(await throughputRounds('POST trigger, dialer stopped', () => trigger, apiHarness));
+    report.roles.triggerAlone = await throughputRounds('POST trigger, dialer stopped', () => trigger, apiHarness);
+    report.http.push(report.roles.triggerAlone);
     await stack.startDialers(1, 'alongside the HTTP scenarios');
   }
   if (starts('trigger-idempotent')) {
@@ -225,13 +230,15 @@ async function main() {
         return { ...next, headers: { ...next.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } };
       },
     });
-    report.http.push(await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness));
+    report.roles.triggerIdempotent = await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness);
+    report.http.push(report.roles.triggerIdempotent);
   }
   if (starts('get-run')) {
     await ensureRuns(stack, trigger, GET_RUN_IDS);
     await stack.waitDrained();
     const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    report.http.push(await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness));
+    report.roles.getRun = await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness);
+    report.http.push(report.roles.getRun);
   }
   if (starts('list-runs')) {
     await ensureRuns(stack, trigger, GET_RUN_IDS);
@@ -340,11 +347,24 @@ function print(report, ceilingRps, apiPeak, rssPeaks) {
       `History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs; against a twin without them, ` +
         `medians of ${knobs.historyRounds} rounds a side taken in turn.`,
     );
-    out.push(historyTable(report.history, HISTORY_TOLERANCE));
+    out.push(historyTable(report.history, TARGETS.historyTolerance));
   }
   if (report.dialer.length) out.push(dialerTable(report.dialer));
   if (report.latency.length) out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES));
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
+  out.push(
+    'Targets (README, "Performance"), judged on this run alone:',
+    targetsTable({
+      ceilingRps,
+      ...report.roles,
+      dialers: report.dialer,
+      latency: report.latency,
+      apiPeakMiB: API_LOAD_SCENARIOS.some((name) => rssPeaks.has(name)) ? apiPeak : NaN,
+      soak: report.soak,
+      historyRuns: knobs.historyRuns,
+      history: report.history,
+    }),
+  );
   const dialerPeaks = new Map();
   for (const { role, mib } of stack.dialerPeaks) dialerPeaks.set(role, Math.max(dialerPeaks.get(role) ?? 0, mib));
   const byScenario = [...rssPeaks].map(([name, mib]) => `${name} ${cell(mib)}`).join(', ');

@@ -49,6 +49,7 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
     }
     rows.push({
       name: `dials/s, ${count} dialer${count > 1 ? 's' : ''}`,
+      dialers: count,
       perSecond: median(results.map((r) => r.perSecond).filter(Number.isFinite)),
       min: Math.min(...results.map((r) => r.min)),
       max: Math.max(...results.map((r) => r.max)),

@@ -3,6 +3,7 @@
 
 const { cpus } = require('node:os');
 const { cell } = require('./stats');
+const { HISTORY_FIGURES, worseWithHistory } = require('./targets');
 
 function httpTable(rows, ceilingRps) {
   const ratio = (rps) => (ceilingRps ? cell(rps / ceilingRps, 2) : '–');
@@ -72,36 +73,19 @@ function latencyStagesTable(rows, stages) {
 /**
  * Each figure with the history against the same figure measured just before
  * it was inserted, and whether any of the judged ones got worse by more than
- * `tolerance`. The Postgres figures after them are there to explain a change,
- * not judged. autocannon measures latency in whole milliseconds, so a latency
- * counts as worse only when it also moved by more than that step (4 → 5 ms is
- * one step, not 25 %).
+ * `tolerance` (scripts/bench/targets.js says which are judged, and how).
  */
 function historyTable(rows, tolerance) {
-  // Each figure, and whether more (+1) or less (−1) of it is worse; 0 for the explanatory ones.
-  const figures = [
-    { key: 'rps', title: 'req/s', worse: -1 },
-    { key: 'p50', title: 'p50 ms', worse: 1, resolution: 1 },
-    { key: 'p99', title: 'p99 ms', worse: 1, resolution: 1 },
-    { key: 'cpuMicros', title: 'server CPU µs per request', worse: 1 },
-    { key: 'postgresCpuMicros', title: 'Postgres CPU µs per request', worse: 0 },
-    { key: 'walBytes', title: 'WAL bytes per request', worse: 0 },
-    { key: 'fullPageImages', title: 'WAL full-page images per request', worse: 0, digits: 2 },
-    { key: 'blocksRead', title: 'blocks read from outside shared buffers per request', worse: 0, digits: 2 },
-  ];
   const change = (before, after) => (before > 0 ? `${after >= before ? '+' : '−'}${cell((Math.abs(after - before) / before) * 100)} %` : '–');
-  const judged = figures.filter((f) => f.worse !== 0).map((f) => f.title);
+  const judged = HISTORY_FIGURES.filter((f) => f.worse !== 0).map((f) => f.title);
   return [
-    `| with the history, against the twin without it | ${figures.map((f) => f.title).join(' | ')} | none of ${judged.join(', ')} worse by more than ${cell(tolerance * 100)} % (and latencies by more than 1 ms) |`,
-    `|---|${figures.map(() => '---:').join('|')}|---|`,
+    `| with the history, against the twin without it | ${HISTORY_FIGURES.map((f) => f.title).join(' | ')} | none of ${judged.join(', ')} worse by more than ${cell(tolerance * 100)} % (and latencies by more than 1 ms) |`,
+    `|---|${HISTORY_FIGURES.map(() => '---:').join('|')}|---|`,
     ...rows.map(({ name, before, after }) => {
-      const cells = figures.map(
+      const cells = HISTORY_FIGURES.map(
         ({ key, digits }) => `${cell(before[key], digits)} → ${cell(after[key], digits)} (${change(before[key], after[key])})`,
       );
-      const worse = figures.some(
-        ({ key, worse: sign, resolution = 0 }) => sign * (after[key] - before[key]) > Math.max(tolerance * before[key], resolution),
-      );
-      return `| ${name} | ${cells.join(' | ')} | ${worse ? 'no' : 'yes'} |`;
+      return `| ${name} | ${cells.join(' | ')} | ${worseWithHistory(before, after, tolerance) ? 'no' : 'yes'} |`;
     }),
   ].join('\n');
 }
