@@ -2,10 +2,10 @@ import { DataSource } from 'typeorm';
 import { ApiTrigger, createDataSource, Organization, TelephonyConfiguration, WorkflowDefinition } from '@app/persistence';
 import { MIGRATIONS } from '@app/persistence/migrations';
 import { startTestApps, TestApps } from '../support/test-apps';
-import { testRunResources } from '../support/test-run-id';
+import { dropDatabase } from '../support/test-resource-lifecycle';
+import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
 import { cliEnv, runCli, runCommand } from './support/run-command';
-import { dropDatabase, scratchDatabaseUrl } from './support/scratch-database';
 
 const MIGRATION_NAMES = MIGRATIONS.map((migration) => new migration().name);
 

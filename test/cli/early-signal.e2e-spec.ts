@@ -3,13 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../support/free-port';
-import { testRunResources } from '../support/test-run-id';
+import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
+import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
 import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
-import { deleteQueueKeys } from './support/delete-queue-keys';
 import { REPO_ROOT } from './support/repo-root';
 import { runCli } from './support/run-command';
-import { dropDatabase, scratchDatabaseUrl } from './support/scratch-database';
 
 const MAINS = {
   api: join(REPO_ROOT, 'dist/apps/api/apps/api/src/main.js'),

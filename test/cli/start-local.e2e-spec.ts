@@ -4,12 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../support/free-port';
-import { testRunResources } from '../support/test-run-id';
+import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
+import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
 import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
-import { deleteQueueKeys } from './support/delete-queue-keys';
 import { REPO_ROOT } from './support/repo-root';
-import { dropDatabase, scratchDatabaseUrl } from './support/scratch-database';
 
 const bash = promisify(execFile);
 

@@ -1,5 +1,5 @@
 import { createMigratedDatabase, deleteQueueKeys, dropDatabase } from './test-resource-lifecycle';
-import { testRunResources } from './test-run-id';
+import { scratchDatabaseUrl, testRunResources } from './test-run-id';
 
 export interface IsolatedResources {
   /** Environment overrides for startTestApps: this suite's own database and queue prefix. */
@@ -14,10 +14,8 @@ export interface IsolatedResources {
  * left queued, and its timings would depend on them.
  */
 export async function createIsolatedResources(name: string): Promise<IsolatedResources> {
-  const { databaseUrl, queuePrefix } = testRunResources();
-  const url = new URL(databaseUrl);
-  url.pathname = `${url.pathname}_${name}`;
-  const isolatedUrl = url.toString();
+  const { queuePrefix } = testRunResources();
+  const isolatedUrl = scratchDatabaseUrl(name);
   await createMigratedDatabase(isolatedUrl);
   const prefix = `${queuePrefix.slice(0, -1)}-${name}}`;
   return {

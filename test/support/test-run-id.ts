@@ -18,3 +18,14 @@ export function testRunResources(): TestRunResources {
   }
   return { databaseUrl, queuePrefix, artifactsDir };
 }
+
+/**
+ * A database URL beside this run's test database, named `<run's>_<suffix>`,
+ * for one suite of its own: the suite creates it (or has a command create it)
+ * and drops it.
+ */
+export function scratchDatabaseUrl(suffix: string): string {
+  const url = new URL(testRunResources().databaseUrl);
+  url.pathname = `${url.pathname}_${suffix}`;
+  return url.toString();
+}

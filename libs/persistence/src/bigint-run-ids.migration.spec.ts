@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import { dropDatabase, scratchDatabaseUrl } from '../../../test/cli/support/scratch-database';
+import { dropDatabase } from '../../../test/support/test-resource-lifecycle';
+import { scratchDatabaseUrl } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
 import { ensureDatabase } from './ensure-database';
 import { MIGRATIONS } from './migrations';
