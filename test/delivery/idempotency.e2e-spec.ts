@@ -169,6 +169,33 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     expect(repeat.body.workflow_run_id).toBeUndefined();
   });
 
+  it('tells a key limited to other agents nothing of what a held key carries, on any agent and with any body', async () => {
+    const other = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
+    const restricted = await apps.client.post(
+      '/api/v1/api-keys',
+      { name: 'other agent only', role: 'trigger', workflow_ids: [other.workflowId] },
+      { key: org.adminKey },
+    );
+    expect(restricted.status).toBe(201);
+    const first = await post('order-of-another-integration');
+    expect(first.status).toBe(200);
+    const before = await runCount();
+    // Guessing the body (a 422 against a 403 would confirm the guess), on the agent the run belongs to, or on its own.
+    const probes = [
+      post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, restricted.body.key),
+      post('order-of-another-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key),
+      post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key),
+    ];
+    for (const probe of await Promise.all(probes)) {
+      expect({ status: probe.status, code: probe.body.code, run: probe.body.workflow_run_id }).toEqual({ status: 403, code: 'forbidden', run: undefined });
+    }
+    expect(await runCount()).toBe(before);
+    // The key's own agent: an unused key starts a run as ever, and the admin key still gets its 422 for another body.
+    expect((await post('order-of-this-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key)).status).toBe(200);
+    const reused = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' });
+    expect({ status: reused.status, code: reused.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
+  });
+
   it('starts afresh once a key has expired', async () => {
     const first = await post('old-key');
     await apps.dataSource.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'old-key'`);

@@ -9,6 +9,11 @@ export interface AuthenticatedKey {
   workflowIds: number[] | null;
 }
 
+/** An admin key, or a trigger key not limited to some workflows. */
+export function keyMayUseEveryWorkflow(key: AuthenticatedKey): boolean {
+  return key.role === 'admin' || key.workflowIds === null;
+}
+
 export function keyMayUseWorkflow(key: AuthenticatedKey, workflowId: number): boolean {
   return key.role === 'admin' || key.workflowIds === null || key.workflowIds.includes(workflowId);
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createDataSource } from '@app/persistence';
 import { testRunResources } from '../../../../test/support/test-run-id';
+import { AuthenticatedKey } from '../auth/authenticated-key';
 import { IdempotencyKeys } from './idempotency-keys.service';
 
 /** Against this test run's Postgres: what a held key tells the request that finds it (claims: see WorkflowRunStore's spec). */
@@ -29,6 +30,13 @@ describe('IdempotencyKeys.earlierRun', () => {
     );
     return key;
   };
+  const callerOf = (organizationId: number, workflowIds: number[] | null = null): AuthenticatedKey => ({
+    id: 1,
+    organizationId,
+    role: workflowIds === null ? 'admin' : 'trigger',
+    workflowIds,
+  });
+  const admin = callerOf(ORG);
   const outcomeOf = (answer: Promise<number | null>) =>
     answer.then(
       (runId) => ({ runId }),
@@ -37,26 +45,40 @@ describe('IdempotencyKeys.earlierRun', () => {
 
   it("answers the earlier request's run to a repeat with the same body", async () => {
     const key = await held(4242, BODY);
-    expect(await keys.earlierRun(ORG, { key, requestHash: BODY })).toBe(4242);
+    expect(await keys.earlierRun(admin, { key, requestHash: BODY })).toBe(4242);
   });
 
   it('answers 422 to the same key with another body, whether or not the first stored a run', async () => {
     for (const runId of [4242, null]) {
       const key = await held(runId, BODY, '30 seconds');
-      expect(await outcomeOf(keys.earlierRun(ORG, { key, requestHash: OTHER_BODY }))).toEqual({ status: 422, code: 'idempotency_key_reused' });
+      expect(await outcomeOf(keys.earlierRun(admin, { key, requestHash: OTHER_BODY }))).toEqual({ status: 422, code: 'idempotency_key_reused' });
     }
   });
 
   it('answers 409 to a key claimed without a run that is not presumed dead yet', async () => {
     const key = await held(null, BODY, '30 seconds');
-    expect(await outcomeOf(keys.earlierRun(ORG, { key, requestHash: BODY }))).toEqual({ status: 409, code: 'idempotency_request_in_flight' });
+    expect(await outcomeOf(keys.earlierRun(admin, { key, requestHash: BODY }))).toEqual({ status: 409, code: 'idempotency_request_in_flight' });
+  });
+
+  it('tells a key limited to some agents nothing of a run it cannot see, and to wait while the run is not stored', async () => {
+    const limited = callerOf(ORG, [1]);
+    // 4242 names no stored run here, so its agent is none the limited key may use.
+    for (const requestHash of [BODY, OTHER_BODY]) {
+      const key = await held(4242, BODY);
+      expect(await outcomeOf(keys.earlierRun(limited, { key, requestHash }))).toEqual({ status: 403, code: 'forbidden' });
+      const pending = await held(null, BODY, '30 seconds');
+      expect(await outcomeOf(keys.earlierRun(limited, { key: pending, requestHash }))).toEqual({
+        status: 409,
+        code: 'idempotency_request_in_flight',
+      });
+    }
   });
 
   it('answers nothing for a key never used, an expired one, or one of another organization', async () => {
     const expired = await held(4343, BODY, '-2 days', '-1 day');
     const elsewhere = await held(4444, BODY);
-    expect(await keys.earlierRun(ORG, { key: `k-${randomUUID()}`, requestHash: BODY })).toBeNull();
-    expect(await keys.earlierRun(ORG, { key: expired, requestHash: BODY })).toBeNull();
-    expect(await keys.earlierRun(ORG + 1, { key: elsewhere, requestHash: BODY })).toBeNull();
+    expect(await keys.earlierRun(admin, { key: `k-${randomUUID()}`, requestHash: BODY })).toBeNull();
+    expect(await keys.earlierRun(admin, { key: expired, requestHash: BODY })).toBeNull();
+    expect(await keys.earlierRun(callerOf(ORG + 1), { key: elsewhere, requestHash: BODY })).toBeNull();
   });
 });

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
 import { preparedQuery, RunIdempotency } from '@app/persistence';
+import { AuthenticatedKey, keyMayUseEveryWorkflow, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { canonicalJson } from './canonical-json';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -39,20 +40,40 @@ export class IdempotencyKeys {
    * version, which claimed a key before storing its run, for at most 30 s).
    * `formerHash`, when given, is the same request's hash as an earlier
    * version wrote it, which a key claimed then still holds.
+   *
+   * Keys are the organization's, but what a key holds is told only to an API
+   * key that may use the agent its run belongs to: one limited to other
+   * agents gets 403 whatever the body, so it cannot learn by trying bodies
+   * what another integration sent. (That the key is taken shows all the same.)
    */
-  async earlierRun(organizationId: number, { key, requestHash }: RunIdempotency, formerHash?: () => string): Promise<number | null> {
-    const [existing] = await preparedQuery<{ request_hash: string; run_id: number | null }>(
+  async earlierRun(
+    caller: AuthenticatedKey,
+    { key, requestHash }: RunIdempotency,
+    formerHash?: () => string,
+  ): Promise<number | null> {
+    const [existing] = await preparedQuery<{ request_hash: string; run_id: number | null; workflow_id: number | null }>(
       this.dataSource,
-      `SELECT request_hash, run_id FROM idempotency_keys WHERE organization_id = $1 AND key = $2 AND expires_at >= now()`,
-      [organizationId, key],
+      `SELECT k.request_hash, k.run_id, r.workflow_id
+         FROM idempotency_keys k LEFT JOIN workflow_runs r ON r.id = k.run_id
+        WHERE k.organization_id = $1 AND k.key = $2 AND k.expires_at >= now()`,
+      [caller.organizationId, key],
     );
     if (!existing) return null;
+    if (!keyMayUseEveryWorkflow(caller)) {
+      // Held without a run, its agent is not known yet: look again shortly.
+      if (existing.run_id === null) throw inFlight();
+      if (existing.workflow_id === null || !keyMayUseWorkflow(caller, existing.workflow_id)) {
+        throw Errors.forbidden('This Idempotency-Key holds a request to an agent this API key has no access to');
+      }
+    }
     if (existing.request_hash !== requestHash && existing.request_hash !== formerHash?.()) {
       throw new DomainError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request body');
     }
-    if (existing.run_id === null) {
-      throw Errors.conflict('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed');
-    }
+    if (existing.run_id === null) throw inFlight();
     return existing.run_id;
   }
+}
+
+function inFlight(): DomainError {
+  return Errors.conflict('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed');
 }

@@ -50,7 +50,7 @@ export class TriggerCallService {
     } catch (error) {
       // A repeat is answered as its first request was, even if the trigger was deactivated since (the call was
       // accepted), and a key reused with another body is a 422 whatever else is wrong with the request.
-      const earlier = idempotency && (await this.idempotency.earlierRun(key.organizationId, idempotency, earlierFingerprint));
+      const earlier = idempotency && (await this.idempotency.earlierRun(key, idempotency, earlierFingerprint));
       if (earlier) return this.replay(key, earlier);
       throw error;
     }
@@ -60,7 +60,7 @@ export class TriggerCallService {
       const runId = await this.intake.accept(run);
       if (runId !== null) return { response: initiated(runId), replayed: false };
       // Only a run with a key is ever left unstored.
-      const earlier = await this.idempotency.earlierRun(key.organizationId, idempotency!, earlierFingerprint);
+      const earlier = await this.idempotency.earlierRun(key, idempotency!, earlierFingerprint);
       if (earlier !== null) return this.replay(key, earlier);
       if (attempt === MAX_CLAIM_ATTEMPTS) {
         throw Errors.conflict('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed');
