@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { TelephonyConfiguration } from '@app/persistence';
 import { SandboxSignature } from '@app/telephony';
 import { LoopbackWebhook } from '../fakes/loopback-http-fake';
@@ -37,14 +38,18 @@ const vonage = new VonageFake();
 const twilioFields = { CallSid: `CA${'0'.repeat(32)}`, AccountSid: TwilioFake.ACCOUNT_SID, CallStatus: 'ringing' };
 const plivoFields = { CallUUID: '00000000-0000-4000-8000-000000000000', CallStatus: 'ringing', Event: 'StartApp' };
 /** Telnyx signs the body, not the URL: a genuine event names its run in `client_state`, as our dials ask. */
-const telnyxEventFor = (url: string) => ({
-  data: {
-    event_type: 'call.initiated',
-    id: 'e',
-    occurred_at: new Date().toISOString(),
-    payload: { client_state: Buffer.from(url.slice(url.lastIndexOf('/') + 1)).toString('base64') },
-  },
-});
+const telnyxEventFor = (url: string) => {
+  const path = new URL(url).pathname;
+  return {
+    data: {
+      event_type: 'call.initiated',
+      // An event of its own each time: Telnyx signs the second and the body, and an exact copy is a replay.
+      id: randomUUID(),
+      occurred_at: new Date().toISOString(),
+      payload: { client_state: Buffer.from(path.slice(path.lastIndexOf('/') + 1)).toString('base64') },
+    },
+  };
+};
 const vonageEvent = { status: 'ringing', uuid: 'u', conversation_uuid: 'c', timestamp: new Date().toISOString() };
 
 let sandboxKey: Buffer;
@@ -186,6 +191,39 @@ describe('carrier webhooks tell an unsigned or forged caller nothing about the r
 
   const url = (provider: string, kind: string, runId: string) => `${apps.baseUrl}/api/v1/telephony/${provider}/${kind}/${runId}`;
 
+  /**
+   * Sends a webhook with its request line in the absolute form HTTP/1.1
+   * allows (`POST http://proxy.example/api/… HTTP/1.1`, as a forward proxy
+   * sends it), which the router routes by its path. Answers the status and
+   * the error code.
+   */
+  function sendAbsolute(webhook: LoopbackWebhook): Promise<{ status: number; code: string | undefined }> {
+    const target = new URL(webhook.url);
+    const head = [
+      `${webhook.method} http://proxy.example:8080${target.pathname}${target.search} HTTP/1.1`,
+      'Host: proxy.example:8080',
+      ...Object.entries(webhook.headers).map(([name, value]) => `${name}: ${value}`),
+      `Content-Length: ${webhook.rawBody.length}`,
+      'Connection: close',
+      '',
+      '',
+    ].join('\r\n');
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(target.port), target.hostname);
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const answer = Buffer.concat(chunks).toString('utf8');
+        const status = /^HTTP\/1\.1 (\d{3})/.exec(answer);
+        if (!status) return reject(new Error(`no HTTP answer: ${answer.slice(0, 200)}`));
+        resolve({ status: Number(status[1]), code: /"code":"([^"]+)"/.exec(answer)?.[1] });
+      });
+      socket.write(head);
+      socket.write(webhook.rawBody);
+    });
+  }
+
   describe.each(SIGNERS.map((signer) => [signer.provider, signer] as const))('%s', (provider, signer) => {
     it.each(['answer', 'status'])(
       'answers a request to the %s URL without signature headers the same 401 webhook_unsigned, whatever run its id names',
@@ -206,6 +244,14 @@ describe('carrier webhooks tell an unsigned or forged caller nothing about the r
         const answer = await send(signer.forged(url(provider, 'status', runId)));
         expect({ target, answer }).toEqual({ target, answer: own });
       }
+    });
+
+    it('takes a request whose request line holds an absolute URL as one to its path: refused when forged, taken when genuine', async () => {
+      // A query of its own, so the genuine request is not the copy of another test's (a replay).
+      const runUrl = `${url(provider, 'status', String(runs.get(provider)!.run))}?sent=absolute`;
+      expect(await sendAbsolute(signer.forged(runUrl))).toEqual({ status: 403, code: 'webhook_signature_invalid' });
+      expect(await sendAbsolute(unsigned(signer.signed(runUrl)))).toEqual({ status: 401, code: 'webhook_unsigned' });
+      expect(await sendAbsolute(signer.signed(runUrl))).toEqual({ status: 200, code: undefined });
     });
 
     it("answers a signature that is valid for the carrier's account, on a URL whose run it cannot verify, as a forged one", async () => {

@@ -11,6 +11,7 @@ import { AppConfig } from '@app/config';
 import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
 import { AppModule } from './app.module';
 import { bodyMediaTypeRefusal } from './body-media-type';
+import { originForm } from './request-target';
 
 /** Request bodies above this answer 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -79,6 +80,7 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     bodyLimit: BODY_LIMIT_BYTES,
     loggerInstance: logger,
     trustProxy: true,
+    rewriteUrl: (request: IncomingMessage) => originForm(request.url ?? '/'),
     requestIdHeader: false,
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];

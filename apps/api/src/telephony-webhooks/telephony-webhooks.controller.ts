@@ -38,7 +38,8 @@ export class TelephonyWebhooksController {
     for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(',') : value;
     const webhook: WebhookRequest = {
       method: request.method,
-      // Carriers sign the URL they called: our public base plus the path and query as received.
+      // Carriers sign the URL they called: our public base plus the path and query as received (in origin form:
+      // see `originForm`).
       url: `${this.config.publicBaseUrl}${request.url}`,
       headers,
       rawBody: request.rawBody ?? Buffer.alloc(0),

@@ -59,6 +59,13 @@ describe('Plivo signature V3', () => {
     expect(plivoSignatureMatches(TOKEN, method, url, tampered, NONCE, signature)).toBe(false);
   });
 
+  it('matches no signature for a URL that cannot be read, rather than failing', () => {
+    const [method, , signature] = VECTORS[0];
+    expect(plivoSignatureMatches(TOKEN, method, 'http://localhost:3000http://x/api/v1/telephony/plivo/status/1', PARAMS, NONCE, signature)).toBe(
+      false,
+    );
+  });
+
   it('accepts any of several comma-separated signatures (one per active Auth Token)', () => {
     const [method, url, signature] = VECTORS[2];
     expect(plivoSignatureMatches(TOKEN, method, url, PARAMS, NONCE, `bm90LXRoaXMtb25l,${signature}`)).toBe(true);

@@ -26,6 +26,7 @@ export function plivoSignatureV3(authToken: string, method: string, url: string,
 /**
  * Checks a signature header in constant time. The header may list several
  * signatures separated by commas (one per active Auth Token); any may match.
+ * None matches a URL that cannot be read: nothing was signed for it.
  */
 export function plivoSignatureMatches(
   authToken: string,
@@ -35,6 +36,7 @@ export function plivoSignatureMatches(
   nonce: string,
   header: string,
 ): boolean {
+  if (!URL.canParse(url)) return false;
   const expected = Buffer.from(plivoSignatureV3(authToken, method, url, params, nonce), 'utf8');
   let matched = false;
   for (const candidate of header.split(',')) {

@@ -26,7 +26,9 @@ export class SandboxSignature {
       .digest('base64url');
   }
 
+  /** False also for a URL that cannot be read: nothing was signed for it. */
   matches(method: string, url: string, body: Buffer, timestampMs: number, signature: string): boolean {
+    if (!URL.canParse(url)) return false;
     const expected = Buffer.from(this.sign(method, url, body, timestampMs));
     const given = Buffer.from(signature);
     return expected.length === given.length && timingSafeEqual(expected, given);
