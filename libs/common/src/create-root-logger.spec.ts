@@ -23,6 +23,18 @@ describe('urlForLog', () => {
     expect(urlForLog('/api/v1/agent-sessions/tok.en-123/events')).toBe('/api/v1/agent-sessions/[redacted]/events');
   });
 
+  it('hides the tokens of a URL that spells its route with percent escapes, as the router reads it', () => {
+    expect(urlForLog('/api/v1/%64ownloads/eyJydW4iOjF9/c2lnbmF0dXJl')).toBe('/api/v1/downloads/[redacted]');
+    expect(urlForLog('/api/v1/agent-session%73/tok.en-123/events')).toBe('/api/v1/agent-sessions/[redacted]/events');
+    expect(urlForLog('/api/v1/%44OWNLOADS/eyJydW4iOjF9/c2lnbmF0dXJl')).toBe('/api/v1/DOWNLOADS/[redacted]');
+    expect(urlForLog('/media?%74oken=abc&call=1')).toBe('/media?token=[redacted]&call=1');
+  });
+
+  it('cuts a URL it cannot decode at its first escape', () => {
+    expect(urlForLog('/api/v1/downloads/secret-payload%zz/secret-signature')).toBe('/api/v1/downloads/[redacted]');
+    expect(urlForLog('/api/v1/agent-sessions/secret%E0%A4%A/events')).toBe('/api/v1/agent-sessions/[redacted]');
+  });
+
   it('hides token query parameters and leaves other URLs as they are', () => {
     expect(urlForLog('/media?session_token=abc&call=1')).toBe('/media?session_token=[redacted]&call=1');
     expect(urlForLog('/api/v1/workflow/3/runs/42')).toBe('/api/v1/workflow/3/runs/42');
@@ -43,6 +55,35 @@ describe('the root logger', () => {
     expect(logged).toContain('invalid input syntax for type json');
     expect(logged).not.toContain('Ada Lovelace');
   });
+
+  it("writes neither the detail nor the context Postgres gives of a value it refused, nor its driver error's", () => {
+    const { lines, sink } = captured();
+    const driverError = Object.assign(new Error('duplicate key value violates unique constraint "idempotency_keys_pkey"'), {
+      code: '23505',
+      detail: 'Key (organization_id, key)=(7, order-of-Ada-Lovelace) already exists.',
+      where: 'JSON data, line 1: {"patient":"Ada Lovelace',
+    });
+    const failed = Object.assign(new Error(driverError.message), {
+      query: 'INSERT INTO idempotency_keys (organization_id, key) VALUES ($1, $2)',
+      parameters: [7, 'order-of-Ada-Lovelace'],
+      code: '23505',
+      detail: driverError.detail,
+      where: driverError.where,
+      driverError,
+    });
+    const context = { reason: 'kept as given', detail: 'not a database value' };
+    createRootLogger('test', 'info', sink).warn({ err: Object.assign(failed, { context }) }, 'a value the database cannot store');
+
+    const logged = lines.join('');
+    expect(logged).toContain('INSERT INTO idempotency_keys');
+    expect(logged).toContain('23505');
+    expect(logged).toContain('idempotency_keys_pkey');
+    expect(logged).not.toContain('Lovelace');
+    // An object of the error's own that is not an error is written as it is, and left unchanged.
+    expect(logged).toContain('not a database value');
+    expect(context.detail).toBe('not a database value');
+    expect(failed.detail).toContain('Lovelace');
+  });
 });
 
 describe('the root logger under Fastify', () => {
@@ -57,5 +98,21 @@ describe('the root logger under Fastify', () => {
     expect(logged).toContain('/api/v1/downloads/[redacted]');
     expect(logged).not.toContain('secret-payload');
     expect(logged).not.toContain('secret-signature');
+  });
+
+  it('writes no token of a URL whose route is spelt with percent escapes, which the router still routes', async () => {
+    const { lines, sink } = captured();
+    const app = Fastify({ loggerInstance: createRootLogger('test', 'info', sink) });
+    app.get('/api/v1/downloads/:payload/:signature', async () => ({ ok: true }));
+    app.get('/api/v1/agent-sessions/:token/events', async () => ({ ok: true }));
+    const download = await app.inject({ method: 'GET', url: '/api/v1/%64ownloads/secret-payload/secret-signature' });
+    const session = await app.inject({ method: 'GET', url: '/api/v1/agent-session%73/secret-token/events' });
+    await app.close();
+
+    expect([download.statusCode, session.statusCode]).toEqual([200, 200]);
+    const logged = lines.join('');
+    expect(logged).toContain('/api/v1/downloads/[redacted]');
+    expect(logged).toContain('/api/v1/agent-sessions/[redacted]/events');
+    for (const secret of ['secret-payload', 'secret-signature', 'secret-token']) expect(logged).not.toContain(secret);
   });
 });

@@ -19,24 +19,55 @@ export const REDACTED_PATHS = [
  * signature, an agent session's token, and query parameters of those names.
  */
 const URL_SECRETS: Array<[RegExp, string]> = [
-  [/(\/downloads\/)[^?#]*/, '$1[redacted]'],
-  [/(\/agent-sessions\/)[^/?#]+/, '$1[redacted]'],
+  [/(\/downloads\/)[^?#]*/i, '$1[redacted]'],
+  [/(\/agent-sessions\/)[^/?#]+/i, '$1[redacted]'],
   [/([?&](?:session_token|token|signature)=)[^&#]*/gi, '$1[redacted]'],
 ];
 
-/** A request URL as it may be logged: the tokens some URLs carry are replaced. */
+/**
+ * A request URL as it may be logged: the tokens some URLs carry are replaced.
+ * The router matches a path with its unreserved characters percent-decoded
+ * (`/api/v1/%64ownloads/…` is the downloads route), so the patterns look at
+ * the URL decoded the same way; one that cannot be decoded is cut at its first
+ * escape, since what follows it cannot be told apart from a token.
+ */
 export function urlForLog(url: string | undefined): string | undefined {
-  return url === undefined ? undefined : URL_SECRETS.reduce((masked, [pattern, replacement]) => masked.replace(pattern, replacement), url);
+  if (url === undefined) return undefined;
+  let readable: string;
+  try {
+    readable = decodeURI(url);
+  } catch {
+    readable = `${url.slice(0, url.indexOf('%'))}[redacted]`;
+  }
+  return URL_SECRETS.reduce((masked, [pattern, replacement]) => masked.replace(pattern, replacement), readable);
 }
 
 /**
- * Errors as pino writes them, less the bound values of a failed query
- * (TypeORM's QueryFailedError carries them): they hold callers' data
- * (`initial_context`, phone numbers, transcripts). The SQL text stays.
+ * What a failed query carries of the values sent with it: TypeORM's
+ * QueryFailedError holds the bound `parameters`, and Postgres' error (copied
+ * onto it, and kept as its `driverError`) a `detail` (a unique violation's
+ * `Key (…)=(…)`) and a `where` (the JSON text it could not read). They hold
+ * callers' data (`initial_context`, phone numbers, transcripts, keys).
  */
+const CALLER_DATA_FIELDS = ['parameters', 'detail', 'where'];
+
+/** Errors as pino writes them, less the values of a failed query (above). The SQL text and error code stay. */
 function errorForLog(error: Error): Record<string, unknown> {
-  const serialized = pino.stdSerializers.err(error) as unknown as Record<string, unknown>;
-  delete serialized.parameters;
+  return withoutCallerData(pino.stdSerializers.err(error) as unknown as Record<string, unknown>);
+}
+
+function withoutCallerData(serialized: Record<string, unknown>): Record<string, unknown> {
+  for (const field of CALLER_DATA_FIELDS) delete serialized[field];
+  // Nested errors (`driverError`, an aggregate's errors) are serialized copies of the same kind, changed in place;
+  // any other object is the error's own and is left as it is.
+  const serializedKind = Object.getPrototypeOf(serialized) as object;
+  for (const value of Object.values(serialized)) {
+    for (const nested of Array.isArray(value) ? value : [value]) {
+      if (nested !== null && typeof nested === 'object' && Object.getPrototypeOf(nested) === serializedKind) {
+        withoutCallerData(nested as Record<string, unknown>);
+      }
+    }
+  }
   return serialized;
 }
 
