@@ -40,7 +40,7 @@ describe('POST /api/v1/workflow/{workflow_id}/runs/{run_id}/cancel', () => {
         )
       ).body.workflow_run_id as number;
     const runPath = (runId: number) => `/api/v1/workflow/${workflow.workflowId}/runs/${runId}`;
-    return { trigger, runPath };
+    return { trigger, runPath, workflowId: workflow.workflowId };
   }
 
   it('cancels a run still waiting for its pacing slot, and it is never dialed', async () => {
@@ -92,6 +92,25 @@ describe('POST /api/v1/workflow/{workflow_id}/runs/{run_id}/cancel', () => {
     const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
     expect(response.status).toBe(409);
     expect(response.body).toMatchObject({ code: 'run_not_cancelable', message: expect.stringContaining('no longer exists') });
+  });
+
+  it("answers 404 under another of the organization's workflows, 403 to a key limited to other agents, and cancels nothing", async () => {
+    // At 0.5 calls per second the second run stays queued for about 2 s.
+    const { trigger, runPath } = await agent({ ring_ms: 10, talk_ms: 10 }, 0.5);
+    const other = await agent({ ring_ms: 10, talk_ms: 10 });
+    await trigger();
+    const runId = await trigger();
+    const underOther = await apps.client.post(`/api/v1/workflow/${other.workflowId}/runs/${runId}/cancel`, undefined, { key: org.adminKey });
+    expect({ status: underOther.status, code: underOther.body.code }).toEqual({ status: 404, code: 'run_not_found' });
+    const limited = await apps.client.post(
+      '/api/v1/api-keys',
+      { name: 'the other agent only', role: 'trigger', workflow_ids: [other.workflowId] },
+      { key: org.adminKey },
+    );
+    expect(limited.status).toBe(201);
+    const refused = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: limited.body.key });
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 403, code: 'forbidden' });
+    expect((await apps.client.get(runPath(runId), { key: org.adminKey })).body.status).not.toBe('canceled');
   });
 
   it('answers 404 for a run of another organization', async () => {
