@@ -30,9 +30,14 @@ describe('urlForLog', () => {
     expect(urlForLog('/media?%74oken=abc&call=1')).toBe('/media?token=[redacted]&call=1');
   });
 
-  it('cuts a URL it cannot decode at its first escape', () => {
+  it('leaves every other escape as it came, a malformed one included', () => {
+    expect(urlForLog('/api/v1/workflow/3/runs?q=%E9%2F%25%20')).toBe('/api/v1/workflow/3/runs?q=%E9%2F%25%20');
     expect(urlForLog('/api/v1/downloads/secret-payload%zz/secret-signature')).toBe('/api/v1/downloads/[redacted]');
-    expect(urlForLog('/api/v1/agent-sessions/secret%E0%A4%A/events')).toBe('/api/v1/agent-sessions/[redacted]');
+    expect(urlForLog('/api/v1/agent-sessions/secret%E0%A4%A/events')).toBe('/api/v1/agent-sessions/[redacted]/events');
+  });
+
+  it('hides a token parameter after a #, where the router starts the query too', () => {
+    expect(urlForLog('/media#token=abc&call=1')).toBe('/media#token=[redacted]&call=1');
   });
 
   it('hides token query parameters and leaves other URLs as they are', () => {
@@ -83,6 +88,16 @@ describe('the root logger', () => {
     expect(logged).toContain('not a database value');
     expect(context.detail).toBe('not a database value');
     expect(failed.detail).toContain('Lovelace');
+  });
+
+  it('writes what is not an error as it was given, without changing it or failing on a cycle', () => {
+    const { lines, sink } = captured();
+    const notAnError: Record<string, unknown> = { code: 'E_SOMETHING', response: { detail: 'kept', where: 'kept too' } };
+    notAnError.self = notAnError;
+    const logger = createRootLogger('test', 'info', sink);
+    expect(() => logger.warn({ err: notAnError }, 'a failure that threw no Error')).not.toThrow();
+    expect(notAnError.response).toEqual({ detail: 'kept', where: 'kept too' });
+    expect(lines.join('')).toContain('E_SOMETHING');
   });
 });
 

@@ -21,24 +21,25 @@ export const REDACTED_PATHS = [
 const URL_SECRETS: Array<[RegExp, string]> = [
   [/(\/downloads\/)[^?#]*/i, '$1[redacted]'],
   [/(\/agent-sessions\/)[^/?#]+/i, '$1[redacted]'],
-  [/([?&](?:session_token|token|signature)=)[^&#]*/gi, '$1[redacted]'],
+  [/([?&#](?:session_token|token|signature)=)[^&#]*/gi, '$1[redacted]'],
 ];
+
+/** Letters, digits and `-._~`: what an escape may spell in a route's name or a parameter's without changing it. */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
 /**
  * A request URL as it may be logged: the tokens some URLs carry are replaced.
- * The router matches a path with its unreserved characters percent-decoded
- * (`/api/v1/%64ownloads/…` is the downloads route), so the patterns look at
- * the URL decoded the same way; one that cannot be decoded is cut at its first
- * escape, since what follows it cannot be told apart from a token.
+ * The router matches a path with its escapes decoded (`/api/v1/%64ownloads/…`
+ * is the downloads route, and a query's `%74oken` is `token`), so the patterns
+ * look at the URL with its escapes of unreserved characters decoded; other
+ * escapes (`%2F`, `%25`, bytes past ASCII) stay as they came.
  */
 export function urlForLog(url: string | undefined): string | undefined {
   if (url === undefined) return undefined;
-  let readable: string;
-  try {
-    readable = decodeURI(url);
-  } catch {
-    readable = `${url.slice(0, url.indexOf('%'))}[redacted]`;
-  }
+  const readable = url.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const char = String.fromCharCode(parseInt(hex, 16));
+    return UNRESERVED.test(char) ? char : escape;
+  });
   return URL_SECRETS.reduce((masked, [pattern, replacement]) => masked.replace(pattern, replacement), readable);
 }
 
@@ -56,17 +57,17 @@ function errorForLog(error: Error): Record<string, unknown> {
   return withoutCallerData(pino.stdSerializers.err(error) as unknown as Record<string, unknown>);
 }
 
+/** The prototype of the copies pino's serializer makes of errors, found once. */
+const SERIALIZED_ERROR = Object.getPrototypeOf(pino.stdSerializers.err(new Error('probe'))) as object;
+
 function withoutCallerData(serialized: Record<string, unknown>): Record<string, unknown> {
+  // What is not an error comes back as it was given: the caller's own object, written as it is and never changed.
+  if (serialized === null || typeof serialized !== 'object' || Object.getPrototypeOf(serialized) !== SERIALIZED_ERROR) return serialized;
   for (const field of CALLER_DATA_FIELDS) delete serialized[field];
-  // Nested errors (`driverError`, an aggregate's errors) are serialized copies of the same kind, changed in place;
-  // any other object is the error's own and is left as it is.
-  const serializedKind = Object.getPrototypeOf(serialized) as object;
+  // Nested errors (`driverError`, an aggregate's errors) are serialized copies too, changed in place; any other
+  // object is the error's own and is left as it is.
   for (const value of Object.values(serialized)) {
-    for (const nested of Array.isArray(value) ? value : [value]) {
-      if (nested !== null && typeof nested === 'object' && Object.getPrototypeOf(nested) === serializedKind) {
-        withoutCallerData(nested as Record<string, unknown>);
-      }
-    }
+    for (const nested of Array.isArray(value) ? value : [value]) withoutCallerData(nested as Record<string, unknown>);
   }
   return serialized;
 }
