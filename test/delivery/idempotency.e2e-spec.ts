@@ -6,14 +6,16 @@ describe('Idempotency-Key on the trigger endpoints', () => {
   let apps: TestApps;
   let org: TestOrganization;
   let uuid: string;
+  let workflowId: number;
   const body = { phone_number: '+14155550100', initial_context: { order: 7 } };
 
   beforeAll(async () => {
     apps = await startTestApps();
     org = await createOrganization(apps.dataSource);
     await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
-    uuid = (await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id), draft: (id) => agentGraph(id) }))
-      .triggerUuid;
+    const seeded = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id), draft: (id) => agentGraph(id) });
+    uuid = seeded.triggerUuid;
+    workflowId = seeded.workflowId;
   });
   afterAll(() => apps.close());
 
@@ -194,6 +196,22 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     expect((await post('order-of-this-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key)).status).toBe(200);
     const reused = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' });
     expect({ status: reused.status, code: reused.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
+    // A key limited to the run's own agent is told as an admin key is: the run again for the same body, 422 for another.
+    const own = await apps.client.post(
+      '/api/v1/api-keys',
+      { name: 'this agent only', role: 'trigger', workflow_ids: [workflowId] },
+      { key: org.adminKey },
+    );
+    expect(own.status).toBe(201);
+    const replayed = await post('order-of-another-integration', body, `/api/v1/public/agent/${uuid}`, own.body.key);
+    expect({ status: replayed.status, run: replayed.body.workflow_run_id, replayed: replayed.headers.get('idempotent-replayed') }).toEqual({
+      status: 200,
+      run: first.body.workflow_run_id,
+      replayed: 'true',
+    });
+    const otherBody = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, own.body.key);
+    expect({ status: otherBody.status, code: otherBody.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
+    expect(await runCount()).toBe(before + 1);
   });
 
   it('starts afresh once a key has expired', async () => {

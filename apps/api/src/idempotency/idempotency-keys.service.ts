@@ -54,7 +54,7 @@ export class IdempotencyKeys {
     const [existing] = await preparedQuery<{ request_hash: string; run_id: number | null; workflow_id: number | null }>(
       this.dataSource,
       `SELECT k.request_hash, k.run_id, r.workflow_id
-         FROM idempotency_keys k LEFT JOIN workflow_runs r ON r.id = k.run_id
+         FROM idempotency_keys k LEFT JOIN workflow_runs r ON r.id = k.run_id AND r.organization_id = k.organization_id
         WHERE k.organization_id = $1 AND k.key = $2 AND k.expires_at >= now()`,
       [caller.organizationId, key],
     );
