@@ -22,6 +22,17 @@ describe('Idempotency-Key on the trigger endpoints', () => {
   const post = (key: string, payload: unknown = body, path = `/api/v1/public/agent/${uuid}`, apiKey = org.adminKey) =>
     apps.client.post(path, payload, { key: apiKey, headers: { 'idempotency-key': key } });
 
+  /** A trigger key of the organization limited to these agents. */
+  async function limitedKey(workflowIds: number[]): Promise<string> {
+    const created = await apps.client.post(
+      '/api/v1/api-keys',
+      { name: `agents ${workflowIds.join(', ')} only`, role: 'trigger', workflow_ids: workflowIds },
+      { key: org.adminKey },
+    );
+    expect(created.status).toBe(201);
+    return created.body.key as string;
+  }
+
   async function runCount(): Promise<number> {
     const [row] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE organization_id = $1`, [org.organizationId]);
     return row.n;
@@ -157,15 +168,10 @@ describe('Idempotency-Key on the trigger endpoints', () => {
 
   it("answers 403 to a repeat from another of the organization's keys that has no access to the agent", async () => {
     const other = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
-    const restricted = await apps.client.post(
-      '/api/v1/api-keys',
-      { name: 'other agent only', role: 'trigger', workflow_ids: [other.workflowId] },
-      { key: org.adminKey },
-    );
-    expect(restricted.status).toBe(201);
+    const restricted = await limitedKey([other.workflowId]);
     const first = await post('order-for-another-key');
     expect(first.status).toBe(200);
-    const repeat = await post('order-for-another-key', body, `/api/v1/public/agent/${uuid}`, restricted.body.key);
+    const repeat = await post('order-for-another-key', body, `/api/v1/public/agent/${uuid}`, restricted);
     expect(repeat.status).toBe(403);
     expect(repeat.body).toMatchObject({ code: 'forbidden' });
     expect(repeat.body.workflow_run_id).toBeUndefined();
@@ -173,43 +179,33 @@ describe('Idempotency-Key on the trigger endpoints', () => {
 
   it('tells a key limited to other agents nothing of what a held key carries, on any agent and with any body', async () => {
     const other = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
-    const restricted = await apps.client.post(
-      '/api/v1/api-keys',
-      { name: 'other agent only', role: 'trigger', workflow_ids: [other.workflowId] },
-      { key: org.adminKey },
-    );
-    expect(restricted.status).toBe(201);
+    const restricted = await limitedKey([other.workflowId]);
     const first = await post('order-of-another-integration');
     expect(first.status).toBe(200);
     const before = await runCount();
     // Guessing the body (a 422 against a 403 would confirm the guess), on the agent the run belongs to, or on its own.
     const probes = [
-      post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, restricted.body.key),
-      post('order-of-another-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key),
-      post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key),
+      post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, restricted),
+      post('order-of-another-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted),
+      post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${other.triggerUuid}`, restricted),
     ];
     for (const probe of await Promise.all(probes)) {
       expect({ status: probe.status, code: probe.body.code, run: probe.body.workflow_run_id }).toEqual({ status: 403, code: 'forbidden', run: undefined });
     }
     expect(await runCount()).toBe(before);
     // The key's own agent: an unused key starts a run as ever, and the admin key still gets its 422 for another body.
-    expect((await post('order-of-this-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted.body.key)).status).toBe(200);
+    expect((await post('order-of-this-integration', body, `/api/v1/public/agent/${other.triggerUuid}`, restricted)).status).toBe(200);
     const reused = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' });
     expect({ status: reused.status, code: reused.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
     // A key limited to the run's own agent is told as an admin key is: the run again for the same body, 422 for another.
-    const own = await apps.client.post(
-      '/api/v1/api-keys',
-      { name: 'this agent only', role: 'trigger', workflow_ids: [workflowId] },
-      { key: org.adminKey },
-    );
-    expect(own.status).toBe(201);
-    const replayed = await post('order-of-another-integration', body, `/api/v1/public/agent/${uuid}`, own.body.key);
+    const own = await limitedKey([workflowId]);
+    const replayed = await post('order-of-another-integration', body, `/api/v1/public/agent/${uuid}`, own);
     expect({ status: replayed.status, run: replayed.body.workflow_run_id, replayed: replayed.headers.get('idempotent-replayed') }).toEqual({
       status: 200,
       run: first.body.workflow_run_id,
       replayed: 'true',
     });
-    const otherBody = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, own.body.key);
+    const otherBody = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, own);
     expect({ status: otherBody.status, code: otherBody.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
     expect(await runCount()).toBe(before + 1);
   });
