@@ -35,6 +35,54 @@ describe('management API: OpenAPI document', () => {
     });
   });
 
+  it('documents ids as integers: in the trigger answer, in run records, and in every path', async () => {
+    const { body: doc } = await apps.client.get('/docs-json');
+    const schemas = doc.components.schemas;
+    expect(schemas.TriggerCallResponseDto.properties.workflow_run_id.type).toBe('integer');
+    expect(schemas.TriggerCallResponseDto.properties.status.enum).toEqual(['initiated']);
+    for (const field of ['id', 'workflow_id', 'definition_id', 'telephony_configuration_id']) {
+      expect({ field, type: schemas.RunView.properties[field]?.type ?? schemas.RunSummary.properties[field].type }).toEqual({ field, type: 'integer' });
+    }
+    for (const [view, field] of [['WorkflowView', 'id'], ['ApiKeyView', 'id'], ['TelephonyConfigurationView', 'id']]) {
+      expect({ view, type: schemas[view].properties[field].type }).toEqual({ view, type: 'integer' });
+    }
+    expect(schemas.ApiKeyView.properties.workflow_ids).toMatchObject({ type: 'array', items: { type: 'integer' } });
+    // Every path parameter named as an id is an integer, the documented ones included.
+    const idParams: Array<[string, string, string]> = [];
+    for (const [path, methods] of Object.entries<Record<string, { parameters?: Array<{ in: string; name: string; schema: { type: string } }> }>>(
+      doc.paths,
+    )) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const pathNames = (operation.parameters ?? []).filter((parameter) => parameter.in === 'path').map(({ name }) => name);
+        expect({ operation: `${method} ${path}`, pathNames }).toEqual({ operation: `${method} ${path}`, pathNames: [...new Set(pathNames)] });
+        for (const parameter of operation.parameters ?? []) {
+          if (parameter.in === 'path' && /(^|_)id$/.test(parameter.name)) idParams.push([`${method} ${path}`, parameter.name, parameter.schema.type]);
+        }
+      }
+    }
+    expect(idParams.map(([operation, name]) => `${operation} ${name}`)).toEqual(
+      expect.arrayContaining(['get /api/v1/workflow/{workflow_id}/runs/{run_id} run_id', 'get /api/v1/workflows/{id} id']),
+    );
+    expect(idParams.filter(([, , type]) => type !== 'integer')).toEqual([]);
+  });
+
+  it('documents the errors of the trigger endpoints and of a run read, each with the one error body', async () => {
+    const { body: doc } = await apps.client.get('/docs-json');
+    const body = doc.components.schemas.ErrorBodyView;
+    expect(body.required).toEqual(expect.arrayContaining(['statusCode', 'code', 'message', 'request_id']));
+    const errorRef = { content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyView' } } } };
+    for (const path of ['/api/v1/public/agent/{uuid}', '/api/v1/public/agent/test/{uuid}']) {
+      const responses = doc.paths[path].post.responses;
+      for (const status of ['400', '401', '403', '404', '409', '413', '415', '422', '503']) {
+        expect({ path, status, answer: responses[status] }).toMatchObject({ path, status, answer: errorRef });
+      }
+      expect(doc.paths[path].post.description).toContain('will be dialed once');
+    }
+    const read = doc.paths['/api/v1/workflow/{workflow_id}/runs/{run_id}'].get.responses;
+    for (const status of ['401', '403', '404']) expect({ status, answer: read[status] }).toMatchObject({ status, answer: errorRef });
+    expect(doc.components.schemas.RunSummary.properties.recording_url.description).toContain('expires');
+  });
+
   it('never documents a credentials field in a telephony configuration response', async () => {
     const response = await apps.client.get('/docs-json');
     const view = response.body.components.schemas.TelephonyConfigurationView;

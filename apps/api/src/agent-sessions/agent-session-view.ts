@@ -2,9 +2,9 @@ import { ApiProperty } from '@nestjs/swagger';
 
 /** What the agent runtime gets for a session: the rendered agent and the call it serves. */
 export class AgentSessionView {
-  @ApiProperty() run_id: number;
-  @ApiProperty() workflow_id: number;
-  @ApiProperty({ type: Number, nullable: true }) definition_id: number | null;
+  @ApiProperty({ type: 'integer' }) run_id: number;
+  @ApiProperty({ type: 'integer' }) workflow_id: number;
+  @ApiProperty({ type: 'integer', nullable: true }) definition_id: number | null;
   @ApiProperty({
     description: "Every node's rendered prompt and greeting; `opening` is what the agent says first",
     example: { opening: 'Hello Ada!', nodes: [{ id: 'start', type: 'startCall', prompt: 'You are...', greeting: 'Hello Ada!' }] },

@@ -3,10 +3,10 @@ import { API_KEY_ROLES, ApiKey, ApiKeyRole } from '@app/persistence';
 
 /** A key as listings show it: never the secret, only its display prefix. */
 export class ApiKeyView {
-  @ApiProperty() id: number;
+  @ApiProperty({ type: 'integer' }) id: number;
   @ApiProperty() name: string;
   @ApiProperty({ enum: API_KEY_ROLES }) role: ApiKeyRole;
-  @ApiProperty({ type: [Number], nullable: true, description: 'Null: every workflow of the organization' })
+  @ApiProperty({ type: 'integer', isArray: true, nullable: true, description: 'Null: every workflow of the organization' })
   workflow_ids: number[] | null;
   @ApiProperty({ example: 'vak_AbC123' }) key_prefix: string;
   @ApiProperty({ format: 'date-time' }) created_at: string;

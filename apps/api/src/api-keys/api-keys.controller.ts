@@ -18,6 +18,9 @@ import { ApiKeyView } from './api-key-view';
 import { ApiKeysService } from './api-keys.service';
 import { CreateApiKeyDto } from './create-api-key.dto';
 import { CreatedApiKeyView } from './created-api-key-view';
+import { ApiIdParam } from '../openapi-docs';
+
+const ID_PARAM = ApiIdParam('id', 'The API key');
 
 /** The organization's API keys. Admin keys only. */
 @ApiTags('api-keys')
@@ -51,6 +54,7 @@ export class ApiKeysController {
     description: 'The key answers 401 at once on this replica and within 5 seconds on every other one.',
   })
   @ApiNoContentResponse()
+  @ID_PARAM
   revoke(@Param('id', new ParseIdPipe(apiKeyNotFound)) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<void> {
     return this.apiKeys.revoke(key.organizationId, id);
   }

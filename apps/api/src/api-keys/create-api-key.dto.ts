@@ -35,7 +35,8 @@ export class CreateApiKeyDto {
   role: ApiKeyRole;
 
   @ApiPropertyOptional({
-    type: [Number],
+    type: 'integer',
+    isArray: true,
     description:
       'For `trigger` keys: the only workflows the key may reach (omit for every workflow). ' +
       'Each must be a workflow of the organization (404 `workflow_not_found` otherwise). Not accepted for `admin` keys.',

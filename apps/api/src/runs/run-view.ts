@@ -1,17 +1,21 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
+const ARTIFACT_LINK =
+  'Null until stored. A signed link that needs no API key and expires DOWNLOAD_URL_TTL_SECONDS (1 h by default) ' +
+  'after this answer: read the run again for a fresh one rather than keeping it.';
+
 /** A run as the list shows it: the run record without its free-form documents. */
 export class RunSummary {
-  @ApiProperty() id: number;
-  @ApiProperty() workflow_id: number;
+  @ApiProperty({ type: 'integer' }) id: number;
+  @ApiProperty({ type: 'integer' }) workflow_id: number;
   @ApiProperty({ example: 'WR-API-42' }) name: string;
   @ApiProperty({ description: 'Provider of the telephony configuration used', example: 'sandbox' }) mode: string;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ description: 'True once the run is final and its artifacts are stored' }) is_completed: boolean;
-  @ApiProperty({ type: String, nullable: true }) transcript_url: string | null;
-  @ApiProperty({ type: String, nullable: true }) recording_url: string | null;
+  @ApiProperty({ type: String, nullable: true, description: ARTIFACT_LINK }) transcript_url: string | null;
+  @ApiProperty({ type: String, nullable: true, description: ARTIFACT_LINK }) recording_url: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true }) cost_info: Record<string, unknown>;
-  @ApiProperty({ type: Number, nullable: true }) definition_id: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) definition_id: number | null;
   @ApiProperty({ enum: ['inbound', 'outbound'] }) call_type: 'inbound' | 'outbound';
   @ApiProperty({
     enum: ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'failed', 'canceled'],
@@ -20,7 +24,7 @@ export class RunSummary {
   @ApiProperty({ enum: ['production', 'test'] }) environment: string;
   @ApiProperty() phone_number: string;
   @ApiProperty({ type: String, nullable: true }) from_number: string | null;
-  @ApiProperty({ type: Number, nullable: true }) telephony_configuration_id: number | null;
+  @ApiProperty({ type: 'integer', nullable: true }) telephony_configuration_id: number | null;
   @ApiProperty({ type: String, nullable: true }) provider_call_id: string | null;
   @ApiProperty({ type: Number, nullable: true }) duration_seconds: number | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) answered_at: string | null;

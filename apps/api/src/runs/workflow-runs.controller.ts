@@ -10,12 +10,15 @@ import { ListRunsQuery } from './list-runs.query';
 import { RunPage, RunView } from './run-view';
 import { runNotFound, WorkflowRunsService } from './workflow-runs.service';
 import { workflowNotFound } from '../workflows/workflow-not-found.error';
+import { ApiErrors, ApiIdParam } from '../openapi-docs';
 
 /** Run records are answered as JSON already written (see `RunPresenter.recordJson` and `pageJson`). */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const workflowId = new ParseIdPipe(() => Errors.notFound('run_not_found', 'No run belongs to this workflow'));
 const listedWorkflowId = new ParseIdPipe(workflowNotFound);
 const runId = new ParseIdPipe(runNotFound, MAX_RUN_ID);
+const WORKFLOW_ID = ApiIdParam('workflow_id', 'The workflow (agent) the run belongs to');
+const RUN_ID = ApiIdParam('run_id', 'The run, as the trigger answered it (`workflow_run_id`)');
 
 /** Run records: one run, a workflow's runs for dashboards, and download links. */
 @ApiTags('runs')
@@ -30,6 +33,8 @@ export class WorkflowRunsController {
   @Header('content-type', JSON_CONTENT_TYPE)
   @ApiOperation({ operationId: 'listWorkflowRuns', summary: 'Runs of a workflow, newest first' })
   @ApiOkResponse({ type: RunPage })
+  @WORKFLOW_ID
+  @ApiErrors({ 400: '`validation_failed`: a bad cursor, limit or status', 401: '`unauthorized`', 403: '`forbidden`', 404: '`workflow_not_found`' })
   list(
     @Param('workflow_id', listedWorkflowId) workflow: number,
     @Query() query: ListRunsQuery,
@@ -42,6 +47,9 @@ export class WorkflowRunsController {
   @Header('content-type', JSON_CONTENT_TYPE)
   @ApiOperation({ operationId: 'getWorkflowRun', summary: 'The record of one call' })
   @ApiOkResponse({ type: RunView })
+  @WORKFLOW_ID
+  @RUN_ID
+  @ApiErrors({ 401: '`unauthorized`', 403: '`forbidden`: the key is limited to other agents', 404: '`run_not_found`' })
   get(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,
@@ -54,6 +62,8 @@ export class WorkflowRunsController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'createRunDownload', summary: 'A time-limited public URL for a recording or transcript' })
   @ApiOkResponse({ type: DownloadLinkDto })
+  @WORKFLOW_ID
+  @RUN_ID
   createDownload(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,
@@ -76,6 +86,8 @@ export class WorkflowRunsController {
   })
   @ApiOkResponse({ type: RunView })
   @ApiAcceptedResponse({ type: RunView })
+  @WORKFLOW_ID
+  @RUN_ID
   async cancel(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,

@@ -3,15 +3,15 @@ import { TelephonyConfiguration } from '@app/persistence';
 
 /** A configuration as the API answers it: whether it has credentials, never the credentials. */
 export class TelephonyConfigurationView {
-  @ApiProperty() id: number;
+  @ApiProperty({ type: 'integer' }) id: number;
   @ApiProperty() name: string;
   @ApiProperty({ example: 'sandbox' }) provider: string;
   @ApiProperty({ description: 'Credentials are stored encrypted and never returned' }) has_credentials: boolean;
   @ApiProperty({ type: [String] }) from_numbers: string[];
   @ApiProperty() is_default_outbound: boolean;
   @ApiProperty() calls_per_second: number;
-  @ApiProperty() max_concurrent_calls: number;
-  @ApiProperty() max_call_duration_seconds: number;
+  @ApiProperty({ type: 'integer' }) max_concurrent_calls: number;
+  @ApiProperty({ type: 'integer' }) max_call_duration_seconds: number;
   @ApiProperty({ type: 'object', additionalProperties: true }) settings: Record<string, unknown>;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;

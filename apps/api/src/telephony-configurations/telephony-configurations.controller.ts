@@ -19,8 +19,11 @@ import { telephonyConfigurationNotFound } from './telephony-configuration-not-fo
 import { TelephonyConfigurationView } from './telephony-configuration-view';
 import { TelephonyConfigurationsService } from './telephony-configurations.service';
 import { UpdateTelephonyConfigurationDto } from './update-telephony-configuration.dto';
+import { ApiIdParam } from '../openapi-docs';
 
 const configurationId = new ParseIdPipe(telephonyConfigurationNotFound);
+
+const ID_PARAM = ApiIdParam('id', 'The telephony configuration');
 
 /** The organization's carrier accounts. Admin keys only; credentials go in, never out. */
 @ApiTags('telephony-configurations')
@@ -56,6 +59,7 @@ export class TelephonyConfigurationsController {
   @Get(':id')
   @ApiOperation({ operationId: 'getTelephonyConfiguration', summary: 'One carrier account' })
   @ApiOkResponse({ type: TelephonyConfigurationView })
+  @ID_PARAM
   get(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<TelephonyConfigurationView> {
     return this.configurations.get(key.organizationId, id);
   }
@@ -63,6 +67,7 @@ export class TelephonyConfigurationsController {
   @Patch(':id')
   @ApiOperation({ operationId: 'updateTelephonyConfiguration', summary: 'Change any subset of a carrier account' })
   @ApiOkResponse({ type: TelephonyConfigurationView })
+  @ID_PARAM
   update(
     @Param('id', configurationId) id: number,
     @Body() body: UpdateTelephonyConfigurationDto,
@@ -78,6 +83,7 @@ export class TelephonyConfigurationsController {
     summary: 'Ask the carrier whether the stored credentials work',
     description: 'Answers `{ok: true}` or `{ok: false, reason, message}`; 502 `carrier_unreachable` when the carrier cannot be asked.',
   })
+  @ID_PARAM
   verify(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<CredentialsCheck> {
     return this.configurations.verify(key.organizationId, id);
   }
@@ -94,6 +100,7 @@ export class TelephonyConfigurationsController {
       '400 `telephony_not_configured` until another is marked with is_default_outbound.',
   })
   @ApiNoContentResponse()
+  @ID_PARAM
   remove(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<void> {
     return this.configurations.remove(key.organizationId, id);
   }

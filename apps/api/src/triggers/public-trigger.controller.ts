@@ -8,6 +8,7 @@ import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { IdempotencyKeys } from '../idempotency/idempotency-keys.service';
 import { TriggerCallDto, TriggerCallResponseDto } from './trigger-call.dto';
 import { TriggerCallService } from './trigger-call.service';
+import { ApiErrors } from '../openapi-docs';
 
 const IDEMPOTENCY_HEADER = {
   name: 'Idempotency-Key',
@@ -16,6 +17,23 @@ const IDEMPOTENCY_HEADER = {
     'Makes retries safe: a repeat with the same key and body within 24 h answers the first run again ' +
     '(Idempotent-Replayed: true), also when it races the first; the same key with another body is 422.',
 };
+
+/** What 200 promises, and where the call's outcome shows. */
+const INITIATE_DESCRIPTION =
+  '200 means the run is stored and will be dialed once; the call itself is placed after the answer, and whether it ' +
+  'went through shows in the run record (`status`, `end_reason`), never as an error of this request.';
+
+const TRIGGER_ERRORS = ApiErrors({
+  400: '`validation_failed` (the body, with `details` per field) or `telephony_not_configured`',
+  401: '`unauthorized`: no API key, or one that is unknown or revoked',
+  403: "`forbidden`: the key is another organization's, or limited to other agents",
+  404: '`trigger_not_found`, `agent_not_published`, `telephony_configuration_not_found`',
+  409: '`idempotency_request_in_flight`',
+  413: '`payload_too_large`',
+  415: '`unsupported_media_type`: send JSON',
+  422: '`idempotency_key_reused`: the same Idempotency-Key with another body or URL',
+  503: '`service_unavailable`: the database is away; retry (with the same Idempotency-Key)',
+});
 
 /** The two call-initiation URLs of an API trigger: published agent, and latest draft. */
 @ApiTags('public')
@@ -27,9 +45,14 @@ export class PublicTriggerController {
 
   @Post('test/:uuid')
   @HttpCode(200)
-  @ApiOperation({ operationId: 'initiateTestCall', summary: 'Start a call with the latest draft of the agent' })
+  @ApiOperation({
+    operationId: 'initiateTestCall',
+    summary: 'Start a call with the latest draft of the agent',
+    description: INITIATE_DESCRIPTION,
+  })
   @ApiHeader(IDEMPOTENCY_HEADER)
   @ApiOkResponse({ type: TriggerCallResponseDto })
+  @TRIGGER_ERRORS
   initiateTest(
     @Param('uuid') uuid: string,
     @Body() body: TriggerCallDto,
@@ -42,9 +65,10 @@ export class PublicTriggerController {
 
   @Post(':uuid')
   @HttpCode(200)
-  @ApiOperation({ operationId: 'initiateCall', summary: 'Start a call with the published agent' })
+  @ApiOperation({ operationId: 'initiateCall', summary: 'Start a call with the published agent', description: INITIATE_DESCRIPTION })
   @ApiHeader(IDEMPOTENCY_HEADER)
   @ApiOkResponse({ type: TriggerCallResponseDto })
+  @TRIGGER_ERRORS
   initiateProduction(
     @Param('uuid') uuid: string,
     @Body() body: TriggerCallDto,

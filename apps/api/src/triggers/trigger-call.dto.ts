@@ -118,10 +118,10 @@ function contextProblems(context: unknown): FieldProblem[] {
 }
 
 export class TriggerCallResponseDto {
-  @ApiProperty({ example: 'initiated' })
+  @ApiProperty({ enum: ['initiated'] })
   status: 'initiated';
 
-  @ApiProperty({ example: 42 })
+  @ApiProperty({ type: 'integer', example: 42 })
   workflow_run_id: number;
 
   @ApiProperty({ example: 'WR-API-42' })

@@ -9,6 +9,6 @@ export class UpdateTriggerDto {
 
 export class TriggerView {
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty() workflow_id: number;
+  @ApiProperty({ type: 'integer' }) workflow_id: number;
   @ApiProperty() is_active: boolean;
 }

@@ -3,8 +3,8 @@ import { DefinitionGraph, DefinitionStatus, WorkflowDefinition } from '@app/pers
 
 /** One stored version of a workflow's graph. */
 export class WorkflowDefinitionView {
-  @ApiProperty() id: number;
-  @ApiProperty() version: number;
+  @ApiProperty({ type: 'integer' }) id: number;
+  @ApiProperty({ type: 'integer' }) version: number;
   @ApiProperty({ enum: ['draft', 'published', 'archived'] }) status: DefinitionStatus;
   @ApiProperty({ type: 'object', additionalProperties: true, description: '`{nodes: [{id, type, data}], edges: [{source, target}]}`' })
   definition: DefinitionGraph;

@@ -4,7 +4,7 @@ import { WorkflowTriggerView } from './workflow-trigger-view';
 
 /** A workflow with its current draft and published definitions and its triggers. */
 export class WorkflowView {
-  @ApiProperty() id: number;
+  @ApiProperty({ type: 'integer' }) id: number;
   @ApiProperty() name: string;
   @ApiProperty({ type: WorkflowDefinitionView, nullable: true }) draft_definition: WorkflowDefinitionView | null;
   @ApiProperty({ type: WorkflowDefinitionView, nullable: true }) published_definition: WorkflowDefinitionView | null;

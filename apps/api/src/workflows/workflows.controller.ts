@@ -10,8 +10,11 @@ import { SaveDraftDto } from './save-draft.dto';
 import { workflowNotFound } from './workflow-not-found.error';
 import { WorkflowView } from './workflow-view';
 import { WorkflowsService } from './workflows.service';
+import { ApiIdParam } from '../openapi-docs';
 
 const workflowId = new ParseIdPipe(workflowNotFound);
+
+const ID_PARAM = ApiIdParam('id', 'The workflow');
 
 /** Workflows (agents) and their draft and published definitions. Admin keys only. */
 @ApiTags('workflows')
@@ -44,6 +47,7 @@ export class WorkflowsController {
   @Get(':id')
   @ApiOperation({ operationId: 'getWorkflow', summary: 'One workflow with its draft, published definition and triggers' })
   @ApiOkResponse({ type: WorkflowView })
+  @ID_PARAM
   get(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
     return this.workflows.get(key.organizationId, id);
   }
@@ -55,6 +59,7 @@ export class WorkflowsController {
     description: 'A replaced draft is kept, archived, since runs may reference it; the new draft takes the next version.',
   })
   @ApiOkResponse({ type: WorkflowView })
+  @ID_PARAM
   saveDraft(
     @Param('id', workflowId) id: number,
     @Body() body: SaveDraftDto,
@@ -71,6 +76,7 @@ export class WorkflowsController {
     description: '409 `no_draft` when the workflow has no draft.',
   })
   @ApiOkResponse({ type: WorkflowView })
+  @ID_PARAM
   publish(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
     return this.workflows.publish(key.organizationId, id);
   }
