@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { VonageFake, VonageFakeCall } from '../fakes/vonage-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 import { AGENT_TURNS, CALLEE, eventsOf, FROM, useCarrierHarness } from './carrier-harness';
+import { ConcurrencyLimiter } from '@app/queue';
 
 describe('placing calls through Vonage', () => {
   const fake = new VonageFake();

@@ -1,6 +1,5 @@
 import { AppConfig } from '@app/config';
-import { PacingInstants, RedisClient } from '@app/queue';
-import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
+import { ConcurrencyLimiter, PacingInstants, RedisClient } from '@app/queue';
 import { AdmissionLimits, DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
 
 const LEASE_MS = 60_000;

@@ -1,6 +1,6 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { JobName, placeCallJobId, QueueName } from '@app/queue';
+import { ConcurrencyLimiter, JobName, placeCallJobId, QueueName } from '@app/queue';
 import {
   agentGraph,
   createOrganization,
@@ -14,7 +14,6 @@ import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 import { WorkflowRunStore } from '@app/persistence';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
-import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 
 

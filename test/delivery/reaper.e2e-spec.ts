@@ -1,8 +1,7 @@
 import { DataSource } from 'typeorm';
 import { SandboxCall, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { RedisClient } from '@app/queue';
+import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
-import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import {
   agentGraph,
   createOrganization,

@@ -1,9 +1,8 @@
 import { WorkflowRunStore } from '@app/persistence';
-import { RedisClient } from '@app/queue';
+import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { DefinitionPicker } from '../../apps/dialer/src/calls/definition-picker.service';
-import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
@@ -37,7 +36,19 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
       expect(response.status).toBe(200);
       jobs.push({ runId: response.body.workflow_run_id, organizationId: org.organizationId });
     }
-    return { jobs, configurationId: config.id };
+    const cancel = (runId: number) =>
+      apps.client.post(`/api/v1/workflow/${workflow.workflowId}/runs/${runId}/cancel`, undefined, { key: org.adminKey });
+    return { jobs, configurationId: config.id, cancel };
+  }
+
+  /** Admits `job` (its slot taken) and fails its attempt before the claim, as a lost Postgres connection would. */
+  async function admittedWithoutClaim(job: { runId: number; organizationId: number }): Promise<void> {
+    const pick = jest.spyOn(apps.dialer!.get(DefinitionPicker), 'pick').mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
+    try {
+      await expect(apps.dialer!.get(CallPlacer).place(job)).rejects.toThrow('Connection terminated unexpectedly');
+    } finally {
+      pick.mockRestore();
+    }
   }
 
   const dialsOf = async (runId: number) => (await sandboxDialsByRun(apps.dataSource, [runId])).get(runId);
@@ -63,13 +74,8 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
       configurationId,
     } = await queuedRuns(1, { callsPerSecond: 2, maxConcurrentCalls: 1 });
     const placer = apps.dialer!.get(CallPlacer);
-    const pick = jest.spyOn(apps.dialer!.get(DefinitionPicker), 'pick').mockRejectedValueOnce(new Error('Connection terminated unexpectedly'));
-    try {
-      // Admitted (its slot taken), then the definition cannot be read: BullMQ retries the job with the data it had.
-      await expect(placer.place(job)).rejects.toThrow('Connection terminated unexpectedly');
-    } finally {
-      pick.mockRestore();
-    }
+    // Admitted (its slot taken), then the definition cannot be read: BullMQ retries the job with the data it had.
+    await admittedWithoutClaim(job);
     expect(await slotsInUse(configurationId)).toBe(1);
     // Meanwhile the configuration's other runs have reserved the instants of the next ten minutes.
     const redis = apps.dialer!.get(RedisClient);
@@ -78,6 +84,41 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
 
     expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('frees the slot when the run is canceled while its job waits to come back, so the next run dials on it', async () => {
+    const {
+      jobs: [job, other],
+      configurationId,
+      cancel,
+    } = await queuedRuns(2, { maxConcurrentCalls: 1 });
+    await admittedWithoutClaim(job);
+    expect(await slotsInUse(configurationId)).toBe(1);
+    expect(await apps.dialer!.get(CallPlacer).place(other)).toMatchObject({ kind: 'delay', reason: 'concurrency' });
+
+    // The cancel drops the job that would have freed the slot on its next attempt.
+    const canceled = await cancel(job.runId);
+    expect({ status: canceled.status, run: canceled.body.status }).toEqual({ status: 200, run: 'canceled' });
+    expect(await slotsInUse(configurationId)).toBe(0);
+    expect(await apps.dialer!.get(CallPlacer).place(other)).toEqual({ kind: 'done', outcome: 'placed' });
+    expect(await dialsOf(other.runId)).toBe(1);
+    expect(await dialsOf(job.runId)).toBe(0);
+  });
+
+  it('frees the slot of an ended run whose job comes back, should nothing else have freed it', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1, { maxConcurrentCalls: 1 });
+    await admittedWithoutClaim(job);
+    // Ended behind the dialer's back, as a cancel whose own release failed (Redis away) leaves it.
+    await apps.dialer!.get(WorkflowRunStore).transition(job.runId, 'canceled', 'api.canceled', { endReason: 'canceled', endedAt: new Date() }, undefined, [
+      'queued',
+    ]);
+    expect(await slotsInUse(configurationId)).toBe(1);
+    expect(await apps.dialer!.get(CallPlacer).place(job)).toEqual({ kind: 'done', outcome: 'skipped' });
+    expect(await slotsInUse(configurationId)).toBe(0);
+    expect(await dialsOf(job.runId)).toBe(0);
   });
 
   it('keeps its slot when the carrier refused the dial unprocessed and the run cannot be handed back, and dials on it', async () => {

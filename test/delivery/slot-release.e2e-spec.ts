@@ -1,6 +1,5 @@
-import { RedisClient } from '@app/queue';
+import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CallEventApplier } from '../../apps/dialer/src/call-events/call-event-applier.service';
-import { ConcurrencyLimiter } from '../../apps/dialer/src/pacing/concurrency-limiter';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 

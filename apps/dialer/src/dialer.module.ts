@@ -16,7 +16,6 @@ import { DefinitionPicker } from './calls/definition-picker.service';
 import { PlaceCallProcessor } from './calls/place-call.processor';
 import { ConfigurationLookup } from './lookups/configuration-lookup.service';
 import { GroupedRunWrites } from './runs/grouped-run-writes.service';
-import { ConcurrencyLimiter } from './pacing/concurrency-limiter';
 import { DialAdmission } from './pacing/dial-admission';
 import { AutovacuumCheck } from './recovery/autovacuum-check.service';
 import { RunDispatcher } from './recovery/run-dispatcher.service';
@@ -42,7 +41,6 @@ export class DialerModule {
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
         GroupedRunWrites,
         ConfigurationLookup,
-        ConcurrencyLimiter,
         DialAdmission,
         DefinitionPicker,
         CallPlacer,

@@ -1,5 +1,6 @@
 export * from './call-events.queue';
 export * from './calls.queue';
+export * from './concurrency-limiter';
 export * from './connection-errors';
 export * from './job-policies';
 export * from './jobs';

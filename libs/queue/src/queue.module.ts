@@ -3,6 +3,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventsQueue } from './call-events.queue';
 import { CallsQueue } from './calls.queue';
+import { ConcurrencyLimiter } from './concurrency-limiter';
 import { QueueConnectionErrors } from './connection-errors';
 import { PacingInstants } from './pacing-instants';
 import { QueueName } from './queue-names';
@@ -29,8 +30,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
       ],
-      providers: [CallsQueue, CallEventsQueue, RedisClient, PacingInstants, QueueConnectionErrors],
-      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants],
+      providers: [CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, QueueConnectionErrors],
+      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter],
     };
   }
 }

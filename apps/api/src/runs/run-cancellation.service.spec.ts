@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { createDataSource, WorkflowRunStore } from '@app/persistence';
+import { ConcurrencyLimiter } from '@app/queue';
 import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { storeQueuedRuns } from '../../../../test/support/queued-runs';
 import { testRunResources } from '../../../../test/support/test-run-id';
@@ -17,9 +18,14 @@ describe('RunCancellation', () => {
     await dataSource.initialize();
     store = new WorkflowRunStore(dataSource);
     // No carrier is reached in these cases.
-    cancellation = new RunCancellation(dataSource, store, {} as TelephonyProviders, {} as CredentialsCipher, {
-      queuedRunCanceled: () => undefined,
-    } as unknown as CanceledRunInstants);
+    cancellation = new RunCancellation(
+      dataSource,
+      store,
+      {} as TelephonyProviders,
+      {} as CredentialsCipher,
+      { queuedRunCanceled: () => undefined } as unknown as CanceledRunInstants,
+      { release: async () => undefined } as unknown as ConcurrencyLimiter,
+    );
   });
   afterAll(() => dataSource?.destroy());
 

@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors, isDatabaseUnavailable } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { ConcurrencyLimiter } from '@app/queue';
 import { callReferenceOf, CarrierError, CredentialsCipher, isCarrierNetworkFailure, TelephonyProviders } from '@app/telephony';
 import { CanceledRunInstants } from './canceled-run-instants.service';
 
@@ -17,12 +18,15 @@ export type CancelOutcome = 'canceled' | 'hangup_requested';
  */
 @Injectable()
 export class RunCancellation {
+  private readonly logger = new Logger(RunCancellation.name);
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly runs: WorkflowRunStore,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
     private readonly instants: CanceledRunInstants,
+    private readonly slots: ConcurrencyLimiter,
   ) {}
 
   async cancel(run: WorkflowRun): Promise<CancelOutcome> {
@@ -33,7 +37,10 @@ export class RunCancellation {
         'queued',
       ]);
       if (canceled) {
-        if (run.telephonyConfigurationId !== null) this.instants.queuedRunCanceled(run.id, run.telephonyConfigurationId);
+        if (run.telephonyConfigurationId !== null) {
+          await this.releaseSlot(run.telephonyConfigurationId, run.id);
+          this.instants.queuedRunCanceled(run.id, run.telephonyConfigurationId);
+        }
         return 'canceled';
       }
       // It was claimed meanwhile: fall through with the fresh state.
@@ -76,6 +83,20 @@ export class RunCancellation {
         ? 'The carrier did not hang this call up: it has been answered (an answered call is not canceled) or has ended'
         : `A run that is ${run.status} cannot be canceled`,
     );
+  }
+
+  /**
+   * A queued run may hold its configuration's concurrency slot: its dial was
+   * admitted and stopped before its claim (an error, a dialer that died), and
+   * its job would have freed the slot on its next attempt, but the job is
+   * dropped now. A queued run has no call, so the slot is freed here; were it
+   * left, it would hold back the configuration's other calls until its lease
+   * ran out (the maximum call duration). Best effort: the lease still ends it.
+   */
+  private async releaseSlot(configurationId: number, runId: number): Promise<void> {
+    await this.slots.release(configurationId, runId).catch((error: unknown) => {
+      this.logger.warn({ run_id: runId, telephony_configuration_id: configurationId, err: error }, 'slot of a canceled run not freed');
+    });
   }
 }
 

@@ -10,11 +10,10 @@ import {
   WorkflowRun,
   WorkflowRunStore,
 } from '@app/persistence';
-import { CallEventJob, CallEventsQueue, eventsOf } from '@app/queue';
+import { CallEventJob, CallEventsQueue, ConcurrencyLimiter, eventsOf } from '@app/queue';
 import { CallReference, callReferenceOf, CredentialsCipher, endCallAnyway, hangsUpOnMachines, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
 /**

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ClaimedRun, LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { PlaceCallJob, PlaceCallRoute } from '@app/queue';
+import { ClaimedRun, isFinalRunStatus, LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { ConcurrencyLimiter, PlaceCallJob, PlaceCallRoute } from '@app/queue';
 import {
   AgentSessionTokens,
   agentStreamFor,
@@ -18,7 +18,6 @@ import {
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-admission';
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
@@ -72,7 +71,12 @@ export class CallPlacer {
       const stored = await this.reader.findById(runId);
       // A run left `dialing` under this job's unsettled claim is still this job's to dial (`resumeClaim` checks it).
       const resumable = progress.unsettledClaim !== undefined && stored?.status === 'dialing';
-      if (!stored || (stored.status !== 'queued' && !resumable)) return done('skipped');
+      if (!stored || (stored.status !== 'queued' && !resumable)) {
+        // An earlier attempt may have taken the run's slot and stopped before its claim; a run that has ended has no
+        // call to hold it (one canceled while queued is freed by the cancel too, but that is best effort).
+        if (stored?.telephonyConfigurationId && isFinalRunStatus(stored.status)) await this.slots.release(stored.telephonyConfigurationId, runId);
+        return done('skipped');
+      }
       route = routeOf(stored);
     }
 

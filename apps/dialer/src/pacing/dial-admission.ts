@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { PacingInstants, RedisClient, RedisScript } from '@app/queue';
+import { ConcurrencyLimiter, PacingInstants, RedisClient, RedisScript } from '@app/queue';
 import { MIN_CALLS_PER_SECOND } from '@app/telephony';
-import { ConcurrencyLimiter } from './concurrency-limiter';
 
 /**
  * A pacing instant this close is waited for in place. A delayed job returns

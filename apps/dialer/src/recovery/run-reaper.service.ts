@@ -3,11 +3,10 @@ import { DataSource } from 'typeorm';
 import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
+import { ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { callReferenceOf, CredentialsCipher, DialAttempt, endCallAnyway, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
-import { ConcurrencyLimiter } from '../pacing/concurrency-limiter';
 import { PeriodicTask } from './periodic-task';
 import { RunDispatcher } from './run-dispatcher.service';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RedisClient } from '@app/queue';
+import { RedisClient } from './redis-client';
 
 /**
  * The concurrency slots of each configuration: a slot is a lease in a sorted
