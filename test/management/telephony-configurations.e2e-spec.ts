@@ -233,6 +233,24 @@ describe('management API: telephony configurations', () => {
       expect(refused.body.message).toContain('1 unfinished run;');
     });
 
+    it("refuses to change its provider while the run is unfinished, and changes it once the run is complete", async () => {
+      const { fresh, config, runPath } = await configurationWithRun();
+      const toTwilio = { provider: 'twilio', credentials: new TwilioFake().credentials, settings: {} };
+      const refused = await apps.client.patch(`${PATH}/${config.id}`, toTwilio, { key: fresh.adminKey });
+      expectError(refused, 409, 'configuration_in_use');
+      expect(refused.body.message).toContain('1 unfinished run; cancel them or wait until they are complete, then change its provider');
+      expect((await apps.client.get(`${PATH}/${config.id}`, { key: fresh.adminKey })).body).toEqual(config);
+      // What a run does not depend on can still change, and so can the provider named as it is.
+      const renamed = await apps.client.patch(`${PATH}/${config.id}`, { name: 'Renamed', provider: 'sandbox', calls_per_second: 5 }, { key: fresh.adminKey });
+      expect(renamed.status).toBe(200);
+      expect(renamed.body).toMatchObject({ name: 'Renamed', provider: 'sandbox', calls_per_second: 5 });
+
+      expect((await apps.client.post(`${runPath}/cancel`, undefined, { key: fresh.adminKey })).status).toBe(200);
+      const changed = await apps.client.patch(`${PATH}/${config.id}`, toTwilio, { key: fresh.adminKey });
+      expect(changed.status).toBe(200);
+      expect(changed.body.provider).toBe('twilio');
+    });
+
     it('deletes it once the run is complete: canceled, or completed with its artifacts stored', async () => {
       const canceled = await configurationWithRun();
       expect((await apps.client.post(`${canceled.runPath}/cancel`, undefined, { key: canceled.fresh.adminKey })).status).toBe(200);

@@ -79,6 +79,12 @@ export class TelephonyConfigurationsService {
       const row = await repository.findOne({ where: { id, organizationId }, lock: { mode: 'for_no_key_update' } });
       if (!row) throw telephonyConfigurationNotFound();
 
+      // A run keeps the provider it was stored with (its `mode`, its webhook URLs, the carrier its call is looked up
+      // and hung up at): the configuration may change carrier only once none of its runs is unfinished.
+      if (input.provider !== undefined && input.provider !== row.provider) {
+        const unfinished = await unfinishedRuns(manager, id);
+        if (unfinished > 0) throw configurationInUse(id, unfinished, 'change its provider');
+      }
       // A new provider re-checks what it would inherit; new credentials or settings are checked as given.
       const provider = input.provider ?? row.provider;
       if (input.provider !== undefined || input.credentials !== undefined || input.settings !== undefined) {
@@ -144,11 +150,8 @@ export class TelephonyConfigurationsService {
       // A run a trigger is storing right now is not counted: its look-up of this configuration came before the delete
       // (or from another replica's cache, LOOKUP_CACHE_TTL_MS at most) and its insert locks nothing. The dialer fails
       // such a run `telephony_configuration_missing`, unless its own cache still holds the configuration.
-      const [{ unfinished }]: Array<{ unfinished: number }> = await manager.query(
-        `SELECT count(*)::int AS unfinished FROM workflow_runs WHERE telephony_configuration_id = $1 AND NOT is_completed`,
-        [id],
-      );
-      if (unfinished > 0) throw configurationInUse(id, unfinished);
+      const unfinished = await unfinishedRuns(manager, id);
+      if (unfinished > 0) throw configurationInUse(id, unfinished, 'delete it');
       await manager.getRepository(TelephonyConfiguration).delete({ id, organizationId });
     });
     this.lookups.forgetOrganization(organizationId);
@@ -177,11 +180,20 @@ export class TelephonyConfigurationsService {
   }
 }
 
-function configurationInUse(id: number, unfinished: number): DomainError {
+/** Runs placed (or to be placed) through the configuration that are not complete yet. */
+async function unfinishedRuns(manager: EntityManager, id: number): Promise<number> {
+  const [{ unfinished }]: Array<{ unfinished: number }> = await manager.query(
+    `SELECT count(*)::int AS unfinished FROM workflow_runs WHERE telephony_configuration_id = $1 AND NOT is_completed`,
+    [id],
+  );
+  return unfinished;
+}
+
+function configurationInUse(id: number, unfinished: number, action: 'delete it' | 'change its provider'): DomainError {
   return Errors.conflict(
     'configuration_in_use',
     `Telephony configuration ${id} is used by ${unfinished} unfinished run${unfinished === 1 ? '' : 's'}; ` +
-      'cancel them or wait until they are complete, then delete it',
+      `cancel them or wait until they are complete, then ${action}`,
   );
 }
 
