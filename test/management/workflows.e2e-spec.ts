@@ -266,6 +266,14 @@ describe('management API: workflows', () => {
       nodes: [start, ...Array.from({ length: 5 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: `{% for i in (1..50) %}${'x'.repeat(10_000)}{% endfor %}` }))],
       edges: [],
     }, 'too costly to render: its templates render to more than 2000000 characters together'],
+    ['one template renders to more than 1,000,000 characters', {
+      nodes: [node('start', 'startCall', { prompt: `{% for i in (1..101) %}${'x'.repeat(10_000)}{% endfor %}` })],
+      edges: [],
+    }, 'too costly to render: a template renders to more than 1000000 characters'],
+    ['a template uses {% liquid %}, whose tags no delimiter counts', {
+      nodes: [node('start', 'startCall', { prompt: `{% liquid\n${'echo "a"\n'.repeat(50)}%}` })],
+      edges: [],
+    }, '{% liquid %} is not available'],
   ])('answers 400 invalid_definition when %s, and stores nothing', async (_, definition, problem) => {
     const fresh = await createOrganization(apps.dataSource);
     const response = await apps.client.post('/api/v1/workflows', { name: 'Bad', definition }, { key: fresh.adminKey });

@@ -56,6 +56,14 @@ describe('PromptRenderer', () => {
     expect(under.text).toHaveLength(1_000_000);
   });
 
+  it('refuses {% liquid %}, which holds any number of tags behind one delimiter, when saved and when rendered', async () => {
+    const many = `{% liquid\n${'echo "a"\n'.repeat(2_000)}%}`;
+    expect(() => renderer.validate(many)).toThrow('{% liquid %} is not available');
+    await expect(renderer.render('{%- liquid echo "a" -%}', {})).rejects.toThrow('{% liquid %} is not available');
+    // Its `echo` alone is an ordinary tag.
+    expect((await renderer.render('{% echo "a" %}', {})).text).toBe('a');
+  });
+
   it(`refuses to save a template of more than ${TEMPLATE_TAGS_LIMIT} tags and outputs, before parsing it`, () => {
     expect(() => renderer.validate('{{ a }}'.repeat(TEMPLATE_TAGS_LIMIT))).not.toThrow();
     expect(() => renderer.validate(`${'{{ a }}'.repeat(TEMPLATE_TAGS_LIMIT)}{% if a %}{% endif %}`)).toThrow(

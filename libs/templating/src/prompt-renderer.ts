@@ -37,6 +37,22 @@ export interface RenderBounds {
 /** Liquid's tags that read another template by name. */
 const TEMPLATE_READING_TAGS = ['include', 'render', 'layout'];
 
+/** Thrown when a template (or a capture in it) renders past its characters' bound. */
+export class RenderedTooLongError extends Error {
+  constructor(readonly limit: number) {
+    super(`the template renders to more than ${limit} characters`);
+    this.name = 'RenderedTooLongError';
+  }
+
+  /** The one a render failed with, under the RenderError Liquid wraps a tag's failure in; null for any other failure. */
+  static in(error: unknown): RenderedTooLongError | null {
+    for (let cause = error; cause instanceof Error; cause = (cause as { originalError?: unknown }).originalError) {
+      if (cause instanceof RenderedTooLongError) return cause;
+    }
+    return null;
+  }
+}
+
 /** The variable paths a template reads, as Liquid's static analysis answers them. */
 type VariablePaths = ReturnType<Liquid['globalVariableSegmentsSync']>;
 
@@ -79,6 +95,14 @@ export class PromptRenderer {
         render: () => undefined,
       });
     }
+    // `{% liquid %}` holds any number of tags, one a line, behind one delimiter: TEMPLATE_TAGS_LIMIT, which counts
+    // delimiters before anything is parsed, would not bound what it costs to parse and analyse.
+    this.liquid.registerTag('liquid', {
+      parse() {
+        throw new Error('{% liquid %} is not available: write each tag in a {% %} of its own');
+      },
+      render: () => undefined,
+    });
   }
 
   /**
@@ -132,9 +156,7 @@ class BoundedEmitter implements Emitter {
   write(html: unknown): void {
     const value = toValue(html);
     this.buffer += value === null || value === undefined ? '' : Array.isArray(value) ? value.join('') : String(value);
-    if (this.buffer.length > this.limit) {
-      throw new Error(`the template renders to more than ${this.limit} characters`);
-    }
+    if (this.buffer.length > this.limit) throw new RenderedTooLongError(this.limit);
   }
 }
 

@@ -61,6 +61,33 @@ describe('renderDefinition: one budget for the whole definition', () => {
     expect((await renderDefinition(renderer, graph, data, { timeMs: 1_000, chars: 60_000 })).nodes).toHaveLength(6);
   });
 
+  it('refuses one template that renders past its own bound, though the definition has budget left', async () => {
+    const graph = agents(1, `{% for i in (1..101) %}${'x'.repeat(10_000)}{% endfor %}`);
+    const rendering = renderDefinition(renderer, graph, data, { timeMs: 1_000, chars: 2_000_000 });
+    await expect(rendering).rejects.toThrow(DefinitionRenderLimitError);
+    await expect(rendering).rejects.toThrow('a template renders to more than 1000000 characters');
+  });
+
+  it("hands a template's own failure to onFieldError, and still counts the templates after it against the budget", async () => {
+    // A template that fails for want of a call's data (as a stub: Liquid's own failures need data to show).
+    const failing = { render: (source: string, ...rest: Parameters<PromptRenderer['render']> extends [unknown, ...infer R] ? R : never) =>
+      source === 'needs data' ? Promise.reject(new Error('needs data')) : renderer.render(source, ...rest) } as unknown as PromptRenderer;
+    const graph: DefinitionGraph = {
+      nodes: [
+        { id: 'start', type: 'startCall', data: { prompt: 'needs data' } } as DefinitionNode,
+        { id: 'big', type: 'agentNode', data: { prompt: `{% for i in (1..101) %}${'x'.repeat(10_000)}{% endfor %}` } } as DefinitionNode,
+      ],
+      edges: [],
+    };
+    await expect(renderDefinition(failing, graph, data)).rejects.toThrow('needs data');
+    const failures: unknown[] = [];
+    await expect(renderDefinition(failing, graph, data, undefined, (error) => failures.push(error))).rejects.toThrow(DefinitionRenderLimitError);
+    expect(failures).toEqual([new Error('needs data')]);
+    const small: DefinitionGraph = { ...graph, nodes: [graph.nodes[0], { ...graph.nodes[1], data: { prompt: 'fine' } } as DefinitionNode] };
+    const rendered = await renderDefinition(failing, small, data, undefined, () => undefined);
+    expect(rendered.nodes.map((node) => node.prompt)).toEqual([null, 'fine']);
+  });
+
   it('gives the event loop back between templates of a slow definition', async () => {
     let ticks = 0;
     const timer = setInterval(() => (ticks += 1), 1);

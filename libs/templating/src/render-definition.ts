@@ -1,5 +1,5 @@
 import { DefinitionGraph } from '@app/persistence';
-import { PromptRenderer, RENDERED_CHARS_LIMIT } from './prompt-renderer';
+import { PromptRenderer, RENDERED_CHARS_LIMIT, RenderedTooLongError } from './prompt-renderer';
 
 export interface RenderedNode {
   id: string;
@@ -45,6 +45,12 @@ export async function renderDefinition(
   graph: DefinitionGraph,
   data: Record<string, unknown>,
   limits = DEFINITION_RENDER_LIMITS,
+  /**
+   * Given, a template's own failure (what is not the budget's) is handed to
+   * it and the field left null, and the rest still rendered: a check of the
+   * budget with no call data, which a filter given nothing must not cut short.
+   */
+  onFieldError?: (error: unknown) => void,
 ): Promise<RenderedAgent> {
   const missing = new Set<string>();
   // Time spent rendering, not waiting for the event loop between templates: a busy process must not fail a definition.
@@ -66,12 +72,22 @@ export async function renderDefinition(
     } catch (error) {
       spentMs += performance.now() - started;
       if (spentMs >= limits.timeMs) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
-      if (chars + RENDERED_CHARS_LIMIT > limits.chars && /renders to more than/.test((error as Error).message)) {
-        throw overBudget(`its templates render to more than ${limits.chars} characters together`);
+      // Past the bound of one template, or of what the definition had left: output no call can be placed with.
+      const tooLong = RenderedTooLongError.in(error);
+      if (tooLong) {
+        throw overBudget(
+          tooLong.limit < RENDERED_CHARS_LIMIT
+            ? `its templates render to more than ${limits.chars} characters together`
+            : `a template renders to more than ${RENDERED_CHARS_LIMIT} characters`,
+        );
       }
-      throw error;
+      if (!onFieldError) throw error;
+      onFieldError(error);
+      return null;
     }
     spentMs += performance.now() - started;
+    // A render that ran past the budget but finished (Liquid looks at its time limit between its own steps).
+    if (spentMs >= limits.timeMs) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
     chars += result.text.length;
     result.missingPaths.forEach((path) => missing.add(path));
     return result.text;

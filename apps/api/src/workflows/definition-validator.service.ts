@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DEFINITION_NODE_TYPES, DefinitionEdge, DefinitionGraph, DefinitionNode, DefinitionNodeType } from '@app/persistence';
-import { DefinitionRenderLimitError, liquidTagCount, PromptRenderer, renderDefinition } from '@app/templating';
+import { DEFINITION_RENDER_LIMITS, DefinitionRenderLimitError, liquidTagCount, PromptRenderer, renderDefinition } from '@app/templating';
 import { DEFINITION_LIMITS } from './definition-limits';
 import { invalidDefinition } from './invalid-definition.error';
 
@@ -45,7 +45,8 @@ export class DefinitionValidator {
    */
   async assertRenders(graph: DefinitionGraph): Promise<void> {
     try {
-      await renderDefinition(this.renderer, graph, { initial_context: {} });
+      // A template that fails without data is passed over, and the ones after it still counted against the budget.
+      await renderDefinition(this.renderer, graph, { initial_context: {} }, DEFINITION_RENDER_LIMITS, () => undefined);
     } catch (error) {
       if (error instanceof DefinitionRenderLimitError) throw invalidDefinition(error.message);
     }
