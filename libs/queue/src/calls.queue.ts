@@ -30,4 +30,14 @@ export class CallsQueue {
   async discardPlaceCall(runId: number): Promise<boolean> {
     return (await this.queue.remove(placeCallJobId(runId))) === 1;
   }
+
+  /**
+   * The data of a run's dial job that is still to run or running (waiting,
+   * delayed, active), with what its attempts noted in it; null when there is
+   * none, or it has finished (completed, or failed for good).
+   */
+  async pendingPlaceCall(runId: number): Promise<(PlaceCallJob & Record<string, unknown>) | null> {
+    const job = await this.queue.getJob(placeCallJobId(runId));
+    return job && !job.finishedOn ? (job.data as PlaceCallJob & Record<string, unknown>) : null;
+  }
 }

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
+import { CallsQueue, ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { callReferenceOf, CredentialsCipher, DialAttempt, endCallAnyway, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
@@ -68,6 +68,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     private readonly slots: ConcurrencyLimiter,
     private readonly dispatcher: RunDispatcher,
     private readonly client: RedisClient,
+    private readonly callsQueue: CallsQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.task = new PeriodicTask('run-reaper', config.reaperIntervalMs, client, () => this.round());
@@ -136,6 +137,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (candidate.age_seconds < limit) return;
     // The look-up may have taught the run its call id.
     const providerCallId = run.providerCallId ?? (await this.runs.findById(run.id))?.providerCallId ?? null;
+    if (candidate.status === 'dialing' && !providerCallId && (await this.claimComesBack(run.id))) return;
     const endReason =
       candidate.status === 'dialing'
         ? providerCallId
@@ -236,6 +238,24 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     let moved = false;
     for (const event of lookup.events) moved = (await this.events.apply(event)) || moved;
     return moved;
+  }
+
+  /**
+   * Whether the run's dial job is still to come back for a claim whose
+   * answer it lost (`unsettledClaim`): no call went out under that claim, and
+   * the job takes it up (`resumeClaim`) when it returns, however long Postgres
+   * kept it away (its retries back off up to 30 s). Ending the run here
+   * would end a call never placed as `dial_outcome_unknown`. A job that runs
+   * out of attempts finishes, and the run is the reaper's again.
+   */
+  private async claimComesBack(runId: number): Promise<boolean> {
+    const pending = await this.callsQueue.pendingPlaceCall(runId).catch((error: unknown) => {
+      this.logger.warn({ err: error, run_id: runId }, 'could not read the dial job of a run past its dial timeout');
+      return null;
+    });
+    if (typeof pending?.unsettledClaim !== 'string') return false;
+    this.logger.log({ run_id: runId }, 'left a dialing run to its dial job, which comes back for its unsettled claim');
+    return true;
   }
 
   private async dialJobIsLocked(runId: number): Promise<boolean> {

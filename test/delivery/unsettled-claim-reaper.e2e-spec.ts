@@ -1,0 +1,93 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { placeCallJobId, QueueName } from '@app/queue';
+import { TelephonyProviders } from '@app/telephony';
+import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
+import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
+import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
+import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
+
+/**
+ * A dial job whose claim committed but whose answer was lost keeps the
+ * claim's id and comes back to take it up; no call went out under it. If
+ * Postgres stays away long enough, the job's retries back off past the dial
+ * timeout, and the reaper finds the run `dialing` without a call id. The
+ * carrier cannot say whether a call exists (a look-up that answers
+ * "unknown", as every carrier but the sandbox may), so the reaper would end
+ * the run `dial_outcome_unknown`: a call never placed, and never placed
+ * after. The workers are paused; the test runs the attempts and the
+ * reaper's round itself.
+ */
+describe('the reaper and a dial job coming back for its unsettled claim', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    apps = await startTestAppsWithPausedWorkers();
+  });
+  afterAll(() => apps.close());
+
+  /** A queued run and its job as the trigger enqueued it. */
+  async function queuedRun() {
+    const org = await createOrganization(apps.dataSource);
+    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 } });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+    expect(response.status).toBe(200);
+    return { runId: response.body.workflow_run_id as number, organizationId: org.organizationId };
+  }
+
+  /** One attempt whose claim commits and whose answer is lost; the job keeps what it noted, as the processor does. */
+  async function claimAnswerLost(job: { runId: number; organizationId: number }) {
+    const writes = apps.dialer!.get(GroupedRunWrites);
+    const claim = writes.claim.bind(writes);
+    const lost = jest.spyOn(writes, 'claim').mockImplementationOnce(async (...args) => {
+      await claim(...args);
+      throw new Error('Connection terminated unexpectedly');
+    });
+    let decision;
+    try {
+      decision = await apps.dialer!.get(CallPlacer).place(job);
+    } finally {
+      lost.mockRestore();
+    }
+    expect(decision).toMatchObject({ kind: 'delay', reason: 'claim_unsettled' });
+    const progress = decision.kind === 'delay' ? decision.progress : {};
+    const queued = await apps.dialer!.get<Queue>(getQueueToken(QueueName.Calls)).getJob(placeCallJobId(job.runId));
+    await queued!.updateData({ ...job, ...progress });
+    return progress;
+  }
+
+  /** Past the dial timeout since its claim, with a carrier that cannot tell whether the call exists; one reaper round. */
+  async function reapPastTheDialTimeout(runId: number): Promise<{ status: string; end_reason: string | null }> {
+    await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '10 minutes' WHERE id = $1`, [runId]);
+    const lookup = jest.spyOn(apps.dialer!.get(TelephonyProviders).get('sandbox'), 'lookupCall').mockResolvedValue({ kind: 'unknown' });
+    try {
+      await apps.dialer!.get(RunReaper).round();
+    } finally {
+      lookup.mockRestore();
+    }
+    const [run] = await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [runId]);
+    return run;
+  }
+
+  it('leaves the run to the job, which then takes its claim up and dials once', async () => {
+    const job = await queuedRun();
+    const progress = await claimAnswerLost(job);
+
+    expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'dialing', end_reason: null });
+    expect(await apps.dialer!.get(CallPlacer).place(job, progress)).toEqual({ kind: 'done', outcome: 'placed' });
+    expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(1);
+  });
+
+  it('ends the run as before once no job comes back for the claim', async () => {
+    const job = await queuedRun();
+    await claimAnswerLost(job);
+    // The job has run out of attempts and finished: nothing will take the claim up.
+    const queue = apps.dialer!.get<Queue>(getQueueToken(QueueName.Calls));
+    await queue.remove(placeCallJobId(job.runId));
+
+    expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'failed', end_reason: 'dial_outcome_unknown' });
+    expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(0);
+  });
+});
