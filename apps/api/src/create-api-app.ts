@@ -78,6 +78,9 @@ function utf8JsonParser(fastify: FastifyInstance): FastifyBodyParser<Buffer> {
 export async function createApiApp(config: AppConfig, logger: PinoLogger): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // Fastify sets neither by default: a connection could hold a request (and an upload its budget) forever.
+    connectionTimeout: config.httpIdleTimeoutMs,
+    requestTimeout: config.httpRequestTimeoutMs,
     loggerInstance: logger,
     trustProxy: true,
     rewriteUrl: (request: IncomingMessage) => originForm(request.url ?? '/'),

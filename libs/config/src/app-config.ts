@@ -24,6 +24,14 @@ export interface AppConfig {
    * another replica (the replica that made the change forgets at once).
    */
   readonly lookupCacheTtlMs: number;
+  /**
+   * The gateway closes a connection that sends nothing for this long (while
+   * its request arrives, or between requests), and one whose request has not
+   * fully arrived within HTTP_REQUEST_TIMEOUT_MS: an upload held open sending
+   * nothing would otherwise keep its share of the recording budget forever.
+   */
+  readonly httpIdleTimeoutMs: number;
+  readonly httpRequestTimeoutMs: number;
   readonly dialerConcurrency: number;
   /** How long a dialer waits for in-flight dials on SIGTERM before it exits anyway. */
   readonly shutdownGraceMs: number;

@@ -36,6 +36,8 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     downloadUrlTtlSeconds: reader.integer('DOWNLOAD_URL_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
     apiKeyCacheTtlMs: reader.integer('API_KEY_CACHE_TTL_MS', 2000, 0, 5000),
     lookupCacheTtlMs: reader.integer('LOOKUP_CACHE_TTL_MS', 2000, 0, 5000),
+    httpIdleTimeoutMs: reader.integer('HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    httpRequestTimeoutMs: reader.integer('HTTP_REQUEST_TIMEOUT_MS', 300_000, 1_000, 3_600_000),
     dialerConcurrency: reader.integer('DIALER_CONCURRENCY', 200, 1, 1000),
     shutdownGraceMs: reader.integer('SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS, 0, 600000),
     enqueueTimeoutMs: reader.integer('ENQUEUE_TIMEOUT_MS', 500, 10, 10000),

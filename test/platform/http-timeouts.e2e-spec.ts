@@ -1,0 +1,43 @@
+import { connect } from 'node:net';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+/**
+ * The gateway does not keep a connection that sends nothing: a request whose
+ * body stops arriving (a recording upload held open, which keeps its share
+ * of the recordings' memory budget while it lasts) is closed after
+ * HTTP_IDLE_TIMEOUT_MS.
+ */
+describe('HTTP connections that stop sending', () => {
+  let apps: TestApps;
+
+  beforeAll(async () => {
+    apps = await startTestApps({ dialer: false, env: { HTTP_IDLE_TIMEOUT_MS: '1000' } });
+  });
+  afterAll(() => apps.close());
+
+  /** Sends a request head announcing a body, and part of it; answers how long until the API closed the connection. */
+  const stalledRequest = (path: string, headers: string) =>
+    new Promise<{ closedAfterMs: number; answer: string }>((resolve, reject) => {
+      const { hostname, port } = new URL(apps.client.baseUrl);
+      const socket = connect(Number(port), hostname);
+      const started = Date.now();
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+      socket.on('error', reject);
+      socket.on('close', () => resolve({ closedAfterMs: Date.now() - started, answer }));
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${headers}\r\n`);
+      socket.write('{"phone_number":');
+      // Past the idle timeout many times over: the test fails on this if the API keeps the connection.
+      setTimeout(() => socket.destroy(new Error('the API kept a connection that sent nothing for 15 s')), 15_000).unref();
+    });
+
+  it('closes a connection whose request body stops arriving, without answering it', async () => {
+    const { closedAfterMs, answer } = await stalledRequest(
+      '/api/v1/public/agent/00000000-0000-4000-8000-000000000000',
+      'Content-Type: application/json\r\nContent-Length: 1000\r\n',
+    );
+    expect(closedAfterMs).toBeGreaterThanOrEqual(900);
+    expect(closedAfterMs).toBeLessThan(10_000);
+    expect(answer).toBe('');
+  });
+});
