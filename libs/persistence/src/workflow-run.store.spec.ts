@@ -120,6 +120,17 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await store.recordAgentReport(runId, { turns: turns(1) })).toBe('closed');
   });
 
+  it('stores no report after the one that ended the session, however close behind it came', async () => {
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
+    const turn = { speaker: 'agent', text: 'Goodbye', start_ms: 0, end_ms: 1 };
+    expect(await store.recordAgentReport(runId, { turns: [turn], ended: true })).toBe('stored');
+    // A report that passed the session's check before the ending one was stored: its turns would miss the transcript.
+    expect(await store.recordAgentReport(runId, { turns: [{ ...turn, text: 'late' }], gatheredContext: { late: true } })).toBe('closed');
+    const run = await store.findById(runId);
+    expect(run?.agentTranscript).toEqual([turn]);
+    expect(run?.gatheredContext).toEqual({});
+  });
+
   it("notes the agent's session only on a run that has not ended, and says whether it did", async () => {
     const [ringing, ended] = storedRunIds(await store.insertQueued([queuedRun(), queuedRun()]));
     for (const runId of [ringing, ended]) {

@@ -598,7 +598,9 @@ export class WorkflowRunStore {
 
   /**
    * What the voice-agent runtime reports during the call: `closed` (nothing
-   * stored) once the run is complete, `full` when it would take the run past
+   * stored) once the run is complete or its session has ended (a report that
+   * raced the one ending it: the transcript may have been read for the run's
+   * artifact already), `full` when it would take the run past
    * AGENT_DATA_LIMITS, which bound the row every read loads.
    */
   async recordAgentReport(
@@ -618,7 +620,7 @@ export class WorkflowRunStore {
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
               agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
               updated_at = now()
-        WHERE id = $1 AND NOT is_completed
+        WHERE id = $1 AND NOT is_completed AND agent_session_ended_at IS NULL
           AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6
           AND octet_length(agent_transcript::text) + octet_length(gathered_context::text) + octet_length($2::jsonb::text) + octet_length($3::jsonb::text) <= $7`,
       [
@@ -632,8 +634,11 @@ export class WorkflowRunStore {
       ],
     );
     if (affected > 0) return 'stored';
-    const [row]: Array<{ is_completed: boolean }> = await this.dataSource.query(`SELECT is_completed FROM workflow_runs WHERE id = $1`, [runId]);
-    return !row || row.is_completed ? 'closed' : 'full';
+    const [row]: Array<{ closed: boolean }> = await this.dataSource.query(
+      `SELECT is_completed OR agent_session_ended_at IS NOT NULL AS closed FROM workflow_runs WHERE id = $1`,
+      [runId],
+    );
+    return !row || row.closed ? 'closed' : 'full';
   }
 
   /** Notes that an agent runtime was handed this call, so its report is awaited before the run is finished. */
