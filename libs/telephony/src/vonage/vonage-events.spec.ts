@@ -37,6 +37,16 @@ describe('parseVonageWebhook', () => {
     expect(parse({ uuid: UUID, status: 'failed', detail: 'something_new', timestamp: AT }).events[0].reason).toBe('something_new');
   });
 
+  it('completed brings its duration in whole seconds, and leaves out one that is negative or not a number', () => {
+    const durationOf = (duration: unknown) =>
+      (parse({ uuid: 'u', status: 'completed', duration, timestamp: AT }).events[0] as { durationSeconds?: number }).durationSeconds;
+    expect(durationOf('12.7')).toBe(13);
+    expect(durationOf(42)).toBe(42);
+    expect(durationOf('-3')).toBeUndefined();
+    expect(durationOf('soon')).toBeUndefined();
+    expect(durationOf({ seconds: 4 })).toBeUndefined();
+  });
+
   it('completed brings the duration and the price in euros', () => {
     const parsed = parse({
       start_time: '2020-01-01T13:59:00.000Z',

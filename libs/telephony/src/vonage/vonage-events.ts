@@ -1,4 +1,5 @@
 import { ParsedWebhook, WebhookEvent, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
+import { wholeSeconds } from '../status-callback-events';
 
 /**
  * Query parameter our NCCO adds to the `connect` action's event URL: events
@@ -98,14 +99,13 @@ export function vonageTime(value: unknown): string | null {
 }
 
 function completed(call: Record<string, unknown>, occurredAt: string): WebhookEvent {
-  const duration = Number(call.duration);
+  // Whole seconds, as every carrier's duration is stored; a negative or unreadable one is left out.
+  const duration = typeof call.duration === 'string' || typeof call.duration === 'number' ? wholeSeconds(call.duration) : undefined;
   const price = Number(call.price);
   return {
     type: 'completed',
     occurredAt,
-    ...(call.duration !== undefined && call.duration !== null && call.duration !== '' && Number.isFinite(duration)
-      ? { durationSeconds: duration }
-      : {}),
+    ...(duration !== undefined ? { durationSeconds: duration } : {}),
     ...(call.price !== undefined && call.price !== null && call.price !== '' && Number.isFinite(price)
       ? { cost: { amount: price, currency: VONAGE_CURRENCY } }
       : {}),
