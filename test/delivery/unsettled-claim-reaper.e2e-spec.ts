@@ -59,8 +59,8 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
   }
 
   /** Past the dial timeout since its claim, with a carrier that cannot tell whether the call exists; one reaper round. */
-  async function reapPastTheDialTimeout(runId: number): Promise<{ status: string; end_reason: string | null }> {
-    await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '10 minutes' WHERE id = $1`, [runId]);
+  async function reapPastTheDialTimeout(runId: number, claimedAgo = '5 minutes'): Promise<{ status: string; end_reason: string | null }> {
+    await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - $2::interval WHERE id = $1`, [runId, claimedAgo]);
     const lookup = jest.spyOn(apps.dialer!.get(TelephonyProviders).get('sandbox'), 'lookupCall').mockResolvedValue({ kind: 'unknown' });
     try {
       await apps.dialer!.get(RunReaper).round();
@@ -78,6 +78,13 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
     expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'dialing', end_reason: null });
     expect(await apps.dialer!.get(CallPlacer).place(job, progress)).toEqual({ kind: 'done', outcome: 'placed' });
     expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(1);
+  });
+
+  it('waits for the job only so long: ten minutes past the dial timeout the run is ended as before', async () => {
+    const job = await queuedRun();
+    await claimAnswerLost(job);
+    // A job sent back to wait spends no attempt: one whose writes keep failing would never finish.
+    expect(await reapPastTheDialTimeout(job.runId, '13 minutes')).toEqual({ status: 'failed', end_reason: 'dial_outcome_unknown' });
   });
 
   it('ends the run as before once no job comes back for the claim', async () => {

@@ -25,10 +25,12 @@ export interface AppConfig {
    */
   readonly lookupCacheTtlMs: number;
   /**
-   * The gateway closes a connection that sends nothing for this long (while
-   * its request arrives, or between requests), and one whose request has not
-   * fully arrived within HTTP_REQUEST_TIMEOUT_MS: an upload held open sending
-   * nothing would otherwise keep its share of the recording budget forever.
+   * The gateway closes a connection on which nothing moves either way for
+   * this long (Node's socket timeout: also while a handler works, so it must
+   * stay above the longest one; between requests `keepAliveTimeout` governs),
+   * and answers 408 to one whose request has not fully arrived within
+   * HTTP_REQUEST_TIMEOUT_MS: an upload held open sending nothing would
+   * otherwise keep its share of the recording budget forever.
    */
   readonly httpIdleTimeoutMs: number;
   readonly httpRequestTimeoutMs: number;

@@ -1,12 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors, isDatabaseUnavailable } from '@app/common';
+import { DomainError, Errors, isDatabaseUnavailable, withTimeout } from '@app/common';
 import { TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter } from '@app/queue';
 import { callReferenceOf, CarrierError, CredentialsCipher, isCarrierNetworkFailure, TelephonyProviders } from '@app/telephony';
 import { CanceledRunInstants } from './canceled-run-instants.service';
 
 export type CancelOutcome = 'canceled' | 'hangup_requested';
+
+/** How long a cancel waits for Redis to free a canceled run's slot before it answers anyway (the lease ends it). */
+const SLOT_RELEASE_WAIT_MS = 1_000;
 
 /**
  * Cancels a run that has not been answered. A queued (or waiting) run is
@@ -94,7 +97,8 @@ export class RunCancellation {
    * ran out (the maximum call duration). Best effort: the lease still ends it.
    */
   private async releaseSlot(configurationId: number, runId: number): Promise<void> {
-    await this.slots.release(configurationId, runId).catch((error: unknown) => {
+    // Bounded: with Redis away the command would wait for it, and the cancel, already stored, would not be answered.
+    await withTimeout(this.slots.release(configurationId, runId), SLOT_RELEASE_WAIT_MS, 'freeing the slot of a canceled run').catch((error: unknown) => {
       this.logger.warn({ run_id: runId, telephony_configuration_id: configurationId, err: error }, 'slot of a canceled run not freed');
     });
   }

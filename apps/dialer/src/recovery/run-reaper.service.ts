@@ -13,6 +13,8 @@ import { RunDispatcher } from './run-dispatcher.service';
 const BATCH = 200;
 /** Beyond the configuration's maximum call duration, before an answered call is given up. */
 const IN_PROGRESS_GRACE_SECONDS = 60;
+/** How long past DIAL_TIMEOUT_SECONDS a dialing run is left to a dial job coming back for its unsettled claim. */
+const UNSETTLED_CLAIM_GRACE_SECONDS = 600;
 /** A completed run whose artifacts are not stored after this long gets another try. */
 const ARTIFACTS_RETRY_SECONDS = 30;
 /** After this long a completed run is finished without a carrier recording that cannot be fetched (an expired link, revoked credentials). */
@@ -137,7 +139,14 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (candidate.age_seconds < limit) return;
     // The look-up may have taught the run its call id.
     const providerCallId = run.providerCallId ?? (await this.runs.findById(run.id))?.providerCallId ?? null;
-    if (candidate.status === 'dialing' && !providerCallId && (await this.claimComesBack(run.id))) return;
+    if (
+      candidate.status === 'dialing' &&
+      !providerCallId &&
+      candidate.age_seconds < limit + UNSETTLED_CLAIM_GRACE_SECONDS &&
+      (await this.claimComesBack(run.id))
+    ) {
+      return;
+    }
     const endReason =
       candidate.status === 'dialing'
         ? providerCallId
@@ -243,16 +252,16 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   /**
    * Whether the run's dial job is still to come back for a claim whose
    * answer it lost (`unsettledClaim`): no call went out under that claim, and
-   * the job takes it up (`resumeClaim`) when it returns, however long Postgres
-   * kept it away (its retries back off up to 30 s). Ending the run here
-   * would end a call never placed as `dial_outcome_unknown`. A job that runs
-   * out of attempts finishes, and the run is the reaper's again.
+   * the job takes it up (`resumeClaim`) when it returns, after Postgres is
+   * back (its retries of a failed read back off up to 30 s). Ending the run
+   * here would end a call never placed as `dial_outcome_unknown`. Waited for
+   * at most UNSETTLED_CLAIM_GRACE_SECONDS past the dial timeout: a job sent
+   * back to wait (`moveToDelayed`) spends no attempt, so one whose writes
+   * keep failing could otherwise hold the run `dialing` for ever. A job that
+   * cannot be read throws, and the run is looked at again after a backoff.
    */
   private async claimComesBack(runId: number): Promise<boolean> {
-    const pending = await this.callsQueue.pendingPlaceCall(runId).catch((error: unknown) => {
-      this.logger.warn({ err: error, run_id: runId }, 'could not read the dial job of a run past its dial timeout');
-      return null;
-    });
+    const pending = await this.callsQueue.pendingPlaceCall(runId);
     if (typeof pending?.unsettledClaim !== 'string') return false;
     this.logger.log({ run_id: runId }, 'left a dialing run to its dial job, which comes back for its unsettled claim');
     return true;
