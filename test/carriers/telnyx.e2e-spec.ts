@@ -232,6 +232,36 @@ describe('placing calls through Telnyx', () => {
     expect(await runReaches(runId, (run) => run.is_completed === true, 'the run to end')).toMatchObject({ status: 'busy' });
   });
 
+  it('ends an answered call completed, with its duration and recording, whatever hang-up cause Telnyx gives', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550176');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    const answeredAt = new Date(Date.now() - 20_000);
+    call.answeredAt = answeredAt;
+    expect((await fake.sendEvent(call.webhookUrl!, fake.callEvent(call.callControlId, 'call.answered', {}, answeredAt))).status).toBe(200);
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+    // A cause outside Telnyx's table of ours: on an unanswered call it ends the run failed with it (below).
+    expect((await fake.sendCallEvent(call.callControlId, 'call.hangup', { hangup_cause: 'unspecified' })).status).toBe(200);
+    const recordingUrl = fake.addRecording(silentWav(1));
+    expect((await fake.sendCallEvent(call.callControlId, 'call.recording.saved', { recording_urls: { wav: recordingUrl } })).status).toBe(200);
+
+    const run = await runReaches(runId, (current) => current.is_completed === true && current.recording_url !== null, 'the run to complete');
+    expect(run).toMatchObject({ status: 'completed', end_reason: 'completed' });
+    expect(run.duration_seconds).toBeGreaterThanOrEqual(19);
+    const ended = run.logs.events.find((entry: { event: string }) => entry.event === 'carrier.hangup_after_answer');
+    expect(ended).toMatchObject({ detail: { reason: 'unspecified', reported_as: 'failed' } });
+    expect((await fetch(run.recording_url)).status).toBe(200);
+
+    // Not answered, the same cause still ends the run failed with it.
+    const unanswered = await trigger(recordedConfigId, '+14155550175');
+    const other = await callFor(unanswered);
+    await fake.sendCallEvent(other.callControlId, 'call.hangup', { hangup_cause: 'unspecified' });
+    expect(await runReaches(unanswered, (current) => current.is_completed === true, 'the run to end')).toMatchObject({
+      status: 'failed',
+      end_reason: 'unspecified',
+    });
+  });
+
   it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {
     const runId = await trigger(machineConfigId, '+14155550179');
     const call = await callFor(runId);

@@ -79,9 +79,30 @@ export class CallEventApplier {
     }
     if (event.type === 'cost') return this.applyCost(event, lastAttempt);
     if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
+    if (event.type === 'failed' && (await this.endAnsweredCall(event))) return true;
     const moved = await this.writes.transition(event.runId, STATUS_BY_EVENT[event.type], `carrier.${event.type}`, fieldsOf(event), detailOf(event));
     await this.afterStatusEvent(event, moved);
     return moved !== null;
+  }
+
+  /**
+   * A failure reported for a call already answered: the conversation took
+   * place, and the carrier's cause says only how it ended (a Telnyx
+   * `call.hangup` with a cause its table does not list, `unspecified` say).
+   * The run ends `completed`, the cause kept in its log entry, so its
+   * duration, recording and transcript are kept: a `failed` run is never
+   * finished with artifacts. True when the run moved so.
+   */
+  private async endAnsweredCall(event: CallEventJob): Promise<boolean> {
+    const asCompleted: CallEventJob = { ...event, type: 'completed', reason: undefined };
+    const detail = { ...detailOf(event), reported_as: 'failed' };
+    const moved = await this.writes.transition(event.runId, 'completed', 'carrier.hangup_after_answer', fieldsOf(asCompleted), detail, {
+      from: ['in_progress'],
+      statuses: [],
+    });
+    if (!moved) return false;
+    await this.afterStatusEvent(asCompleted, moved);
+    return true;
   }
 
   /**
@@ -299,6 +320,8 @@ function statusOf(event: CallEventJob): RunStatus {
 function movableAsOne(events: CallEventJob[]): boolean {
   if (events.length < 2 || !events.every(isStatusEvent)) return false;
   const last = events[events.length - 1];
+  // A failure after an answer ends the call completed (`endAnsweredCall`), which one move to `failed` would not.
+  if (last.type === 'failed' && events.some((event) => event.type === 'answered')) return false;
   return events.every(
     (event, index) =>
       event.runId === last.runId &&
