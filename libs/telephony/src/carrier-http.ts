@@ -15,6 +15,7 @@ export async function readBody(response: Response, maxBytes = MAX_CARRIER_BODY_B
   }
   if (!response.body) return Buffer.alloc(0);
   const reader = response.body.getReader();
+  // The chunks are kept as views (no copy) and copied once, into the body: a large recording is held twice at most.
   const chunks: Buffer[] = [];
   let total = 0;
   for (let next = await reader.read(); !next.done; next = await reader.read()) {
@@ -23,7 +24,7 @@ export async function readBody(response: Response, maxBytes = MAX_CARRIER_BODY_B
       await reader.cancel().catch(() => undefined);
       throw new Error(`the answer is over the ${maxBytes}-byte limit`);
     }
-    chunks.push(Buffer.from(next.value));
+    chunks.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
   }
   return Buffer.concat(chunks, total);
 }

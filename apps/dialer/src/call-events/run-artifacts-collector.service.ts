@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
+import { ConcurrencyGate } from '@app/common';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CarrierWebhooks, CredentialsCipher, hangsUpOnMachines, hasWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer, renderOpening } from '@app/templating';
@@ -9,6 +10,12 @@ import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 
 /** How long a completed call waits for the agent runtime to close its session before it is finished anyway. */
 export const AGENT_REPORT_GRACE_MS = 20_000;
+/**
+ * Carrier recordings a dialer fetches at once. Each is read whole (up to
+ * 100 MiB), and a dialer works up to DIALER_CONCURRENCY call events at once:
+ * a burst of large recordings must not take the process' memory with it.
+ */
+export const RECORDING_FETCHES_AT_ONCE = 4;
 
 /**
  * Stores a completed call's transcript and recording, then marks the run
@@ -20,6 +27,8 @@ export const AGENT_REPORT_GRACE_MS = 20_000;
  */
 @Injectable()
 export class RunArtifactsCollector {
+  private readonly recordingFetches = new ConcurrencyGate(RECORDING_FETCHES_AT_ONCE);
+
   constructor(
     private readonly runs: WorkflowRunStore,
     private readonly reader: RunReader,
@@ -132,9 +141,12 @@ export class RunArtifactsCollector {
     provider: CarrierWebhooks,
     config: TelephonyConfiguration | null,
   ): Promise<string> {
-    const recording = await provider.fetchRecording(url, this.cipher.credentialsOf(config));
-    const name = artifactKey(runId, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
-    return this.storage.put(name, recording.body, recording.contentType);
+    // Read whole into memory (up to 100 MiB each): a few at a time, however many calls end at once.
+    return this.recordingFetches.run(async () => {
+      const recording = await provider.fetchRecording(url, this.cipher.credentialsOf(config));
+      const name = artifactKey(runId, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
+      return this.storage.put(name, recording.body, recording.contentType);
+    });
   }
 
   private async agentOpening(run: WorkflowRun): Promise<string> {
