@@ -236,21 +236,36 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     });
 
     it('reads at most 256 MiB of recordings at once, and answers 429 past it before reading the body', async () => {
-      const path = `${session(tokenFor(runId))}/recording`;
+      // Three calls in progress: one upload a run at a time (below).
+      const others = [await trigger(longCallConfigId), await trigger(longCallConfigId)];
+      for (const other of others) await waitFor(async () => ((await run(other)).body.status === 'in_progress' ? true : undefined));
+      const [path, second, third] = [runId, ...others].map((id) => `${session(tokenFor(id))}/recording`);
       const MiB = 1024 * 1024;
       const held: Socket[] = [];
       try {
         // One after the other, so that each is admitted before the next asks: 200 MiB held.
         held.push(await heldUpload(path, 'audio/wav', 100 * MiB));
-        held.push(await heldUpload(path, 'audio/wav', 100 * MiB));
+        held.push(await heldUpload(second, 'audio/wav', 100 * MiB));
         // Another 100 MiB is one too many; 50 still fit.
-        await expect(uploadHead(path, 'audio/wav', 100 * MiB)).resolves.toEqual({ status: 429, code: 'recording_uploads_busy' });
-        await expect(uploadHead(path, 'audio/wav', 50 * MiB)).resolves.toBe('no answer yet');
+        await expect(uploadHead(third, 'audio/wav', 100 * MiB)).resolves.toEqual({ status: 429, code: 'recording_uploads_busy' });
+        await expect(uploadHead(third, 'audio/wav', 50 * MiB)).resolves.toBe('no answer yet');
       } finally {
         for (const socket of held) socket.destroy();
       }
       // Given back when a held upload's connection closes.
-      await waitFor(async () => ((await uploadHead(path, 'audio/wav', 100 * MiB)) === 'no answer yet' ? true : undefined));
+      await waitFor(async () => ((await uploadHead(third, 'audio/wav', 100 * MiB)) === 'no answer yet' ? true : undefined));
+    });
+
+    it("refuses a second upload of a run's recording while the first is still arriving, before reading it", async () => {
+      const path = `${session(tokenFor(runId))}/recording`;
+      const first = await heldUpload(path, 'audio/wav', 1024 * 1024);
+      try {
+        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 409, code: 'recording_upload_in_progress' });
+      } finally {
+        first.destroy();
+      }
+      // Once the first is gone (its connection closed unfinished, nothing stored), another may come.
+      await waitFor(async () => ((await uploadHead(path, 'audio/wav', 1024 * 1024)) === 'no answer yet' ? true : undefined));
     });
 
     it('keeps one recording: a second upload is refused, before its body is read', async () => {

@@ -8,7 +8,7 @@ import type { FastifyBodyParser, FastifyError, FastifyInstance, FastifyReply, Fa
 import type { Logger as PinoLogger } from 'pino';
 import { DomainError, ErrorBody, PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
-import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
+import { AgentSessionsService, recordingUploadInProgress } from './agent-sessions/agent-sessions.service';
 import { AppModule } from './app.module';
 import { bodyMediaTypeRefusal } from './body-media-type';
 import { originForm } from './request-target';
@@ -125,17 +125,24 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   // and the bodies being read at once are held to RECORDING_BYTES_IN_FLIGHT (each is read whole into memory).
   const sessions = app.get(AgentSessionsService);
   const recordingBytes = new ByteBudget(RECORDING_BYTES_IN_FLIGHT);
+  // A run keeps one recording: a second upload racing the first would be read, and written, only to be refused.
+  const runsUploading = new Set<number>();
   adapter.getInstance().addHook('onRoute', (route) => {
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
     const admit: onRequestAsyncHookHandler = async (request, reply) => {
       const { token } = request.params as { token: string };
-      await sessions.admitRecording(token, request.headers['content-type']);
+      const runId = await sessions.admitRecording(token, request.headers['content-type']);
+      if (runsUploading.has(runId)) throw recordingUploadInProgress();
       const bytes = declaredBytes(request.headers['content-length']);
       if (!recordingBytes.take(bytes)) {
         void reply.header('retry-after', '5');
         throw new DomainError(429, 'recording_uploads_busy', 'This gateway is receiving as many recordings as it holds at once; retry shortly');
       }
-      reply.raw.once('close', () => recordingBytes.give(bytes));
+      runsUploading.add(runId);
+      reply.raw.once('close', () => {
+        recordingBytes.give(bytes);
+        runsUploading.delete(runId);
+      });
     };
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()];
   });

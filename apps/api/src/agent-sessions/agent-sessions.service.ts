@@ -85,10 +85,11 @@ export class AgentSessionsService {
    * as the request's head has arrived, so a bad token or type is refused
    * before up to 100 MiB of audio is read.
    */
-  async admitRecording(token: string, contentType: string | undefined): Promise<void> {
+  async admitRecording(token: string, contentType: string | undefined): Promise<number> {
     const run = await this.openRun(token);
     recordingExtension(contentType);
     if (run.recordingKey) throw recordingAlreadyStored();
+    return run.id;
   }
 
   /** A run keeps one recording: a second upload (or one racing the first) is refused, and nothing replaces the first. */
@@ -132,6 +133,11 @@ export class AgentSessionsService {
       `run-${run.id}-agent-ended`,
     );
   }
+}
+
+/** A second upload for a run while this gateway still receives its first: refused before its body is read. */
+export function recordingUploadInProgress(): DomainError {
+  return new DomainError(409, 'recording_upload_in_progress', 'A recording of this run is being uploaded; a run keeps one');
 }
 
 function recordingAlreadyStored(): DomainError {
