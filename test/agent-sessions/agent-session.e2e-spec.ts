@@ -260,7 +260,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const first = await heldUpload(path, 'audio/wav', 1024 * 1024);
       try {
-        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 409, code: 'recording_upload_in_progress' });
+        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
       } finally {
         first.destroy();
       }

@@ -252,6 +252,20 @@ describe('placing calls through Telnyx', () => {
     expect(ended).toMatchObject({ detail: { reason: 'unspecified', reported_as: 'failed' } });
     expect((await fetch(run.recording_url)).status).toBe(200);
 
+    // The retry of such a hang-up whose move was stored before its job stopped still finishes the run.
+    const retried = await trigger(recordedConfigId, '+14155550174');
+    const retriedCall = await callFor(retried);
+    await fake.sendEvent(retriedCall.webhookUrl!, fake.callEvent(retriedCall.callControlId, 'call.answered', {}, new Date(Date.now() - 10_000)));
+    await runReaches(retried, (current) => current.status === 'in_progress', 'the run to be answered');
+    await apps.dataSource.query(`UPDATE workflow_runs SET status = 'completed', ended_at = now(), end_reason = 'completed' WHERE id = $1`, [retried]);
+    expect((await fake.sendCallEvent(retriedCall.callControlId, 'call.hangup', { hangup_cause: 'unspecified' })).status).toBe(200);
+    // The run waits for the carrier's recording, as any completed call of a recording configuration does.
+    const finished = await runReaches(retried, (current) => current.duration_seconds !== null, 'the retried hang-up to fill the duration');
+    expect(finished.status).toBe('completed');
+    expect(finished.duration_seconds).toBeGreaterThanOrEqual(9);
+    await fake.sendCallEvent(retriedCall.callControlId, 'call.recording.saved', { recording_urls: { wav: fake.addRecording(silentWav(1)) } });
+    await runReaches(retried, (current) => current.is_completed === true && current.recording_url !== null, 'the retried run to complete');
+
     // Not answered, the same cause still ends the run failed with it.
     const unanswered = await trigger(recordedConfigId, '+14155550175');
     const other = await callFor(unanswered);

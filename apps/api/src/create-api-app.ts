@@ -132,7 +132,12 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     const admit: onRequestAsyncHookHandler = async (request, reply) => {
       const { token } = request.params as { token: string };
       const runId = await sessions.admitRecording(token, request.headers['content-type']);
-      if (runsUploading.has(runId)) throw recordingUploadInProgress();
+      // Gone while it was admitted: its connection's `close` has passed, and would never give back what is taken below.
+      if (request.raw.socket?.destroyed) return;
+      if (runsUploading.has(runId)) {
+        void reply.header('retry-after', '5');
+        throw recordingUploadInProgress();
+      }
       const bytes = declaredBytes(request.headers['content-length']);
       if (!recordingBytes.take(bytes)) {
         void reply.header('retry-after', '5');

@@ -81,6 +81,12 @@ export class CallEventApplier {
     if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
     if (event.type === 'failed' && (await this.endAnsweredCall(event))) return true;
     const moved = await this.writes.transition(event.runId, STATUS_BY_EVENT[event.type], `carrier.${event.type}`, fieldsOf(event), detailOf(event));
+    if (!moved && event.type === 'failed' && (await this.reader.findById(event.runId))?.status === 'completed') {
+      // The retry of a failure after an answer whose move to `completed` was stored before its job stopped: what
+      // follows a completion is still to do (idempotent, as for the retry of a hang-up).
+      await this.afterStatusEvent({ ...event, type: 'completed', reason: undefined }, null);
+      return false;
+    }
     await this.afterStatusEvent(event, moved);
     return moved !== null;
   }
