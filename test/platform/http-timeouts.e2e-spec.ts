@@ -31,6 +31,35 @@ describe('HTTP connections that stop sending', () => {
       setTimeout(() => socket.destroy(new Error('the API kept a connection that sent nothing for 15 s')), 15_000).unref();
     });
 
+  /** Sends raw bytes and answers the status and JSON body the API wrote before closing the connection. */
+  const rawExchange = (bytes: string) =>
+    new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+      const { hostname, port } = new URL(apps.client.baseUrl);
+      const socket = connect(Number(port), hostname);
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const status = /^HTTP\/1\.1 (\d{3})/.exec(answer);
+        if (!status) return reject(new Error(`no HTTP answer: ${answer.slice(0, 200)}`));
+        resolve({ status: Number(status[1]), body: JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) });
+      });
+      socket.end(bytes);
+    });
+
+  it('answers what is not HTTP, and headers too large, with the error body every other error has', async () => {
+    const garbage = await rawExchange('HELLO THERE\r\n\r\n');
+    expect(garbage).toEqual({
+      status: 400,
+      body: { statusCode: 400, code: 'bad_request', message: 'The request is not valid HTTP', request_id: expect.any(String) },
+    });
+    const huge = await rawExchange(`GET /health/live HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge).toEqual({
+      status: 431,
+      body: { statusCode: 431, code: 'headers_too_large', message: 'The request headers are too large', request_id: expect.any(String) },
+    });
+  });
+
   it('closes a connection whose request body stops arriving, without answering it', async () => {
     const { closedAfterMs, answer } = await stalledRequest(
       '/api/v1/public/agent/00000000-0000-4000-8000-000000000000',

@@ -1,6 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -53,6 +55,26 @@ function routerRefusal(fastifyCode: string, requestId: string): ErrorBody {
 }
 
 /**
+ * What Node refuses before any route runs (a request that is not HTTP,
+ * headers too large, one that did not arrive within HTTP_REQUEST_TIMEOUT_MS)
+ * is answered with the error body every other error has, not Fastify's own.
+ * Written to the socket, which is then closed, as Fastify does.
+ */
+export function clientErrorAnswer(error: { code?: string }): string {
+  const [statusCode, code, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'The request did not arrive in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'The request headers are too large']
+        : [400, 'bad_request', 'The request is not valid HTTP'];
+  const body = JSON.stringify({ statusCode, code, message, request_id: randomUUID() } satisfies ErrorBody);
+  return (
+    `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/**
  * The JSON body parser: Fastify's own (the same prototype-poisoning settings,
  * empty-body and malformed-JSON errors), but for bytes that are not UTF-8,
  * which decoding would turn into U+FFFD and store as if sent: those answer
@@ -84,6 +106,11 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     loggerInstance: logger,
     trustProxy: true,
     rewriteUrl: (request: IncomingMessage) => originForm(request.url ?? '/'),
+    clientErrorHandler: (error: Error & { code?: string }, socket: Socket) => {
+      // A connection reset has nothing left to answer on.
+      if (error.code !== 'ECONNRESET' && !socket.destroyed && socket.writable) socket.write(clientErrorAnswer(error));
+      socket.destroy(error);
+    },
     requestIdHeader: false,
     genReqId: (request: IncomingMessage) => {
       const given = request.headers['x-request-id'];
