@@ -3,6 +3,7 @@ import { RedisClient } from '@app/queue';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { loseNextAnswer } from '../support/lose-next-answer';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /**
@@ -56,12 +57,7 @@ describe('a dial job taking up its unsettled claim', () => {
   it('takes the claim up on the next attempt when the answer to taking it up was lost too, and dials once', async () => {
     const { job } = await claimedRun('claim-y');
     const placer = apps.dialer!.get(CallPlacer);
-    const store = apps.dialer!.get(WorkflowRunStore);
-    const resume = store.resumeClaim.bind(store);
-    const lost = jest.spyOn(store, 'resumeClaim').mockImplementationOnce(async (...args) => {
-      await resume(...args);
-      throw new Error('Connection terminated unexpectedly');
-    });
+    const lost = loseNextAnswer(apps.dialer!.get(WorkflowRunStore), 'resumeClaim');
     let second;
     try {
       const first = await placer.place(job, { unsettledClaim: 'claim-y' });

@@ -6,6 +6,7 @@ import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { loseNextAnswer } from '../support/lose-next-answer';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /**
@@ -39,12 +40,7 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
 
   /** One attempt whose claim commits and whose answer is lost; the job keeps what it noted, as the processor does. */
   async function claimAnswerLost(job: { runId: number; organizationId: number }) {
-    const writes = apps.dialer!.get(GroupedRunWrites);
-    const claim = writes.claim.bind(writes);
-    const lost = jest.spyOn(writes, 'claim').mockImplementationOnce(async (...args) => {
-      await claim(...args);
-      throw new Error('Connection terminated unexpectedly');
-    });
+    const lost = loseNextAnswer(apps.dialer!.get(GroupedRunWrites), 'claim');
     let decision;
     try {
       decision = await apps.dialer!.get(CallPlacer).place(job);

@@ -57,6 +57,7 @@ export async function renderDefinition(
   let spentMs = 0;
   let chars = 0;
   let sliceStart = performance.now();
+  const tooSlow = () => overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
   const renderField = async (source: unknown): Promise<string | null> => {
     if (typeof source !== 'string') return null;
     if (performance.now() - sliceStart > RENDER_SLICE_MS) {
@@ -64,14 +65,14 @@ export async function renderDefinition(
       sliceStart = performance.now();
     }
     const timeLimitMs = limits.timeMs - spentMs;
-    if (timeLimitMs <= 0) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
+    if (timeLimitMs <= 0) throw tooSlow();
     const started = performance.now();
     let result;
     try {
       result = await renderer.render(source, data, { timeLimitMs, charsLimit: limits.chars - chars });
     } catch (error) {
       spentMs += performance.now() - started;
-      if (spentMs >= limits.timeMs) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
+      if (spentMs >= limits.timeMs) throw tooSlow();
       // Past the bound of one template, or of what the definition had left: output no call can be placed with.
       const tooLong = RenderedTooLongError.in(error);
       if (tooLong) {
@@ -87,7 +88,7 @@ export async function renderDefinition(
     }
     spentMs += performance.now() - started;
     // A render that ran past the budget but finished (Liquid looks at its time limit between its own steps).
-    if (spentMs >= limits.timeMs) throw overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
+    if (spentMs >= limits.timeMs) throw tooSlow();
     chars += result.text.length;
     result.missingPaths.forEach((path) => missing.add(path));
     return result.text;

@@ -84,7 +84,7 @@ export class CallEventApplier {
     if (!moved && event.type === 'failed' && (await this.reader.findById(event.runId))?.status === 'completed') {
       // The retry of a failure after an answer whose move to `completed` was stored before its job stopped: what
       // follows a completion is still to do (idempotent, as for the retry of a hang-up).
-      await this.afterStatusEvent({ ...event, type: 'completed', reason: undefined }, null);
+      await this.afterStatusEvent(asCompletion(event), null);
       return false;
     }
     await this.afterStatusEvent(event, moved);
@@ -100,7 +100,7 @@ export class CallEventApplier {
    * finished with artifacts. True when the run moved so.
    */
   private async endAnsweredCall(event: CallEventJob): Promise<boolean> {
-    const asCompleted: CallEventJob = { ...event, type: 'completed', reason: undefined };
+    const asCompleted = asCompletion(event);
     const detail = { ...detailOf(event), reported_as: 'failed' };
     const moved = await this.writes.transition(event.runId, 'completed', 'carrier.hangup_after_answer', fieldsOf(asCompleted), detail, {
       from: ['in_progress'],
@@ -323,6 +323,11 @@ function statusOf(event: CallEventJob): RunStatus {
  * none that asks for work of its own once applied (an answering-machine
  * verdict, a recording, a price).
  */
+/** A failure after an answer, as the completion it is taken for (`endAnsweredCall`): the cause goes to the log only. */
+function asCompletion(event: CallEventJob): CallEventJob {
+  return { ...event, type: 'completed', reason: undefined };
+}
+
 function movableAsOne(events: CallEventJob[]): boolean {
   if (events.length < 2 || !events.every(isStatusEvent)) return false;
   const last = events[events.length - 1];
