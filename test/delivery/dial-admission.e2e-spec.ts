@@ -96,7 +96,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     const [seconds, micros] = await client.redis.time();
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     for (let i = 0; i < 10; i++) await client.redis.zadd(client.keyFor('dials', configurationId), now - msAgo, `earlier-${i}`);
-    await client.redis.set(client.keyFor('pace', configurationId), String(now + 100), 'PX', 60_000);
+    await client.redis.set(instants.key(configurationId), String(now + 100), 'PX', 60_000);
   }
 
   it('judges the rolling window at a near instant, not at the time of asking', async () => {
@@ -141,7 +141,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   }
 
   it.each([7000, 6000, 1500])('spaces the pacing instants of %d calls a second by their interval, to a fraction of a millisecond', async (cps) => {
-    const paceKey = client.keyFor('pace', configurationId);
+    const paceKey = instants.key(configurationId);
     // The next instant 10 s ahead, so every dial below is paced and each reserves the one after; stored as the
     // previous release wrote it (a tenth of a millisecond), which must still be read.
     const start = (await redisNow()) + 10_000 + 0.1;
@@ -158,7 +158,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     // A backlog has reserved the next ten minutes; run 1 was admitted before it, and its attempt stopped before the
     // claim (an error, a dialer that died). Paced again, it would hold its slot, unused, for those ten minutes.
     const now = await redisNow();
-    const paceKey = client.keyFor('pace', configurationId);
+    const paceKey = instants.key(configurationId);
     await client.redis.set(paceKey, String(now + 600_000), 'PX', 700_000);
     await client.redis.zadd(client.keyFor('slots', configurationId), now + LEASE_MS, '1');
 
@@ -170,7 +170,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
 
   it('paces a run whose slot has expired like any other', async () => {
     const now = await redisNow();
-    await client.redis.set(client.keyFor('pace', configurationId), String(now + 600_000), 'PX', 700_000);
+    await client.redis.set(instants.key(configurationId), String(now + 600_000), 'PX', 700_000);
     await client.redis.zadd(client.keyFor('slots', configurationId), now - 1, '1');
     expect((await admission.admit(configurationId, 1, limits(1, 1), true)).kind).toBe('paced');
   });

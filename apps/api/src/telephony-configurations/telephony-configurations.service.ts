@@ -79,8 +79,8 @@ export class TelephonyConfigurationsService {
       const row = await repository.findOne({ where: { id, organizationId }, lock: { mode: 'for_no_key_update' } });
       if (!row) throw telephonyConfigurationNotFound();
 
-      // A run keeps the provider it was stored with (its `mode`, its webhook URLs, the carrier its call is looked up
-      // and hung up at): the configuration may change carrier only once none of its runs is unfinished.
+      // A run's `mode` and the check of its webhooks follow the provider stored with it, its dial, look-ups and hang-up
+      // the configuration's: the configuration may change carrier only once none of its runs is unfinished.
       if (input.provider !== undefined && input.provider !== row.provider) {
         const unfinished = await unfinishedRuns(manager, id);
         if (unfinished > 0) throw configurationInUse(id, unfinished, 'change its provider');
