@@ -1,14 +1,16 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { carrierHttp, isPublicHttpsUrl, MAX_REDIRECTS, RedirectRefused } from './carrier-http';
+import { carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS } from './carrier-http';
 
 interface Hop {
   url: string;
   authorization: string | undefined;
 }
 
-/** A server on 127.0.0.1 that answers with `answer(path)` and records each request it gets. */
-async function server(answer: (path: string) => { status: number; location?: string; body?: string }): Promise<{ base: string; hops: Hop[]; close: () => Promise<void> }> {
+/** A server on 127.0.0.1 (`base` names it by address, `named` as localhost) that answers with `answer(path)` and records each request it gets. */
+async function server(
+  answer: (path: string) => { status: number; location?: string; body?: string },
+): Promise<{ base: string; named: string; hops: Hop[]; close: () => Promise<void> }> {
   const hops: Hop[] = [];
   const listening: Server = createServer((request, response) => {
     hops.push({ url: request.url!, authorization: request.headers.authorization });
@@ -16,15 +18,17 @@ async function server(answer: (path: string) => { status: number; location?: str
     response.writeHead(status, location ? { location } : { 'content-type': 'audio/wav' }).end(body ?? '');
   });
   await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+  const port = (listening.address() as AddressInfo).port;
   return {
-    base: `http://127.0.0.1:${(listening.address() as AddressInfo).port}`,
+    base: `http://127.0.0.1:${port}`,
+    named: `http://localhost:${port}`,
     hops,
     close: () => new Promise<void>((resolve) => listening.close(() => resolve())),
   };
 }
 
-const download = (url: string, followRedirect?: (target: URL) => boolean) =>
-  carrierHttp('Carrier', url, { method: 'GET', authorization: 'Basic c2VjcmV0', timeoutMs: 5_000, followRedirect });
+const download = (url: string, followRedirect?: (target: URL) => boolean, trustedOrigins?: string[]) =>
+  carrierHttp('Carrier', url, { method: 'GET', authorization: 'Basic c2VjcmV0', timeoutMs: 5_000, followRedirect, trustedOrigins });
 
 describe('carrierHttp redirects', () => {
   const open: Array<{ close: () => Promise<void> }> = [];
@@ -50,7 +54,7 @@ describe('carrierHttp redirects', () => {
     const storage = await started(() => ({ status: 200, body: 'RIFF' }));
     const carrier = await started((path) => (path === '/file' ? { status: 302, location: '/moved' } : { status: 307, location: `${storage.base}/signed` }));
 
-    const response = await download(`${carrier.base}/file`, () => true);
+    const response = await download(`${carrier.base}/file`, () => true, [carrier.base, storage.base]);
 
     expect(response).toMatchObject({ status: 200, bytes: Buffer.from('RIFF') });
     expect(carrier.hops).toEqual([
@@ -64,8 +68,8 @@ describe('carrierHttp redirects', () => {
     const internal = await started(() => ({ status: 200, body: 'secret' }));
     const carrier = await started(() => ({ status: 302, location: `${internal.base}/latest/meta-data/` }));
 
-    await expect(download(`${carrier.base}/file`, (target) => target.origin === carrier.base)).rejects.toThrow(
-      new RedirectRefused(`refused to follow a redirect to ${internal.base}`),
+    await expect(download(`${carrier.base}/file`, (target) => target.origin === carrier.base, [carrier.base])).rejects.toThrow(
+      new DownloadRefused(`refused to follow a redirect to ${internal.base}`),
     );
     expect(internal.hops).toEqual([]);
   });
@@ -73,8 +77,41 @@ describe('carrierHttp redirects', () => {
   it(`gives up after ${MAX_REDIRECTS} redirects`, async () => {
     const carrier = await started((path) => ({ status: 302, location: `/hop${Number(path.replace('/hop', '')) + 1}` }));
 
-    await expect(download(`${carrier.base}/hop0`, () => true)).rejects.toThrow(`redirected more than ${MAX_REDIRECTS} times`);
+    await expect(download(`${carrier.base}/hop0`, () => true, [carrier.base])).rejects.toThrow(`redirected more than ${MAX_REDIRECTS} times`);
     expect(carrier.hops).toHaveLength(MAX_REDIRECTS + 1);
+  });
+
+  describe('connections of a download to a host not trusted by configuration', () => {
+    it('refuses a name that resolves to a loopback address, before connecting, without telling the address', async () => {
+      const storage = await started(() => ({ status: 200, body: 'RIFF' }));
+      const host = new URL(storage.named).hostname;
+
+      const refused = download(`${storage.named}/x.wav`, () => true, ['https://api.carrier.example']);
+
+      await expect(refused).rejects.toMatchObject({ name: 'DownloadRefused', message: `refused to connect to ${host}: it does not resolve to a public address` });
+      expect(storage.hops).toEqual([]);
+    });
+
+    it('refuses a redirect from the trusted API to such a name, and to a private address literal', async () => {
+      const internal = await started(() => ({ status: 200, body: 'secret' }));
+      const carrier = await started((path) => ({ status: 302, location: path === '/named' ? `${internal.named}/latest/` : `${internal.base}/latest/` }));
+
+      await expect(download(`${carrier.base}/named`, () => true, [carrier.base])).rejects.toThrow(DownloadRefused);
+      await expect(download(`${carrier.base}/literal`, () => true, [carrier.base])).rejects.toMatchObject({
+        name: 'DownloadRefused',
+        message: `refused to connect to ${new URL(internal.base).hostname}: it does not resolve to a public address`,
+      });
+      expect(carrier.hops.map((hop) => hop.url)).toEqual(['/named', '/literal']);
+      expect(internal.hops).toEqual([]);
+    });
+
+    it('connects to a trusted origin wherever it points (the configured API, a local fake in tests)', async () => {
+      const storage = await started(() => ({ status: 200, body: 'RIFF' }));
+
+      const response = await download(`${storage.named}/x.wav`, () => true, [storage.named]);
+
+      expect(response).toMatchObject({ status: 200, bytes: Buffer.from('RIFF') });
+    });
   });
 });
 
@@ -82,6 +119,8 @@ describe('isPublicHttpsUrl', () => {
   it.each([
     ['https://media.twiliocdn.com/x.wav', true],
     ['https://bucket.s3.amazonaws.com/x.wav', true],
+    ['https://bucket.s3.amazonaws.com:443/x.wav', true],
+    ['https://bucket.s3.amazonaws.com:8443/x.wav', false],
     ['http://bucket.s3.amazonaws.com/x.wav', false],
     ['https://169.254.169.254/latest/meta-data/', false],
     ['https://10.0.0.7/x.wav', false],
@@ -94,5 +133,23 @@ describe('isPublicHttpsUrl', () => {
     ['https://intranet/x', false],
   ])('%s: %s', (url, expected) => {
     expect(isPublicHttpsUrl(new URL(url))).toBe(expected);
+  });
+});
+
+describe('carrierHostCheck', () => {
+  const isCarrier = carrierHostCheck('http://127.0.0.1:4010/api/', /(^|\.)carrier\.com$/);
+
+  it.each([
+    ['http://127.0.0.1:4010/recordings/1.wav', true],
+    ['http://127.0.0.1:4011/recordings/1.wav', false],
+    ['https://carrier.com/x.wav', true],
+    ['https://media.carrier.com/x.wav', true],
+    ['https://MEDIA.Carrier.com/x.wav', true],
+    ['https://media.carrier.com:8443/x.wav', false],
+    ['http://media.carrier.com/x.wav', false],
+    ['https://carrier.com.example/x.wav', false],
+    ['https://notcarrier.com/x.wav', false],
+  ])('%s: %s', (url, expected) => {
+    expect(isCarrier(new URL(url))).toBe(expected);
   });
 });

@@ -1,13 +1,21 @@
 import { isIP } from 'node:net';
+import { Agent, fetch } from 'undici';
 import { CarrierError } from './carrier-error';
+import { AddressNotPublic, isPublicAddress, publicAddressLookup } from './public-address';
 
 /** Requests to a carrier's API give up after this long; the outcome of a dial is then unknown. */
 export const CARRIER_REQUEST_TIMEOUT_MS = 15_000;
 /** No answer from a carrier, recordings included, is read past this (the agent's own uploads have the same limit). */
 export const MAX_CARRIER_BODY_BYTES = 100 * 1024 * 1024;
 
+/** What `readBody` reads: a fetch Response, Node's own or undici's. */
+interface StreamedAnswer {
+  headers: { get(name: string): string | null };
+  body: ReadableStream<Uint8Array> | null;
+}
+
 /** A response's body, read until `maxBytes` and refused past it (a stream without end must not exhaust memory). */
-export async function readBody(response: Response, maxBytes = MAX_CARRIER_BODY_BYTES): Promise<Buffer> {
+export async function readBody(response: StreamedAnswer, maxBytes = MAX_CARRIER_BODY_BYTES): Promise<Buffer> {
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel();
@@ -46,6 +54,16 @@ export interface CarrierHttpRequest {
    * Without it (API calls, which never redirect) a redirect is the answer.
    */
   followRedirect?: (target: URL) => boolean;
+  /**
+   * For downloads: the origins connected to wherever they point, the
+   * carrier API's configured base (the operator chose it; in tests a local
+   * fake). Every other host a download reaches, its first request
+   * included, is connected to only if its name resolves to public
+   * addresses alone, checked as the connection is made: a carrier's
+   * storage name cannot lead the dialer to a private, loopback or
+   * link-local address, nor can a name re-pointed after the host check.
+   */
+  trustedOrigins?: readonly string[];
 }
 
 export interface CarrierHttpResponse {
@@ -73,13 +91,21 @@ export class CarrierRequestFailed extends Error {
   }
 }
 
-/** A download's redirect that was not followed: the host it leads to is not one the download trusts, or there were too many. */
-export class RedirectRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RedirectRefused';
+/**
+ * A download the dialer would not make: a redirect to a host it does not
+ * trust, too many redirects, or a host that does not resolve to a public
+ * address. It says nothing about the carrier's answer, and trying again
+ * will most likely be refused the same way.
+ */
+export class DownloadRefused extends Error {
+  constructor(message: string, options?: { cause: unknown }) {
+    super(message, options);
+    this.name = 'DownloadRefused';
   }
 }
+
+/** Connections of downloads from hosts not trusted by configuration: public addresses only. */
+const PUBLIC_ONLY = new Agent({ connect: { lookup: publicAddressLookup() } });
 
 const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -93,10 +119,19 @@ export const MAX_REDIRECTS = 5;
  * service however the first host was persuaded to send it.
  */
 export function isPublicHttpsUrl(target: URL): boolean {
-  if (target.protocol !== 'https:') return false;
+  if (target.protocol !== 'https:' || target.port !== '') return false;
   const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (isIP(host) !== 0 || !host.includes('.')) return false;
   return !/(^|\.)(localhost|local|internal|localdomain|home\.arpa)\.?$/.test(host);
+}
+
+/**
+ * A carrier's own hosts for a download: its configured API's origin, or an
+ * https URL on the default port whose host name `hosts` matches.
+ */
+export function carrierHostCheck(apiBase: string, hosts: RegExp): (target: URL) => boolean {
+  const origin = new URL(apiBase).origin;
+  return (target) => target.origin === origin || (target.protocol === 'https:' && target.port === '' && hosts.test(target.hostname));
 }
 
 /**
@@ -114,7 +149,9 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
     response = await send(new URL(url), init, headers, AbortSignal.timeout(init.timeoutMs));
     bytes = await readBody(response);
   } catch (error) {
-    if (error instanceof RedirectRefused) throw error;
+    if (error instanceof DownloadRefused) throw error;
+    const notPublic = addressNotPublic(error);
+    if (notPublic) throw new DownloadRefused(notPublic.message, { cause: notPublic });
     const code = socketErrorCode(error);
     const timedOut = (error as Error)?.name === 'TimeoutError';
     const what = timedOut ? `no answer within ${init.timeoutMs} ms` : code ?? (error as Error)?.message ?? String(error);
@@ -132,15 +169,38 @@ async function send(first: URL, init: CarrierHttpRequest, headers: Record<string
   for (let redirects = 0; ; redirects++) {
     const sameOrigin = target.origin === first.origin;
     const { authorization: _leftBehind, ...elsewhere } = headers;
-    const response = await fetch(target, { method: init.method, headers: sameOrigin ? headers : elsewhere, body, signal, redirect: 'manual' });
+    const response = await fetch(target, {
+      method: init.method,
+      headers: sameOrigin ? headers : elsewhere,
+      body,
+      signal,
+      redirect: 'manual',
+      dispatcher: init.followRedirect && !init.trustedOrigins?.includes(target.origin) ? publicOnly(target) : undefined,
+    });
     const location = REDIRECTS.has(response.status) ? response.headers.get('location') : null;
     if (!init.followRedirect || location === null) return response;
     await response.body?.cancel();
     const next = new URL(location, target);
-    if (redirects === MAX_REDIRECTS) throw new RedirectRefused(`${first.origin} redirected more than ${MAX_REDIRECTS} times`);
-    if (!init.followRedirect(next)) throw new RedirectRefused(`refused to follow a redirect to ${next.protocol}//${next.host}`);
+    if (redirects === MAX_REDIRECTS) throw new DownloadRefused(`${first.origin} redirected more than ${MAX_REDIRECTS} times`);
+    if (!init.followRedirect(next)) throw new DownloadRefused(`refused to follow a redirect to ${next.protocol}//${next.host}`);
     target = next;
   }
+}
+
+/** The public-only connections for `target`; an IP literal, which no lookup sees, is checked here. */
+function publicOnly(target: URL): Agent {
+  const host = target.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) !== 0 && !isPublicAddress(host)) throw new AddressNotPublic(host);
+  return PUBLIC_ONLY;
+}
+
+/** The `AddressNotPublic` a failed fetch carries (undici wraps the connection's error, sometimes twice). */
+function addressNotPublic(error: unknown): AddressNotPublic | null {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; depth++) {
+    if (current instanceof AddressNotPublic) return current;
+    current = current.cause;
+  }
+  return null;
 }
 
 export function basicAuthorization(user: string, password: string): string {

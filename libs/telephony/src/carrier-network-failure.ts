@@ -1,5 +1,5 @@
 import { CarrierError } from './carrier-error';
-import { CarrierRequestFailed, RedirectRefused } from './carrier-http';
+import { CarrierRequestFailed, DownloadRefused } from './carrier-http';
 
 const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
@@ -13,7 +13,7 @@ const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
  * a cancel answers 502 for it, not a database outage or a refusal.
  */
 export function carrierNetworkFailure(what: string, error: unknown): Error {
-  if (error instanceof RedirectRefused) return new Error(`${what}: ${error.message}`, { cause: error });
+  if (error instanceof DownloadRefused) return new Error(`${what}: ${error.message}`, { cause: error });
   const failure = error instanceof CarrierRequestFailed ? error.cause : error;
   const code = (failure as { cause?: { code?: string } }).cause?.code ?? (failure as { name?: string }).name ?? 'network_error';
   if (NEVER_SENT.includes(code)) {

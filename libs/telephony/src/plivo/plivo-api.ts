@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
+import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
 import { PlivoCredentials } from './plivo-credentials';
 import { PlivoDialBody } from './plivo-dial';
 import { PlivoErrorBody } from './plivo-errors';
@@ -118,6 +118,7 @@ export class PlivoApi {
       timeoutMs: this.timeoutMs(),
       // Plivo may hand the file over to its storage; never to an internal address.
       followRedirect: (next) => this.isPlivo(next) || isPublicHttpsUrl(next),
+      trustedOrigins: [new URL(this.baseUrl).origin],
     });
     if (response.status < 200 || response.status >= 300) throw new PlivoApiError(response.status, errorBody(response), response.headers);
     return { contentType: response.headers.get('content-type') ?? contentTypeFor(target.pathname), body: response.bytes };
@@ -145,8 +146,7 @@ export class PlivoApi {
   }
 
   private isPlivo(target: URL): boolean {
-    if (target.origin === new URL(this.baseUrl).origin) return true;
-    return target.protocol === 'https:' && (target.hostname === 'plivo.com' || target.hostname.endsWith('.plivo.com'));
+    return carrierHostCheck(this.baseUrl, /(^|\.)plivo\.com$/)(target);
   }
 }
 

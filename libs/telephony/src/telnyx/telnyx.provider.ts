@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
-import { carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { carrierHostCheck, carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
@@ -217,13 +217,16 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
   async fetchRecording(recordingUrl: string): Promise<{ contentType: string; body: Buffer }> {
     const url = new URL(recordingUrl);
     // A webhook can name any URL: only Telnyx's own hosts and its storage are fetched, never an internal host, redirects included.
-    const isTelnyxStorage = (target: URL) =>
-      target.origin === new URL(this.config.carrierApiUrls.telnyx).origin ||
-      (target.protocol === 'https:' && TELNYX_RECORDING_HOSTS.test(target.hostname.toLowerCase()));
+    const isTelnyxStorage = carrierHostCheck(this.config.carrierApiUrls.telnyx, TELNYX_RECORDING_HOSTS);
     if (!isTelnyxStorage(url)) throw new Error(`Refusing to fetch a recording from ${url.protocol}//${url.host}: not a Telnyx storage host`);
     let response: CarrierHttpResponse;
     try {
-      response = await carrierHttp('Telnyx', url.toString(), { method: 'GET', timeoutMs: RECORDING_TIMEOUT_MS, followRedirect: isTelnyxStorage });
+      response = await carrierHttp('Telnyx', url.toString(), {
+        method: 'GET',
+        timeoutMs: RECORDING_TIMEOUT_MS,
+        followRedirect: isTelnyxStorage,
+        trustedOrigins: [new URL(this.config.carrierApiUrls.telnyx).origin],
+      });
     } catch (error) {
       throw carrierNetworkFailure('Telnyx recording download', error);
     }

@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
+import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
 import { TwilioCredentials } from './twilio-credentials';
 import { TwilioErrorBody } from './twilio-errors';
 import { TwilioCallResource } from './twilio-status';
@@ -89,6 +89,7 @@ export class TwilioApi {
       timeoutMs: this.timeoutMs(),
       // Twilio hands the file over to its storage; never to an internal address.
       followRedirect: (next) => this.isTwilio(next) || isPublicHttpsUrl(next),
+      trustedOrigins: [new URL(this.baseUrl).origin],
     });
     if (response.status < 200 || response.status >= 300) throw new TwilioApiError(response.status, errorBody(response), response.headers);
     return { contentType: response.headers.get('content-type') ?? 'audio/wav', body: response.bytes };
@@ -116,8 +117,7 @@ export class TwilioApi {
   }
 
   private isTwilio(target: URL): boolean {
-    if (target.origin === new URL(this.baseUrl).origin) return true;
-    return target.protocol === 'https:' && (target.hostname === 'twilio.com' || target.hostname.endsWith('.twilio.com'));
+    return carrierHostCheck(this.baseUrl, /(^|\.)twilio\.com$/)(target);
   }
 }
 

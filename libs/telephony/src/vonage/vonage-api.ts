@@ -49,6 +49,7 @@ export class VonageApi {
         json: body,
         timeoutMs,
         followRedirect,
+        trustedOrigins: [new URL(this.baseUrl).origin],
       });
     } catch (error) {
       throw carrierNetworkFailure(`Vonage ${method} ${new URL(url).pathname}`, error);

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
-import { isPublicHttpsUrl } from '../carrier-http';
+import { carrierHostCheck, isPublicHttpsUrl } from '../carrier-http';
 import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
 import { foundCall } from '../found-call';
@@ -159,8 +159,7 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   /** Downloads a recording with the application JWT, from Vonage's hosts (or the configured API base) only. */
   async fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }> {
     const url = new URL(recordingUrl);
-    const base = new URL(this.config.carrierApiUrls.vonage);
-    const isVonage = (target: URL) => target.origin === base.origin || (target.protocol === 'https:' && RECORDING_HOSTS.test(target.hostname));
+    const isVonage = carrierHostCheck(this.config.carrierApiUrls.vonage, RECORDING_HOSTS);
     if (!isVonage(url)) throw new Error(`Refusing to send Vonage credentials to ${url.origin}`);
     const read = this.credentialsOrThrow(credentials);
     // Vonage may hand the file over to its storage; never to an internal address.

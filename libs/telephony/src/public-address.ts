@@ -1,0 +1,123 @@
+import { lookup as dnsLookup, LookupAddress } from 'node:dns';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+
+/**
+ * Addresses a download from a host a webhook named is never connected to:
+ * this machine, the private networks around it, link-local (the cloud
+ * metadata endpoints), shared address space, and ranges reserved for
+ * documentation, benchmarking, multicast and future use.
+ */
+const NOT_PUBLIC = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 3],
+] as const) {
+  NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
+}
+/** IPv6 is public only inside global unicast (2000::/3), and not in these parts of it. */
+const GLOBAL_UNICAST = new BlockList();
+GLOBAL_UNICAST.addSubnet('2000::', 3, 'ipv6');
+for (const [network, prefix] of [
+  ['2001::', 23], // IETF protocol assignments, Teredo among them (a tunnel to any IPv4 address)
+  ['2001:db8::', 32], // documentation
+  ['2002::', 16], // 6to4 (a tunnel to any IPv4 address)
+  ['3fff::', 20], // documentation
+] as const) {
+  NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
+}
+
+/**
+ * Whether `address` (an IP literal) is one a download from an untrusted host
+ * may connect to. An IPv4 address inside IPv6 (mapped `::ffff:a.b.c.d`, or
+ * the NAT64 prefix `64:ff9b::/96` that DNS64 answers with on IPv6-only
+ * networks) is judged as that IPv4 address.
+ */
+export function isPublicAddress(address: string): boolean {
+  if (isIPv4(address)) return !NOT_PUBLIC.check(address, 'ipv4');
+  if (!isIPv6(address)) return false;
+  const embedded = embeddedIPv4(address);
+  if (embedded !== null) return isPublicAddress(embedded);
+  return GLOBAL_UNICAST.check(address, 'ipv6') && !NOT_PUBLIC.check(address, 'ipv6');
+}
+
+/** The IPv4 address in an IPv4-mapped or NAT64 (64:ff9b::/96) IPv6 address, or null. */
+function embeddedIPv4(address: string): string | null {
+  const groups = ipv6Groups(address);
+  if (groups === null) return null;
+  const mapped = groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
+  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0);
+  if (!mapped && !nat64) return null;
+  return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
+}
+
+/** The eight 16-bit groups of an IPv6 literal (a trailing dotted IPv4 part included), or null if it is not one. */
+function ipv6Groups(address: string): number[] | null {
+  let text = address.replace(/%.*$/, '');
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const bytes = dotted[1].split('.').map(Number);
+    text = `${text.slice(0, dotted.index)}${((bytes[0] << 8) | bytes[1]).toString(16)}:${((bytes[2] << 8) | bytes[3]).toString(16)}`;
+  }
+  const [head, tail, extra] = text.split('::');
+  if (extra !== undefined) return null;
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((group) => parseInt(group, 16)));
+  const front = parse(head);
+  const back = tail === undefined ? [] : parse(tail);
+  const missing = 8 - front.length - back.length;
+  if (missing < 0 || (tail === undefined && missing !== 0)) return null;
+  const groups = [...front, ...new Array<number>(missing).fill(0), ...back];
+  return groups.every((group) => Number.isInteger(group) && group >= 0 && group <= 0xffff) ? groups : null;
+}
+
+/**
+ * A connection refused because its host resolved to an address that is not
+ * public. The message names the host only: which internal address a name
+ * resolves to is not told to whoever named it.
+ */
+export class AddressNotPublic extends Error {
+  readonly code = 'EADDRNOTPUBLIC';
+  constructor(host: string) {
+    super(`refused to connect to ${host}: it does not resolve to a public address`);
+    this.name = 'AddressNotPublic';
+  }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+type Resolve = (host: string, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+const systemResolve: Resolve = (host, callback) => dnsLookup(host, { all: true, verbatim: true }, callback);
+
+/**
+ * A `lookup` for a socket's connect options that answers only if every
+ * address the name resolves to is public: checked when the connection is
+ * made, so a name re-pointed between a check and the connect (DNS
+ * rebinding) is caught too. `resolve` is the system's resolver but in tests.
+ */
+export function publicAddressLookup(resolve: Resolve = systemResolve) {
+  return (host: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void => {
+    resolve(host, (error, found) => {
+      if (error) return callback(error, []);
+      const wanted = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+      const addresses = wanted === 0 ? found : found.filter((each) => each.family === wanted);
+      if (addresses.length === 0) {
+        const none = Object.assign(new Error(`no address for ${host}`), { code: 'ENOTFOUND' });
+        return callback(none, []);
+      }
+      if (!found.every((each) => isPublicAddress(each.address))) return callback(new AddressNotPublic(host), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
