@@ -1,6 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { QueueName } from '@app/queue';
+import { LATE_ANSWER_WAIT_MS } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { silentWav } from '../fakes/silent-wav';
 import { TelnyxFake, TelnyxFakeCall } from '../fakes/telnyx-fake';
 import { TestOrganization } from '../support/fixtures';
@@ -266,14 +267,36 @@ describe('placing calls through Telnyx', () => {
     await fake.sendCallEvent(retriedCall.callControlId, 'call.recording.saved', { recording_urls: { wav: fake.addRecording(silentWav(1)) } });
     await runReaches(retried, (current) => current.is_completed === true && current.recording_url !== null, 'the retried run to complete');
 
-    // Not answered, the same cause still ends the run failed with it.
+    // Not answered, the same cause still ends the run failed with it, once no answer can be on its way: this
+    // hang-up was reported past the dialer's wait for one (a hang-up of now waits LATE_ANSWER_WAIT_MS, below).
     const unanswered = await trigger(recordedConfigId, '+14155550175');
     const other = await callFor(unanswered);
-    await fake.sendCallEvent(other.callControlId, 'call.hangup', { hangup_cause: 'unspecified' });
+    const longAgo = new Date(Date.now() - LATE_ANSWER_WAIT_MS - 1_000);
+    await fake.sendEvent(other.webhookUrl!, fake.callEvent(other.callControlId, 'call.hangup', { hangup_cause: 'unspecified' }, longAgo));
     expect(await runReaches(unanswered, (current) => current.is_completed === true, 'the run to end')).toMatchObject({
       status: 'failed',
       end_reason: 'unspecified',
     });
+  });
+
+  it('ends a call completed when its hang-up, with a cause that does not tell, is delivered before its answer', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550173');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    const answeredAt = new Date(Date.now() - 12_000);
+    call.answeredAt = answeredAt;
+    expect((await fake.sendCallEvent(call.callControlId, 'call.hangup', { hangup_cause: 'unspecified' })).status).toBe(200);
+    // The hang-up's job waits for an answer that may be on its way: the run is not failed meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await readRun(runId)).status).toBe('ringing');
+    expect((await fake.sendEvent(call.webhookUrl!, fake.callEvent(call.callControlId, 'call.answered', {}, answeredAt))).status).toBe(200);
+    await fake.sendCallEvent(call.callControlId, 'call.recording.saved', { recording_urls: { wav: fake.addRecording(silentWav(1)) } });
+
+    const run = await runReaches(runId, (current) => current.is_completed === true && current.recording_url !== null, 'the run to complete');
+    expect(run).toMatchObject({ status: 'completed', end_reason: 'completed' });
+    expect(run.duration_seconds).toBeGreaterThanOrEqual(11);
+    expect(run.logs.events.map((entry: { event: string }) => entry.event)).toContain('carrier.hangup_after_answer');
   });
 
   it('hangs up on an answering machine when the configuration says so, and records who answered', async () => {

@@ -1,6 +1,7 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
-import { CallEventApplier, EventTooEarly } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { CallEventApplier, EventTooEarly, LATE_ANSWER_WAIT_MS } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
@@ -101,6 +102,60 @@ describe('carrier events applied out of order', () => {
     await applier.apply(events(busy, 'busy', endedAt));
     await applier.apply(events(busy, 'answered', new Date(endedAt.getTime() - 500)));
     expect(await readRow(busy)).toMatchObject({ status: 'busy', answered_at: null });
+  });
+
+  describe('a failure that may follow an answer', () => {
+    const logged = async (runId: number) =>
+      ((await apps.dataSource.query(`SELECT logs FROM workflow_runs WHERE id = $1`, [runId]))[0].logs.events as { event: string }[]).map(
+        (entry) => entry.event,
+      );
+
+    it('ends a run answered between its answer check and its move as an answered call, not failed', async () => {
+      const runId = await seedRun('ringing');
+      const writes = apps.dialer!.get(GroupedRunWrites);
+      const transition = writes.transition.bind(writes);
+      // The answer's job runs beside the failure's: it lands after the failure found the run unanswered.
+      const spy = jest.spyOn(writes, 'transition').mockImplementation(async (...args) => {
+        if (args[1] === 'failed') {
+          spy.mockRestore();
+          expect(await applier.apply(events(runId, 'answered', new Date(Date.now() - 5_000)))).toBe(true);
+        }
+        return transition(...args);
+      });
+
+      expect(await applier.apply(events(runId, 'failed', new Date(), { reason: 'unspecified' }))).toBe(true);
+
+      expect(await readRow(runId)).toMatchObject({ status: 'completed' });
+      expect(await logged(runId)).toEqual(expect.arrayContaining(['carrier.answered', 'carrier.hangup_after_answer']));
+      expect(await logged(runId)).not.toContain('carrier.failed');
+    });
+
+    it('waits for an answer applied late when the cause does not tell, and ends the call completed once it comes', async () => {
+      const runId = await seedRun('ringing');
+      const failure = events(runId, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true });
+      await expect(applier.apply(failure)).rejects.toBeInstanceOf(EventTooEarly);
+      expect(await readRow(runId)).toMatchObject({ status: 'ringing' });
+
+      await applier.apply(events(runId, 'answered', new Date(Date.now() - 8_000)));
+      expect(await applier.apply(failure)).toBe(true);
+      expect(await readRow(runId)).toMatchObject({ status: 'completed' });
+      expect(await logged(runId)).toContain('carrier.hangup_after_answer');
+    });
+
+    it('fails the run once the wait is over, on the last attempt, or when the cause tells the call was not answered', async () => {
+      const waited = await seedRun('ringing');
+      const old = new Date(Date.now() - LATE_ANSWER_WAIT_MS - 1_000);
+      expect(await applier.apply(events(waited, 'failed', old, { reason: 'unspecified', answerUnknown: true }))).toBe(true);
+      expect(await readRow(waited)).toMatchObject({ status: 'failed' });
+
+      const last = await seedRun('dialing');
+      expect(await applier.apply(events(last, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true }), true)).toBe(true);
+      expect(await readRow(last)).toMatchObject({ status: 'failed' });
+
+      const rejected = await seedRun('ringing');
+      expect(await applier.apply(events(rejected, 'failed', new Date(), { reason: 'call_rejected' }))).toBe(true);
+      expect(await readRow(rejected)).toMatchObject({ status: 'failed' });
+    });
   });
 
   describe('events reported together', () => {

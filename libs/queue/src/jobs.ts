@@ -57,6 +57,12 @@ export interface CallEventJob {
   durationSeconds?: number;
   /** Carrier's words for a failure, with `failed`. */
   reason?: string;
+  /**
+   * With `failed`: the carrier's cause does not tell whether the call was
+   * answered before it (a Telnyx hang-up cause outside its table), so the
+   * answer of a call that was may still be on its way.
+   */
+  answerUnknown?: boolean;
   /** Who picked up, with `answered`, where the carrier runs answering-machine detection. */
   answeredBy?: 'human' | 'machine' | 'unknown';
   /** What the carrier charged, with `completed` or `cost`, when it reports it. */

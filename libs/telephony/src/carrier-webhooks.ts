@@ -30,6 +30,8 @@ export interface WebhookEvent {
   occurredAt: string;
   durationSeconds?: number;
   reason?: string;
+  /** With `failed`: the carrier's cause does not tell whether the call was answered first (see `CallEventJob`). */
+  answerUnknown?: boolean;
   answeredBy?: 'human' | 'machine' | 'unknown';
   cost?: { amount: number; currency: string };
   recordingUrl?: string;

@@ -23,6 +23,16 @@ import { RunArtifactsCollector } from './run-artifacts-collector.service';
  */
 export const PRICE_LOOKUP_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000];
 
+/**
+ * How long after it happened a failure whose cause does not tell whether
+ * the call was answered waits for an answer not applied yet (see
+ * `waitForLateAnswer`).
+ */
+export const LATE_ANSWER_WAIT_MS = 20_000;
+
+/** Where a carrier's failure moves a run from: an answered run is ended `completed` instead (`endAnsweredCall`). */
+const FAILED_BEFORE_ANSWER = { from: RUN_TRANSITIONS.failed.filter((status) => status !== 'in_progress'), statuses: [] };
+
 const STATUS_BY_EVENT: Record<Exclude<CallEventJob['type'], 'recording' | 'cost' | 'price_lookup'>, RunStatus> = {
   ringing: 'ringing',
   answered: 'in_progress',
@@ -80,15 +90,43 @@ export class CallEventApplier {
     if (event.type === 'cost') return this.applyCost(event, lastAttempt);
     if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
     if (event.type === 'failed' && (await this.endAnsweredCall(event))) return true;
-    const moved = await this.writes.transition(event.runId, STATUS_BY_EVENT[event.type], `carrier.${event.type}`, fieldsOf(event), detailOf(event));
-    if (!moved && event.type === 'failed' && (await this.reader.findById(event.runId))?.status === 'completed') {
-      // The retry of a failure after an answer whose move to `completed` was stored before its job stopped: what
-      // follows a completion is still to do (idempotent, as for the retry of a hang-up).
-      await this.afterStatusEvent(asCompletion(event), null);
-      return false;
+    if (event.type === 'failed' && event.answerUnknown && !lastAttempt) await this.waitForLateAnswer(event);
+    const through = event.type === 'failed' ? FAILED_BEFORE_ANSWER : undefined;
+    const moved = await this.writes.transition(event.runId, STATUS_BY_EVENT[event.type], `carrier.${event.type}`, fieldsOf(event), detailOf(event), through);
+    if (!moved && event.type === 'failed') {
+      let status = (await this.reader.findById(event.runId))?.status;
+      // Answered between the look at the run above and this move (their jobs ran side by side): an answered call.
+      if (status === 'in_progress' && (await this.endAnsweredCall(event))) return true;
+      if (status === 'in_progress') status = (await this.reader.findById(event.runId))?.status;
+      if (status === 'completed') {
+        // The retry of a failure after an answer whose move to `completed` was stored before its job stopped: what
+        // follows a completion is still to do (idempotent, as for the retry of a hang-up).
+        await this.afterStatusEvent(asCompletion(event), null);
+        return false;
+      }
     }
     await this.afterStatusEvent(event, moved);
     return moved !== null;
+  }
+
+  /**
+   * A failure whose cause does not tell whether the call was answered, for a
+   * run not answered yet: the answer of a call that was may be in a job
+   * running beside this one, or in a webhook the carrier delivers again
+   * (Telnyx does not promise the order of its webhooks). Applied now, the
+   * run would end `failed` and lose what the answer brings (duration,
+   * recording, transcript). Its job is retried until LATE_ANSWER_WAIT_MS
+   * after the failure (by the carrier's clock, a clock far ahead of ours
+   * not waited for), so an answered call ends `completed`; a call that was
+   * not ends `failed` that much later.
+   */
+  private async waitForLateAnswer(event: CallEventJob): Promise<void> {
+    const age = Date.now() - Date.parse(event.occurredAt);
+    if (!(Math.abs(age) < LATE_ANSWER_WAIT_MS)) return;
+    const status = (await this.reader.findById(event.runId))?.status;
+    if (status === 'dialing' || status === 'ringing') {
+      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`);
+    }
   }
 
   /**

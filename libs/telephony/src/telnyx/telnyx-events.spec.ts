@@ -86,7 +86,7 @@ describe('parseTelnyxWebhook', () => {
     ['no_answer', { type: 'no_answer' }],
     ['originator_cancel', { type: 'canceled' }],
     ['not_found', { type: 'failed', reason: 'invalid_number' }],
-    ['unspecified', { type: 'failed', reason: 'unspecified' }],
+    ['unspecified', { type: 'failed', reason: 'unspecified', answerUnknown: true }],
   ])('call.hangup with hangup_cause %s', (cause, expected) => {
     expect(parseEvent('call.hangup', { hangup_cause: cause }).events).toEqual([{ ...expected, occurredAt: '2018-02-02T22:25:27.521Z' }]);
   });

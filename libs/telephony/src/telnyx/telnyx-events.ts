@@ -81,7 +81,8 @@ function telnyxEvent(type: string, payload: Record<string, unknown>, occurredAt:
       return { type: 'answered', occurredAt, answeredBy: ANSWERED_BY[String(payload.result)] ?? 'unknown' };
     case 'call.hangup': {
       const cause = String(payload.hangup_cause ?? 'unspecified');
-      const mapped = HANGUP[cause] ?? { type: 'failed' as const, reason: cause };
+      // A cause outside the table may end an answered call as well as one that never was: said so, for the dialer.
+      const mapped = HANGUP[cause] ?? { type: 'failed' as const, reason: cause, answerUnknown: true };
       return { ...mapped, occurredAt };
     }
     case 'call.recording.saved': {
