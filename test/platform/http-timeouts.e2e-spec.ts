@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { DependenciesHealth } from '../../libs/health/src/dependencies.health';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 /**
@@ -46,6 +47,23 @@ describe('HTTP connections that stop sending', () => {
       });
       socket.end(bytes);
     });
+
+  it('keeps the connection of a request whose handler works longer than the idle timeout, and answers it', async () => {
+    const health = apps.api.get(DependenciesHealth);
+    const probe = health.postgres.bind(health);
+    // The handler waits 1.5 s on Postgres, past the 1-s idle timeout, with the request in and nothing to send yet.
+    const slow = jest.spyOn(health, 'postgres').mockImplementationOnce(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return probe();
+    });
+
+    const started = Date.now();
+    const answer = await fetch(`${apps.client.baseUrl}/health/ready`);
+
+    expect(answer.status).toBe(200);
+    expect(slow).toHaveBeenCalledTimes(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+  });
 
   it('answers what is not HTTP, and headers too large, with the error body every other error has', async () => {
     const garbage = await rawExchange('HELLO THERE\r\n\r\n');

@@ -133,6 +133,16 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     done();
   });
 
+  // HTTP_IDLE_TIMEOUT_MS is for a request that stops arriving and a response its client stops reading. Once the
+  // body is in, the handler's own work (bounded: statements and carrier calls give up after 15 s) moves no bytes:
+  // it must not cost the connection, nor the client the answer of a trigger whose run is already stored.
+  adapter.getInstance().addHook('preHandler', (_request, reply, done) => {
+    reply.raw.on('timeout', (socket: Socket) => {
+      if (reply.raw.headersSent) socket.destroy();
+    });
+    done();
+  });
+
   // Recordings uploaded by the agent runtime arrive as raw audio.
   adapter
     .getInstance()
