@@ -9,3 +9,4 @@ export * from './prepared-query';
 export * from './persistence.module';
 export * from './workflow-run.store';
 export * from './run-reader.service';
+export * from './unapplied-migrations';

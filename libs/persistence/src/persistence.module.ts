@@ -3,11 +3,14 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { createDataSource } from './create-data-source';
 import { RunReader } from './run-reader.service';
+import { connectMigrated } from './unapplied-migrations';
 import { WorkflowRunStore } from './workflow-run.store';
 
 /**
  * Provides the initialized `DataSource` to both apps. Initialization fails the
- * boot when Postgres is unreachable; afterwards the pool reconnects by itself.
+ * boot when Postgres is unreachable, or when its schema lacks a migration of
+ * this release (a release started before its `migrate`); afterwards the pool
+ * reconnects by itself.
  */
 @Global()
 @Module({
@@ -17,7 +20,7 @@ import { WorkflowRunStore } from './workflow-run.store';
       inject: [APP_CONFIG],
       useFactory: async (config: AppConfig) => {
         const dataSource = createDataSource({ url: config.databaseUrl, poolSize: config.databasePoolSize });
-        return dataSource.initialize();
+        return connectMigrated(dataSource);
       },
     },
     WorkflowRunStore,
