@@ -95,7 +95,11 @@ describe('outages of Redis and Postgres', () => {
         message: expect.any(String),
         request_id: down.headers.get('x-request-id'),
       });
-      expect((await apps.client.get('/health/ready')).status).toBe(503);
+      const ready = await apps.client.get('/health/ready');
+      expect(ready.status).toBe(503);
+      // Unauthenticated, on the public port: which dependency, not the driver's error (its host, port, user).
+      expect(ready.body.details.details.postgres).toEqual({ status: 'down', message: 'postgres did not answer (the reason is in the log)' });
+      expect(JSON.stringify(ready.body)).not.toMatch(/127\.0\.0\.1|ECONN|postgres@|:\d{4,5}\b/);
 
       await postgres.restore();
       const up = await waitFor(async () => {
