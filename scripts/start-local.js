@@ -193,7 +193,9 @@ function killAll(reason) {
   for (const child of [...apps.values(), ...helpers]) child.kill('SIGKILL');
 }
 
-function stop(signal) {
+function stop(received) {
+  // The apps drain on SIGTERM and SIGINT only: a closed terminal's SIGHUP would kill them mid-dial.
+  const signal = received === 'SIGHUP' ? 'SIGTERM' : received;
   if (!stopping) {
     stopping = { signal, at: Date.now() };
     setTimeout(() => killAll('did not stop in time'), killAfterMs).unref();

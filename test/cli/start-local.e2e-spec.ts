@@ -54,7 +54,8 @@ describe('npm start (scripts/start-local.js)', () => {
         ARTIFACTS_DIR: join(artifactsDir, 'start-local'),
         // Set, so the test does not write var/local-secrets.key into the checkout.
         SECRETS_KEY: '22'.repeat(32),
-        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+        // Info: the apps' own "stopped" lines (stdout, captured here) show that each drained before it exited.
+        LOG_LEVEL: 'info',
       },
     });
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -71,7 +72,7 @@ describe('npm start (scripts/start-local.js)', () => {
     await deleteQueueKeys(queuePrefix);
   });
 
-  it('seeds a demo whose printed curl commands place a call, read the run and download the recording; SIGTERM stops both apps', async () => {
+  it('seeds a demo whose printed curl commands place a call, read the run and download the recording; SIGHUP (a closed terminal) stops both apps as SIGTERM does', async () => {
     await waitFor(async () => (/Demo ready[\s\S]*# -{20,}\n/.test(stdout) ? true : undefined), {
       timeoutMs: 60_000,
       intervalMs: 200,
@@ -119,12 +120,15 @@ describe('npm start (scripts/start-local.js)', () => {
     expect(transcript.turns[0]).toMatchObject({ speaker: 'agent', text: expect.stringMatching(/^Hi Ada, /) });
 
     const pids = appPids();
-    child.kill('SIGTERM');
+    child.kill('SIGHUP');
     const exit = await exited;
-    if (exit.code !== 0) throw new Error(`start-local ended with ${JSON.stringify(exit)} after SIGTERM; its stderr:\n${stderr}`);
+    if (exit.code !== 0) throw new Error(`start-local ended with ${JSON.stringify(exit)} after SIGHUP; its stderr:\n${stderr}`);
     expect(exit).toEqual({ code: 0, signal: null });
     expect(stderr).toMatch(/api stopped/);
     expect(stderr).toMatch(/dialer stopped/);
+    // Each app got SIGTERM, which it drains on, not the SIGHUP that would have killed it where it stood.
+    expect(stdout.match(/"msg":"shutting down"/g)).toHaveLength(2);
+    expect(stdout.match(/"msg":"stopped"/g)).toHaveLength(2);
     for (const pid of pids) expect(isRunning(pid)).toBe(false);
   }, 90_000);
 });

@@ -4,11 +4,18 @@ import { AppConfig, ConfigError, loadAppConfig } from '@app/config';
 import type { SignalShutdown } from './close-on-signal';
 import { createRootLogger } from './create-root-logger';
 
+/** Beyond the dialer's grace for dials in flight: what closing the rest (pools, queues) may take. */
+const CLOSE_MARGIN_MS = 10_000;
+
 /**
  * Boots one app: loads the configuration, builds the app, hands it to the
  * signal handling (`shutdown` holds any signal that came while the modules
  * loaded) and lets it listen. A failure to start is printed (a configuration
- * error as its message alone) and ends the process with exit code 1.
+ * error as its message alone) and ends the process with exit code 1. An app
+ * that was built is closed first, within SHUTDOWN_GRACE_MS and a margin:
+ * `listen` initializes the modules before it binds the port, so a dialer
+ * whose health port is taken has workers that already took jobs, and
+ * exiting under them would cut off dials in flight.
  */
 export async function startApp<App extends INestApplication>(
   name: string,
@@ -16,10 +23,12 @@ export async function startApp<App extends INestApplication>(
   build: (config: AppConfig, logger: PinoLogger) => Promise<App>,
   listen: (app: App, config: AppConfig, logger: PinoLogger) => Promise<void>,
 ): Promise<void> {
+  let built: { app: App; config: AppConfig } | null = null;
   try {
     const config = loadAppConfig();
     const logger = createRootLogger(name, config.logLevel);
     const app = await build(config, logger);
+    built = { app, config };
     shutdown.attach(app, logger);
     await listen(app, config, logger);
   } catch (error) {
@@ -28,6 +37,20 @@ export async function startApp<App extends INestApplication>(
     } else {
       process.stderr.write(`${name} failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     }
+    if (built) await closeWithin(built.app, built.config.shutdownGraceMs + CLOSE_MARGIN_MS);
     process.exit(1);
   }
+}
+
+/** Closes `app`, giving up after `ms`; a failure to close is printed, the exit code is the caller's. */
+async function closeWithin(app: INestApplication, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  const closed = app.close().catch((error: unknown) => {
+    process.stderr.write(`closing after the failed start failed too: ${error instanceof Error ? error.message : String(error)}\n`);
+  });
+  await Promise.race([closed, gaveUp]);
+  clearTimeout(timer);
 }

@@ -29,6 +29,29 @@ describe('loadAppConfig', () => {
     for (const name of ['SECRETS_KEY', 'PORT', 'QUEUE_PREFIX', 'DATABASE_URL']) expect(message).toContain(name);
   });
 
+  it('takes integers written as digits only, and refuses a blank or an exponent rather than reading it as 0 or 1000', () => {
+    expect(loadAppConfig({ SECRETS_KEY: SECRET, SHUTDOWN_GRACE_MS: ' 5000 ' }).shutdownGraceMs).toBe(5000);
+    for (const raw of [' ', '1e3', '12ms', '0x10', '5.5']) {
+      expect(() => loadAppConfig({ SECRETS_KEY: SECRET, SHUTDOWN_GRACE_MS: raw })).toThrow(
+        `SHUTDOWN_GRACE_MS must be an integer from 0 to 600000 (got "${raw}")`,
+      );
+    }
+  });
+
+  it('refuses a URL whose password the clients could not decode, without echoing it', () => {
+    const url = 'redis://:p%zzsecret@127.0.0.1:6379';
+    let message = '';
+    try {
+      loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: url, DATABASE_URL: 'postgres://app:100%@db/voice_agent' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('REDIS_URL has a user or password with a "%" not followed by two hex digits');
+    expect(message).toContain('DATABASE_URL has a user or password with a "%" not followed by two hex digits');
+    expect(message).not.toContain('secret');
+    expect(loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: 'redis://:p%25w@127.0.0.1:6379' }).redisUrl).toBe('redis://:p%25w@127.0.0.1:6379');
+  });
+
   it('never echoes the secrets key in its error', () => {
     const secret = 'not-a-valid-key-but-secret-anyway';
     expect(() => loadAppConfig({ SECRETS_KEY: secret })).toThrow(ConfigError);

@@ -59,6 +59,15 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
   return Object.freeze(config);
 }
 
+function decodable(component: string): boolean {
+  try {
+    decodeURIComponent(component);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 class EnvReader {
   constructor(
     private readonly env: Env,
@@ -73,8 +82,9 @@ class EnvReader {
   integer(name: string, fallback: number, min: number, max: number): number {
     const raw = this.env[name];
     if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min || value > max) {
+    // Digits only: Number() would read "" padded with spaces as 0 (a zero grace, say) and "1e3" as 1000.
+    const value = /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : NaN;
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
       this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
       return fallback;
     }
@@ -100,6 +110,10 @@ class EnvReader {
       const parsed = new URL(value);
       if (!protocols.includes(parsed.protocol)) {
         this.problems.push(`${name} must use ${protocols.join(' or ')} (got "${parsed.protocol}")`);
+      }
+      if (!decodable(parsed.username) || !decodable(parsed.password)) {
+        // The clients decode them, and would throw at the first connection instead; the value is never echoed.
+        this.problems.push(`${name} has a user or password with a "%" not followed by two hex digits: write a literal "%" as %25`);
       }
     } catch {
       this.problems.push(`${name} must be a URL`);

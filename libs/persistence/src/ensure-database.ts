@@ -1,6 +1,13 @@
 import { Client } from 'pg';
 
-/** Creates the database named in `url` when it does not exist yet (local start-up and tests). */
+/** Another session created the database between our look and our CREATE: 42P04, or the catalog's unique key. */
+const CREATED_MEANWHILE = new Set(['42P04', '23505']);
+
+/**
+ * Creates the database named in `url` when it does not exist yet (local
+ * start-up and tests); true when this call created it. Replicas that run
+ * `migrate` together on a new database all succeed, one of them creating it.
+ */
 export async function ensureDatabase(url: string): Promise<boolean> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
@@ -12,7 +19,12 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   try {
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (found.rowCount) return false;
-    await client.query(`CREATE DATABASE "${name}"`);
+    try {
+      await client.query(`CREATE DATABASE "${name}"`);
+    } catch (error) {
+      if (CREATED_MEANWHILE.has((error as { code?: string }).code ?? '')) return false;
+      throw error;
+    }
     return true;
   } finally {
     await client.end();

@@ -1,0 +1,76 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../support/free-port';
+import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
+import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
+import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
+import { REPO_ROOT } from './support/repo-root';
+import { runCli } from './support/run-command';
+
+const DIALER_MAIN = join(REPO_ROOT, 'dist/apps/dialer/apps/dialer/src/main.js');
+
+/**
+ * Nest initializes the modules before it binds the port: a dialer whose
+ * health port is taken has started its workers, which may have taken jobs,
+ * by the time its start fails. It closes them before it exits.
+ */
+describe('a dialer that cannot bind its health port', () => {
+  const databaseUrl = scratchDatabaseUrl('failedstart');
+  const queuePrefix = testRunResources().queuePrefix.replace(/\}$/, '-failedstart}');
+  const artifactsDir = mkdtempSync(join(tmpdir(), 'va-failed-start-'));
+  let taken: Server;
+  let takenPort: number;
+
+  beforeAll(async () => {
+    await buildAppsOnce();
+    await dropDatabase(databaseUrl);
+    expect((await runCli(['migrate'], databaseUrl)).code).toBe(0);
+    takenPort = await freePort();
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(takenPort, '127.0.0.1', resolve));
+  }, BUILD_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => taken.close(() => resolve()));
+    await dropDatabase(databaseUrl);
+    await deleteQueueKeys(queuePrefix);
+    rmSync(artifactsDir, { recursive: true, force: true });
+  });
+
+  it('says why, closes its workers, and exits 1', async () => {
+    const child = spawn(process.execPath, [DIALER_MAIN], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+        QUEUE_PREFIX: queuePrefix,
+        SECRETS_KEY: 'ab'.repeat(32),
+        ARTIFACTS_DIR: artifactsDir,
+        HOST: '127.0.0.1',
+        DIALER_HEALTH_PORT: String(takenPort),
+        LOG_LEVEL: 'info',
+      },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    try {
+      expect(await exited).toEqual({ code: 1, signal: null });
+      expect(output).toContain('dialer failed to start');
+      expect(output).toContain('EADDRINUSE');
+      // The workers were paused and closed (WorkerShutdown), after the failure and before the exit.
+      expect(output.indexOf('"msg":"workers drained"')).toBeGreaterThan(output.indexOf('dialer failed to start'));
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  }, 60_000);
+});
