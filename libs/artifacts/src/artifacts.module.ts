@@ -11,7 +11,11 @@ import { LocalArtifactStorage } from './local-artifact-storage';
     {
       provide: ARTIFACT_STORAGE,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new LocalArtifactStorage(config.artifactsDir),
+      useFactory: async (config: AppConfig) => {
+        const storage = new LocalArtifactStorage(config.artifactsDir);
+        await storage.checkWritable();
+        return storage;
+      },
     },
     {
       provide: DownloadTokens,

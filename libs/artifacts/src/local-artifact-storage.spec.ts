@@ -81,6 +81,18 @@ describe('LocalArtifactStorage', () => {
     expect(await readAll((await storage.get(key))!.body)).toBe('b');
   });
 
+  it('proves at start that it can write under its root, making the root if missing, and leaves nothing behind', async () => {
+    const missing = new LocalArtifactStorage(join(root, 'made', 'at', 'start'));
+    await missing.checkWritable();
+    expect(readdirSync(join(root, 'made', 'at', 'start'))).toEqual([]);
+
+    writeFileSync(join(root, 'file'), 'a file where a folder should be');
+    const unusable = new LocalArtifactStorage(join(root, 'file', 'artifacts'));
+    await expect(unusable.checkWritable()).rejects.toThrow(
+      `ARTIFACTS_DIR ${join(root, 'file', 'artifacts')} is not writable by this process (ENOTDIR): recordings and transcripts could not be stored`,
+    );
+  });
+
   it('fails the writes of a batch that cannot be made, with their cause, and writes the next batch to a new pack', async () => {
     const first = await storage.put('runs/0/1-transcript.json', Buffer.from('x'));
     await storage.onApplicationShutdown();

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { OnApplicationShutdown } from '@nestjs/common';
@@ -29,6 +30,26 @@ export class LocalArtifactStorage implements ArtifactStorage, OnApplicationShutd
   constructor(root: string, options: PackWriterOptions = DEFAULT_PACK_OPTIONS) {
     this.root = resolve(root);
     this.packs = new PackWriter(this.root, options);
+  }
+
+  /**
+   * Makes the root if it is missing and proves this process can write in it
+   * (a probe file, removed at once): a volume mounted read-only or owned by
+   * another user is found at start, with its path, rather than by the first
+   * call whose recording cannot be stored.
+   */
+  async checkWritable(): Promise<void> {
+    const probe = join(this.root, `.write-probe-${process.pid}-${randomUUID()}`);
+    try {
+      await mkdir(this.root, { recursive: true });
+      await writeFile(probe, '');
+      await unlink(probe);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new Error(`ARTIFACTS_DIR ${this.root} is not writable by this process (${code}): recordings and transcripts could not be stored`, {
+        cause: error,
+      });
+    }
   }
 
   async put(name: string, body: Buffer): Promise<string> {

@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
-import { AppConfig, ConfigError, loadAppConfig } from '@app/config';
+import { AppConfig, ConfigError, configWarnings, loadAppConfig } from '@app/config';
 import type { SignalShutdown } from './close-on-signal';
 import { createRootLogger } from './create-root-logger';
 
@@ -27,6 +27,7 @@ export async function startApp<App extends INestApplication>(
   try {
     const config = loadAppConfig();
     const logger = createRootLogger(name, config.logLevel);
+    for (const warning of configWarnings(config)) logger.warn(warning);
     const app = await build(config, logger);
     built = { app, config };
     shutdown.attach(app, logger);

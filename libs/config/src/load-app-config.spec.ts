@@ -1,5 +1,5 @@
 import { ConfigError } from './config-error';
-import { loadAppConfig } from './load-app-config';
+import { configWarnings, loadAppConfig } from './load-app-config';
 
 const SECRET = 'ab'.repeat(32);
 
@@ -50,6 +50,11 @@ describe('loadAppConfig', () => {
     expect(message).toContain('DATABASE_URL has a user or password with a "%" not followed by two hex digits');
     expect(message).not.toContain('secret');
     expect(loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: 'redis://:p%25w@127.0.0.1:6379' }).redisUrl).toBe('redis://:p%25w@127.0.0.1:6379');
+  });
+
+  it('warns of the public all-zero secrets key, and of nothing for a key of ones own', () => {
+    expect(configWarnings(loadAppConfig({ SECRETS_KEY: '0'.repeat(64) }))).toEqual([expect.stringMatching(/^SECRETS_KEY is the public all-zero development key/)]);
+    expect(configWarnings(loadAppConfig({ SECRETS_KEY: SECRET }))).toEqual([]);
   });
 
   it('never echoes the secrets key in its error', () => {

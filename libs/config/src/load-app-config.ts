@@ -68,6 +68,22 @@ function decodable(component: string): boolean {
   }
 }
 
+/**
+ * What the configuration allows but an operator must hear about, logged at
+ * start as warnings: the all-zero SECRETS_KEY that docker-compose.yml falls
+ * back to is public.
+ */
+export function configWarnings(config: AppConfig): string[] {
+  const warnings: string[] = [];
+  if (config.secretsKey.every((byte) => byte === 0)) {
+    warnings.push(
+      'SECRETS_KEY is the public all-zero development key: anyone can decrypt the stored carrier credentials and forge ' +
+        'download links; outside a development machine set your own (openssl rand -hex 32)',
+    );
+  }
+  return warnings;
+}
+
 class EnvReader {
   constructor(
     private readonly env: Env,
