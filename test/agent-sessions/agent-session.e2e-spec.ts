@@ -165,17 +165,35 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     });
 
     it('rejects malformed events with 400 and stores nothing from them', async () => {
+      // What a report writes to the run: its transcript turns, gathered context, usage, and the end of its session.
+      const stored = async () => {
+        const [row] = await apps.dataSource.query(
+          `SELECT agent_transcript, gathered_context, cost_info->'usage' AS usage, agent_session_ended_at FROM workflow_runs WHERE id = $1`,
+          [runId],
+        );
+        return row;
+      };
+      // Each malformed event follows valid ones of every kind: a batch is refused whole, so none of them may be kept.
+      const valid = [
+        { type: 'transcript', speaker: 'agent', text: 'from a refused batch', start_ms: 0, end_ms: 1 },
+        { type: 'gathered_context', data: { from_refused_batch: true } },
+        { type: 'usage', usage: { refused_batch_tokens: 1 } },
+      ];
+      const before = await stored();
+      // The session is still open, so a valid batch would have been kept: what is checked is the refusal.
+      expect(before.agent_session_ended_at).toBeNull();
       for (const body of [
         {},
         { events: [] },
-        { events: [{ type: 'transcript', speaker: 'robot', text: 'x', start_ms: 0, end_ms: 1 }] },
-        { events: [{ type: 'transcript', speaker: 'agent', text: 'x', start_ms: 5, end_ms: 1 }] },
-        { events: [{ type: 'usage', usage: { tokens: 'many' } }] },
-        { events: [{ type: 'nonsense' }] },
+        { events: [...valid, { type: 'transcript', speaker: 'robot', text: 'x', start_ms: 0, end_ms: 1 }] },
+        { events: [...valid, { type: 'transcript', speaker: 'agent', text: 'x', start_ms: 5, end_ms: 1 }] },
+        { events: [...valid, { type: 'usage', usage: { tokens: 'many' } }] },
+        { events: [...valid, { type: 'nonsense' }] },
       ]) {
         const response = await apps.client.post(`${session(tokenFor(runId))}/events`, body);
         expect({ body, status: response.status }).toEqual({ body, status: 400 });
       }
+      expect(await stored()).toEqual(before);
     });
 
     it('answers 400, not 500, to gathered context nested deeper than any body may be', async () => {

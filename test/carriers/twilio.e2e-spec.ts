@@ -111,11 +111,26 @@ describe('placing calls through Twilio', () => {
     });
 
     it('answers 403 to a callback signed with another auth token, and the run does not move', async () => {
+      const before = await readRun(runId);
+      expect(before).toMatchObject({ status: 'ringing', is_completed: false, duration_seconds: null });
       const response = await fake.sendStatus(statusUrl, fake.callbackFields(sid, 'completed', { CallDuration: '9' }), {
         authToken: 'ffffffffffffffffffffffffffffffff',
       });
       expect(response.status).toBe(403);
       expect(JSON.parse(response.body).code).toBe('webhook_signature_invalid');
+      // A callback let through is applied by the dialer, off the request: the same pause as the last test here gives
+      // it the time to show. Nothing the callback would have moved changed, nor did any carrier event reach the log
+      // (the dialer's own bookkeeping may still write to the run meanwhile).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const carrierView = (run: any) => ({
+        status: run.status,
+        is_completed: run.is_completed,
+        duration_seconds: run.duration_seconds,
+        ended_at: run.ended_at,
+        end_reason: run.end_reason,
+        carrier_events: run.logs.events.filter((entry: { event: string }) => entry.event.startsWith('carrier.')),
+      });
+      expect(carrierView(await readRun(runId))).toEqual(carrierView(before));
     });
 
     it('answers 403 when a signed field was changed on the way', async () => {

@@ -27,7 +27,14 @@ describe('chaos: dialers killed, Redis restarted, carrier throttling and failing
           `lost=${result.lost} duplicated=${result.duplicated} stuck=${result.stuck}\n`,
       );
       expect(result.accepted).toBe(triggers);
-      // A dialer asked to stop with SIGTERM drains and exits 0.
+      // The chaos happened: a round (every 0.6–1.4 s while triggers are fired) stops a dialer, and every third one,
+      // from the second on, restarts Redis until it has been restarted as often as asked. The fire window (8 s here,
+      // 40 s for `npm run chaos`) holds the rounds that takes; a shorter CHAOS_SECONDS may not, and fails here.
+      expect(result.dialerKills).toBeGreaterThan(0);
+      expect(result.redisRestarts).toBe(redisRestarts);
+      // A dialer asked to stop with SIGTERM drains and exits 0. Not every run asks one: only every fourth round does,
+      // and only when its victim has been up for 3 s, which a victim restarted by one of the rounds before may not
+      // have been. So this holds for the graceful stops there were (result.gracefulStops, printed above), possibly none.
       expect(result.uncleanShutdowns).toBe(0);
       expect({ lost: result.lost, duplicated: result.duplicated, stuck: result.stuck }).toEqual({ lost: 0, duplicated: 0, stuck: 0 });
     },

@@ -4,11 +4,10 @@ import { AdmissionLimits, DialAdmission } from '../../apps/dialer/src/pacing/dia
 
 const LEASE_MS = 60_000;
 
-// Several cases here hold to margins of 50–150 ms between a set-up on Redis' clock and the admission that follows
-// it: a stall of the shared 2-core machine longer than that (one CI run met three at once) is not the script's
-// failure. A failing case runs again, afresh (each test paces a configuration of its own), its error logged; one
-// that fails three times fails the suite. Nothing is loosened.
-jest.retryTimes(2, { logErrorsBeforeRetry: true });
+/** `jest.retryTimes` as Jest 30 has it. */
+interface RetryingJest {
+  retryTimes(retries: number, options: { entireDescribe?: boolean; logErrorsBeforeRetry?: boolean }): void;
+}
 
 function limits(callsPerSecond: number, maxConcurrentCalls = 100): AdmissionLimits {
   return { callsPerSecond, maxConcurrentCalls, leaseMs: LEASE_MS };
@@ -38,30 +37,6 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     configurationId += 1;
   });
 
-  it('reserves the next pacing instant and admits the dial whose instant is now', async () => {
-    expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0 });
-    const second = await admission.admit(configurationId, 2, limits(2), true);
-    expect(second.kind).toBe('paced');
-    // One dial every 500 ms: the second one's instant is about 500 ms ahead.
-    expect((second as { waitMs: number }).waitMs).toBeGreaterThan(400);
-    expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(500);
-    // A reserved instant is not paced again: the dial asks without pacing once it has waited.
-    expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0 });
-  });
-
-  it('gives back the instants reserved ahead, so the next dial is paced from now', async () => {
-    // One dial every 2 s: five dials reserve up to 8 s ahead.
-    for (let runId = 1; runId <= 5; runId++) await admission.admit(configurationId, runId, limits(0.5), true);
-    const behind = await admission.admit(configurationId, 6, limits(0.5), true);
-    expect(behind.kind).toBe('paced');
-    expect((behind as { waitMs: number }).waitMs).toBeGreaterThan(9_000);
-
-    expect(await instants.forgetReserved(configurationId)).toBe(true);
-
-    // Paced from now again; the rolling window (one dial in any 2 s) still holds it behind the first dial.
-    expect(await admission.admit(configurationId, 7, limits(0.5), true)).toMatchObject({ kind: 'rate' });
-  });
-
   it('drops nothing when the next free instant is not ahead', async () => {
     expect(await instants.forgetReserved(configurationId)).toBe(false);
     expect(await client.redis.exists(instants.key(configurationId))).toBe(0);
@@ -71,66 +46,65 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('admits a dial whose instant is near in the same step, taking its slot now and its window place at the instant', async () => {
-    // One dial every 100 ms: the second instant is within the wait a dial makes in place.
+    // One dial every 100 ms: the second instant is within the wait a dial makes in place, 100 ms after the first's less
+    // the time between the two asks (at most the time between the two reads of Redis' clock).
+    const before = await redisNow();
     expect(await admission.admit(configurationId, 1, limits(10), true)).toEqual({ kind: 'admitted', waitMs: 0 });
     const second = await admission.admit(configurationId, 2, limits(10), true);
+    const after = await redisNow();
     expect(second.kind).toBe('admitted');
-    expect((second as { waitMs: number }).waitMs).toBeGreaterThan(50);
+    expect((second as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(100 - (after - before));
     expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(100);
     expect(await client.redis.zrange(client.keyFor('slots', configurationId), '0', '-1')).toEqual(['1', '2']);
     const dials = await client.redis.zrange(client.keyFor('dials', configurationId), '0', '-1', 'WITHSCORES');
     // [member, score, member, score]: the second dial is counted 100 ms after the first, at its instant.
-    expect(Number(dials[3]) - Number(dials[1])).toBeCloseTo(100, 0);
+    // At its instant, 100 ms after the first's; or, when the asks took longer than that, at the time it was asked.
+    const gap = Number(dials[3]) - Number(dials[1]);
+    expect(gap).toBeGreaterThanOrEqual(99.5);
+    expect(gap).toBeLessThanOrEqual(Math.max(100, after - before) + 0.5);
   });
 
   it('keeps a dial counted ahead in the window for a whole window after its instant', async () => {
     await admission.admit(configurationId, 1, limits(10), true);
+    // The first dial's instant was no later than this; the second one's is 100 ms after it.
+    const firstBy = await redisNow();
     expect((await admission.admit(configurationId, 2, limits(10), true)).kind).toBe('admitted');
-    // A dial counted now, after one counted about 100 ms ahead: the set must outlive the later instant by a window.
+    // A dial counted now, after one counted 100 ms ahead: the set must outlive the later instant by a window.
     expect(await admission.admit(configurationId, 3, limits(10), false)).toEqual({ kind: 'admitted', waitMs: 0 });
-    expect(await client.redis.pttl(client.keyFor('dials', configurationId))).toBeGreaterThan(1000 + 90);
+    // When the set expires, on Redis' clock: its time to live read in the same step as the clock.
+    const [[, time], [, ttl]] = (await client.redis.multi().time().pttl(client.keyFor('dials', configurationId)).exec()) as [
+      [null, [string, string]],
+      [null, number],
+    ];
+    const expiresAt = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000) + ttl;
+    expect(expiresAt).toBeGreaterThanOrEqual(firstBy + 100 + 1000);
   });
 
-  /** Ten dials (the limit at 10 a second) `msAgo` on Redis' clock, and the next pacing instant 100 ms ahead. */
-  async function fullWindowAndInstantAhead(msAgo: number): Promise<void> {
-    const [seconds, micros] = await client.redis.time();
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  /**
+   * Ten dials (the limit at 10 a second) `msAgo` on Redis' clock, and the next pacing instant 100 ms ahead;
+   * answers the time on Redis' clock they were set up from.
+   */
+  async function fullWindowAndInstantAhead(msAgo: number): Promise<number> {
+    const now = await redisNow();
     for (let i = 0; i < 10; i++) await client.redis.zadd(client.keyFor('dials', configurationId), now - msAgo, `earlier-${i}`);
     await client.redis.set(instants.key(configurationId), String(now + 100), 'PX', 60_000);
+    return now;
   }
 
-  it('judges the rolling window at a near instant, not at the time of asking', async () => {
-    await fullWindowAndInstantAhead(950);
-    // Asked now, without pacing, the window is full for another 50 ms...
-    const refused = await admission.admit(configurationId, 1, limits(10), false);
-    expect(refused.kind).toBe('rate');
-    expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(50);
-    // ...but a dial at the reserved instant shares no second with them.
-    const paced = await admission.admit(configurationId, 2, limits(10), true);
-    expect(paced.kind).toBe('admitted');
-    expect((paced as { waitMs: number }).waitMs).toBeGreaterThan(50);
-  });
-
-  it('refuses a near instant whose window is full, with the wait until it has room', async () => {
-    // Dials 850 ms ago are still within a second of the instant; the first of them leaves the window 150 ms from now.
-    await fullWindowAndInstantAhead(850);
-    const refused = await admission.admit(configurationId, 1, limits(10), true);
-    expect(refused.kind).toBe('rate');
-    expect((refused as { waitMs: number }).waitMs).toBeGreaterThan(100);
-    expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(150);
-    expect(await client.redis.zcard(client.keyFor('slots', configurationId))).toBe(0);
-  });
-
   it('keeps fractions of a millisecond in pacing waits', async () => {
+    // The next instant 10 s ahead, on a whole millisecond: every dial below is paced, whatever the asks take.
+    await client.redis.set(instants.key(configurationId), String((await redisNow()) + 10_000), 'PX', 60_000);
     await admission.admit(configurationId, 1, limits(3), true);
+    const before = await redisNow();
     const second = (await admission.admit(configurationId, 2, limits(3), true)) as { kind: string; waitMs: number };
     const third = (await admission.admit(configurationId, 3, limits(3), true)) as { kind: string; waitMs: number };
+    const after = await redisNow();
     expect([second.kind, third.kind]).toEqual(['paced', 'paced']);
-    // Instants 333.3 ms apart (less the few milliseconds between the two asks, on Redis' whole-millisecond
-    // clock): a wait rounded to whole milliseconds would drift the rate over many calls.
+    // Instants 333.3 ms apart (less the milliseconds between the two asks, on Redis' whole-millisecond clock, at most
+    // the time between the two reads of it): a wait rounded to whole milliseconds would drift the rate over many calls.
     expect(Number.isInteger(second.waitMs)).toBe(false);
     expect(Number.isInteger(third.waitMs)).toBe(false);
-    expect(third.waitMs - second.waitMs).toBeGreaterThan(1000 / 3 - 20);
+    expect(third.waitMs - second.waitMs).toBeGreaterThanOrEqual(1000 / 3 - (after - before) - 0.001);
     expect(third.waitMs - second.waitMs).toBeLessThanOrEqual(1000 / 3 + 0.001);
   });
 
@@ -175,20 +149,6 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect((await admission.admit(configurationId, 1, limits(1, 1), true)).kind).toBe('paced');
   });
 
-  it('answers how long until the rolling window has room when it is full', async () => {
-    expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
-    const refused = await admission.admit(configurationId, 2, limits(1), false);
-    expect(refused.kind).toBe('rate');
-    expect((refused as { waitMs: number }).waitMs).toBeGreaterThan(900);
-    expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(1000);
-  });
-
-  it('takes no concurrency slot for a dial the rolling window refuses', async () => {
-    await admission.admit(configurationId, 1, limits(1), false);
-    await admission.admit(configurationId, 2, limits(1), false);
-    expect(await client.redis.zrange(client.keyFor('slots', configurationId), '0', '-1')).toEqual(['1']);
-  });
-
   it('keeps the slots as long as their longest lease when a shorter one is taken after it', async () => {
     await admission.admit(configurationId, 1, limits(100), false);
     // The configuration's maximum call duration lowered while run 1's call is live.
@@ -200,5 +160,90 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });
     expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+  });
+
+  /**
+   * Cases whose verdict (paced or admitted, refused or let through) turns on Redis' clock moving less than a margin
+   * (50 ms to 2 s) between a set-up and the admission that follows it. A stall of the shared 2-core machine longer
+   * than that (one CI run met three at once) is not the script's failure: the block runs again, afresh (each test
+   * paces a configuration of its own), its errors logged, and fails after three failing runs. Nothing is loosened;
+   * the other cases here hold however long the machine stalls, and run once.
+   */
+  describe('with margins of Redis time between set-up and admission', () => {
+    // Jest 30 retries this block alone (entireDescribe); @types/jest 30.0 does not know the option yet.
+    (jest as unknown as RetryingJest).retryTimes(2, { entireDescribe: true, logErrorsBeforeRetry: true });
+
+    it('gives back the instants reserved ahead, so the next dial is paced from now', async () => {
+      // One dial every 2 s: five dials reserve up to 8 s ahead, so the sixth one's instant is 10 s after the first's,
+      // less the time the asks took (at most the time between the two reads of Redis' clock).
+      const before = await redisNow();
+      for (let runId = 1; runId <= 5; runId++) await admission.admit(configurationId, runId, limits(0.5), true);
+      const behind = await admission.admit(configurationId, 6, limits(0.5), true);
+      const after = await redisNow();
+      expect(behind.kind).toBe('paced');
+      expect((behind as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(10_000 - (after - before));
+
+      expect(await instants.forgetReserved(configurationId)).toBe(true);
+
+      // Paced from now again; the rolling window (one dial in any 2 s) still holds it behind the first dial (as long as
+      // the machine has not stalled for 2 s since).
+      expect(await admission.admit(configurationId, 7, limits(0.5), true)).toMatchObject({ kind: 'rate' });
+    });
+
+    it('answers how long until the rolling window has room when it is full', async () => {
+      const before = await redisNow();
+      expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+      const refused = await admission.admit(configurationId, 2, limits(1), false);
+      const after = await redisNow();
+      expect(refused.kind).toBe('rate');
+      // A second from the first dial, less the time between the two asks.
+      expect((refused as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(1000 - (after - before));
+      expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(1000);
+    });
+
+    it('takes no concurrency slot for a dial the rolling window refuses', async () => {
+      await admission.admit(configurationId, 1, limits(1), false);
+      await admission.admit(configurationId, 2, limits(1), false);
+      expect(await client.redis.zrange(client.keyFor('slots', configurationId), '0', '-1')).toEqual(['1']);
+    });
+
+    it('reserves the next pacing instant and admits the dial whose instant is now', async () => {
+      const before = await redisNow();
+      expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0 });
+      const second = await admission.admit(configurationId, 2, limits(2), true);
+      const after = await redisNow();
+      // One dial every 500 ms: the second one's instant is 500 ms after the first's, less the time between the two
+      // asks; paced when that leaves it more than the 250 ms a dial waits in place.
+      expect(second.kind).toBe('paced');
+      expect((second as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(500 - (after - before));
+      expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(500);
+      // A reserved instant is not paced again: the dial asks without pacing once it has waited.
+      expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+    });
+
+    it('judges the rolling window at a near instant, not at the time of asking', async () => {
+      const setUp = await fullWindowAndInstantAhead(950);
+      // Asked now, without pacing, the window is full for another 50 ms...
+      const refused = await admission.admit(configurationId, 1, limits(10), false);
+      expect(refused.kind).toBe('rate');
+      expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(50);
+      // ...but a dial at the reserved instant (100 ms after the set-up) shares no second with them.
+      const paced = await admission.admit(configurationId, 2, limits(10), true);
+      const after = await redisNow();
+      expect(paced.kind).toBe('admitted');
+      expect((paced as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(100 - (after - setUp));
+    });
+
+    it('refuses a near instant whose window is full, with the wait until it has room', async () => {
+      // Dials 850 ms ago are still within a second of the instant; the first of them leaves the window 150 ms after
+      // the set-up.
+      const setUp = await fullWindowAndInstantAhead(850);
+      const refused = await admission.admit(configurationId, 1, limits(10), true);
+      const after = await redisNow();
+      expect(refused.kind).toBe('rate');
+      expect((refused as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(150 - (after - setUp));
+      expect((refused as { waitMs: number }).waitMs).toBeLessThanOrEqual(150);
+      expect(await client.redis.zcard(client.keyFor('slots', configurationId))).toBe(0);
+    });
   });
 });

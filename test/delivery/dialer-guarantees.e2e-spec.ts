@@ -130,8 +130,14 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
       const writes = apps.dialer!.get(GroupedRunWrites);
       const claim = writes.claim.bind(writes);
       const firstOf = await newRunsAfterNow();
+      // Every claim of a run, in order: whether the stand-in refused it or handed it to the database.
+      const claims: Array<{ runId: number; outcome: 'refused' | 'passed' }> = [];
       const refused = jest.spyOn(writes, 'claim').mockImplementation(async (...args) => {
-        if (firstOf(args[0])) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+        if (firstOf(args[0])) {
+          claims.push({ runId: Number(args[0]), outcome: 'refused' });
+          throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+        }
+        claims.push({ runId: Number(args[0]), outcome: 'passed' });
         return claim(...args);
       });
       try {
@@ -140,6 +146,11 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
         expect(run.status).toBe('completed');
         expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
         expect(events(run)).not.toContain('dialer.claim_resumed');
+        // The refusal did happen, to this run's first claim, once; and the run was claimed again after it.
+        const outcomes = claims.filter((entry) => entry.runId === Number(runId)).map((entry) => entry.outcome);
+        expect(outcomes[0]).toBe('refused');
+        expect(outcomes.filter((outcome) => outcome === 'refused')).toHaveLength(1);
+        expect(outcomes.slice(1)).toContain('passed');
       } finally {
         refused.mockRestore();
       }

@@ -116,14 +116,18 @@ describe('carrier events applied out of order', () => {
       const transition = writes.transition.bind(writes);
       // The answer's job runs beside the failure's: it lands after the failure found the run unanswered.
       const spy = jest.spyOn(writes, 'transition').mockImplementation(async (...args) => {
-        if (args[1] === 'failed') {
+        if (args[0] === runId && args[1] === 'failed') {
           spy.mockRestore();
           expect(await applier.apply(events(runId, 'answered', new Date(Date.now() - 5_000)))).toBe(true);
         }
         return transition(...args);
       });
 
-      expect(await applier.apply(events(runId, 'failed', new Date(), { reason: 'unspecified' }))).toBe(true);
+      try {
+        expect(await applier.apply(events(runId, 'failed', new Date(), { reason: 'unspecified' }))).toBe(true);
+      } finally {
+        spy.mockRestore();
+      }
 
       expect(await readRow(runId)).toMatchObject({ status: 'completed' });
       expect(await logged(runId)).toEqual(expect.arrayContaining(['carrier.answered', 'carrier.hangup_after_answer']));

@@ -44,7 +44,7 @@ describe('outages of Redis and Postgres', () => {
 
       await new Promise((resolve) => setTimeout(resolve, 500));
       await redis.restore();
-      const back = Date.now();
+      // The 5 seconds are the wait's own bound: it fails unless a read made within them finds the run dialed.
       await waitFor(
         async () => {
           const [row] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
@@ -52,7 +52,6 @@ describe('outages of Redis and Postgres', () => {
         },
         { timeoutMs: 5000, what: 'the run to leave queued after Redis returned' },
       );
-      expect(Date.now() - back).toBeLessThan(5000);
       const run = await waitFor(async () => {
         const current = (await apps.client.get(`/api/v1/workflow/${workflowId}/runs/${runId}`, { key: org.adminKey })).body;
         return current.is_completed ? current : undefined;

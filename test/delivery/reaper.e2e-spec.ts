@@ -110,8 +110,10 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
   });
 
-  it('fails a dialing run the carrier cannot account for with dial_outcome_unknown', async () => {
-    // A call id the carrier does not know, so the look-up cannot settle it and nothing may be dialed again.
+  it('fails with no_carrier_response, without dialing again, a dialing run whose call id the carrier does not know', async () => {
+    // A call id the carrier does not know, so the look-up cannot settle it and nothing may be dialed again. The run
+    // knows its call id, so it is the carrier that did not answer for it (dial_outcome_unknown is for a run that never
+    // learned one: see the unsettled-claim reaper's tests).
     const runId = await strandedRun(apps.dataSource, seed, 'dialing', 'SB-lost');
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'no_carrier_response' });

@@ -157,12 +157,11 @@ describe('management API: API keys', () => {
       const victim = await issueKey(apps, org, 'admin');
       expect((await replica.client.get('/api/v1/api-keys', { key: victim.key })).status).toBe(200);
       expect((await apps.client.delete(`/api/v1/api-keys/${victim.id}`, { key: org.adminKey })).status).toBe(204);
-      const started = Date.now();
+      // The 5 seconds are the wait's own bound: it fails unless a read asked within them is refused.
       await waitFor(
         async () => ((await replica.client.get('/api/v1/api-keys', { key: victim.key })).status === 401 ? true : undefined),
         { timeoutMs: 5000, intervalMs: 100, what: 'the other replica to refuse the revoked key' },
       );
-      expect(Date.now() - started).toBeLessThanOrEqual(5000);
     } finally {
       await replica.close();
     }

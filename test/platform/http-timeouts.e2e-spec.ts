@@ -58,10 +58,14 @@ describe('HTTP connections that stop sending', () => {
     });
 
     const started = Date.now();
-    const answer = await fetch(`${apps.client.baseUrl}/health/ready`);
+    let probes = 0;
+    const answer = await fetch(`${apps.client.baseUrl}/health/ready`).finally(() => {
+      probes = slow.mock.calls.length;
+      slow.mockRestore();
+    });
 
     expect(answer.status).toBe(200);
-    expect(slow).toHaveBeenCalledTimes(1);
+    expect(probes).toBe(1);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
   });
 

@@ -170,18 +170,29 @@ describe('sandbox carrier: each outcome by the last four digits', () => {
 
   it('is_completed turns true only once the run is final and both artifacts are stored', async () => {
     for (const name of Object.keys(NUMBERS) as Array<keyof typeof NUMBERS>) {
-      const { history } = await results[name];
-      for (const record of history) {
-        if (!FINAL_STATUSES.includes(record.status)) expect({ name, status: record.status, is_completed: record.is_completed }).toEqual({ name, status: record.status, is_completed: false });
-        // The recording may be stored (uploaded by the agent runtime) before the run completes; the transcript is stored last.
-        if (!record.is_completed) expect({ name, transcript_url: record.transcript_url }).toEqual({ name, transcript_url: null });
-        if (record.is_completed && record.status === 'completed') {
-          expect(record.transcript_url).toEqual(expect.any(String));
-          expect(record.recording_url).toEqual(expect.any(String));
-        }
-      }
+      const { run, history } = await results[name];
+      // No record read before the run was final said it was complete.
+      const open = history.filter((record) => !FINAL_STATUSES.includes(record.status));
+      expect({ name, completedWhileOpen: open.filter((record) => record.is_completed).map((record) => record.status) }).toEqual({
+        name,
+        completedWhileOpen: [],
+      });
+      // The recording may be stored (uploaded by the agent runtime) before the run completes; the transcript is stored last.
+      const incomplete = history.filter((record) => !record.is_completed);
+      expect({ name, transcripts: incomplete.map((record) => record.transcript_url).filter((url) => url !== null) }).toEqual({ name, transcripts: [] });
+      // The wait ended on the first record read complete: a final one.
+      expect(history.at(-1)).toEqual(run);
+      expect({ name, is_completed: run.is_completed, final: FINAL_STATUSES.includes(run.status) }).toEqual({ name, is_completed: true, final: true });
     }
-    const { run } = await results.answered;
+    // The answered call rings and talks for 700 ms, read every 25 ms: records of it still open were seen, and the
+    // complete one holds both artifacts.
+    const { run, history } = await results.answered;
+    expect(history.filter((record) => !FINAL_STATUSES.includes(record.status)).length).toBeGreaterThan(0);
+    expect(run.status).toBe('completed');
+    expect({ transcript_url: run.transcript_url, recording_url: run.recording_url }).toEqual({
+      transcript_url: expect.any(String),
+      recording_url: expect.any(String),
+    });
     const [transcript, recording] = await Promise.all([fetch(run.transcript_url), fetch(run.recording_url)]);
     expect([transcript.status, recording.status]).toEqual([200, 200]);
   });

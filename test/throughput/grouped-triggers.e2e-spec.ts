@@ -128,15 +128,17 @@ describe('grouped triggers and cached look-ups', () => {
     await apps.client.patch(`/api/v1/triggers/${uuid}`, { is_active: true }, { key: org.adminKey });
     expect((await trigger(401)).status).toBe(200);
 
+    // A configuration may be left without from numbers (calls through it then answer 400), and this replica's
+    // triggers see that, and the numbers given back, without waiting for their cache to expire.
+    let restoredStatus: number | undefined;
     const emptied = await apps.client.patch(`/api/v1/telephony-configurations/${configId}`, { from_numbers: [] }, { key: org.adminKey });
-    if (emptied.status === 200) {
+    try {
+      expect(emptied.status).toBe(200);
       expectError(await trigger(402), 400, 'telephony_not_configured');
-      await apps.client.patch(`/api/v1/telephony-configurations/${configId}`, { from_numbers: ['+15005550006'] }, { key: org.adminKey });
-      expect((await trigger(403)).status).toBe(200);
-    } else {
-      // Configurations refuse an empty from_numbers outright; the trigger then keeps working.
-      expect(emptied.status).toBe(400);
-      expect((await trigger(402)).status).toBe(200);
+    } finally {
+      restoredStatus = (await apps.client.patch(`/api/v1/telephony-configurations/${configId}`, { from_numbers: ['+15005550006'] }, { key: org.adminKey })).status;
     }
+    expect(restoredStatus).toBe(200);
+    expect((await trigger(403)).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, MigrationInterface, QueryRunner } from 'typeorm';
 import { testRunResources } from '../../../test/support/test-run-id';
+import { waitFor } from '../../../test/support/wait-for';
 import { createDataSource } from './create-data-source';
 import { runMigrations } from './run-migrations';
 import { SilentTypeormLogger } from './silent-typeorm-logger';
@@ -25,21 +25,32 @@ describe('runMigrations', () => {
     const runner = holder.createQueryRunner();
     await runner.connect();
     await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
-    const released = new Promise<void>((resolve) =>
-      setTimeout(() => {
-        void runner
-          .query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID])
-          .then(() => runner.release())
-          .then(resolve);
-      }, 1_000),
-    );
-    const started = Date.now();
+    let settled = false;
+    const migrated = runMigrations(dataSource).finally(() => (settled = true));
+    try {
+      // Postgres' own record of the wait: a request for the migration lock, not granted, whose statement has run
+      // for twice the pool's statement timeout (which would have cancelled it at 300 ms) and still waits.
+      await waitFor(
+        async () => {
+          const [waiting] = await runner.query(
+            `SELECT a.pid
+               FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+              WHERE l.locktype = 'advisory' AND NOT l.granted AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND a.query_start < clock_timestamp() - interval '600 milliseconds'`,
+            [MIGRATION_LOCK_ID],
+          );
+          return waiting;
+        },
+        { what: 'the migration to wait for the lock past the statement timeout' },
+      );
+      expect(settled).toBe(false);
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]);
+      await runner.release();
+    }
 
-    const applied = await runMigrations(dataSource);
-
-    expect(applied).toEqual([]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-    await released;
+    expect(await migrated).toEqual([]);
     // The connection went back to the pool with the pool's timeout.
     expect(await dataSource.query('SHOW statement_timeout')).toEqual([{ statement_timeout: '300ms' }]);
   });
@@ -48,6 +59,8 @@ describe('runMigrations', () => {
     const table = `lock_probe_${suffix}`;
     let probe: DataSource;
     let reader: DataSource;
+    /** Looks at Postgres' locks while the others wait. */
+    let observer: DataSource;
 
     const migrationName = `AddProbeColumn${Date.now()}`;
 
@@ -72,12 +85,13 @@ describe('runMigrations', () => {
         extra: { max: 1 },
       });
       reader = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
-      await Promise.all([probe.initialize(), reader.initialize()]);
+      observer = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+      await Promise.all([probe.initialize(), reader.initialize(), observer.initialize()]);
       await holder.query(`CREATE TABLE ${table} (id integer)`);
     });
     afterAll(async () => {
       await holder.query(`DROP TABLE IF EXISTS ${table}, lock_probe_migrations_${suffix}`);
-      await Promise.all([probe?.destroy(), reader?.destroy()]);
+      await Promise.all([probe?.destroy(), reader?.destroy(), observer?.destroy()]);
     });
 
     /** Holds a read lock on the probe table, as a long report or an idle transaction would, until released. */
@@ -91,6 +105,13 @@ describe('runMigrations', () => {
         await runner.release();
       };
     }
+
+    /** The requests for a lock on the probe table that wait, each with the backends it waits behind, as Postgres sees them. */
+    const lockWaits = async (): Promise<Array<{ pid: number; mode: string; blocked_by: number[] }>> =>
+      observer.query(
+        `SELECT pid, mode, pg_blocking_pids(pid) AS blocked_by FROM pg_locks WHERE relation = to_regclass($1) AND NOT granted`,
+        [table],
+      );
 
     const columns = async () =>
       (await reader.query(`SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY column_name`, [table])).map(
@@ -119,25 +140,35 @@ describe('runMigrations', () => {
     it('never keeps queries on the table waiting behind it for longer than its lock timeout, and applies once the table is free', async () => {
       const release = await holdTable();
       const retries: string[] = [];
-      const migrated = runMigrations(probe, { lockTimeoutMs: 200, attempts: 50, retryDelayMs: () => 100, onRetry: ({ message }) => retries.push(message) });
-      // While the migration waits for its lock, reads of the table queue behind it: for its lock timeout at most.
-      const readTimes: number[] = [];
-      const until = Date.now() + 1_500;
-      while (Date.now() < until) {
-        const started = Date.now();
-        await reader.query(`SELECT count(*) FROM ${table}`);
-        readTimes.push(Date.now() - started);
-        await sleep(20);
+      // A lock timeout long enough to see a read queue behind the migration's ALTER before it gives up, on a machine
+      // that stalls for a second now and then.
+      const migrated = runMigrations(probe, { lockTimeoutMs: 3_000, attempts: 50, retryDelayMs: () => 100, onRetry: ({ message }) => retries.push(message) });
+      try {
+        const alter = await waitFor(async () => (await lockWaits()).find((wait) => wait.mode === 'AccessExclusiveLock')?.pid, {
+          what: "the migration's ALTER to wait for the table",
+        });
+        // A read of the table now queues behind the waiting ALTER, as every query on the table would...
+        const [{ pid: readerPid }] = await reader.query('SELECT pg_backend_pid() AS pid');
+        let readDone = false;
+        const read = reader.query(`SELECT count(*) FROM ${table}`).then(() => (readDone = true));
+        const queuedBehind = await waitFor(async () => (await lockWaits()).find((wait) => wait.pid === readerPid)?.blocked_by, {
+          what: 'the read to queue behind the ALTER',
+        });
+        expect(queuedBehind).toEqual([alter]);
+        // ...and is let through when the ALTER gives up at its lock timeout, while the table is still held: without
+        // the timeout it would have waited as long as the ALTER, until the table's holder let go.
+        await waitFor(async () => (readDone ? true : undefined), { what: 'the read to be let through while the table is held' });
+        await read;
+        expect(await columns()).toEqual(['id']);
+      } finally {
+        await release();
       }
-      await release();
 
       const applied = await migrated;
 
       expect(applied.map((migration) => migration.name)).toEqual([migrationName]);
-      expect(retries.length).toBeGreaterThanOrEqual(3);
+      expect(retries.length).toBeGreaterThanOrEqual(1);
       expect(retries[0]).toMatch(/lock timeout/);
-      // Without the timeout the first read would have waited for the whole 1.5 s the table was held.
-      expect(Math.max(...readTimes)).toBeLessThan(1_000);
       expect(await columns()).toEqual(['added', 'id']);
       // The connection went back to the pool with no lock timeout of its own.
       expect(await probe.query('SHOW lock_timeout')).toEqual([{ lock_timeout: '0' }]);

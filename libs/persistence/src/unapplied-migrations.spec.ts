@@ -11,7 +11,7 @@ class NextRelease9999999999999 implements MigrationInterface {
   async down(): Promise<void> {}
 }
 
-const withMigrations = (url: string, migrations: Function[]) =>
+const withMigrations = (url: string, migrations: Array<new () => MigrationInterface>) =>
   new DataSource({ ...createDataSource({ url, poolSize: 1 }).options, migrations } as ConstructorParameters<typeof DataSource>[0]);
 
 describe('a schema behind the release', () => {

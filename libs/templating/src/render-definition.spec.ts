@@ -36,8 +36,23 @@ describe('renderDefinition: one budget for the whole definition', () => {
     ],
     edges: [],
   });
-  /** A loop of about ten milliseconds here: far inside a template's own second. */
-  const slow = '{% for i in (1..150) %}{% for j in (1..150) %}{% endfor %}{% endfor %}';
+  /**
+   * The renderer, on a clock the test moves: each render takes `costMs` of
+   * `performance.now()` (which the budget and Liquid read) and no real time,
+   * so what is checked does not depend on how fast or busy the machine is.
+   * `calls` lists the renders, and whatever else a test notes there, in order.
+   */
+  function onTestClock(costMs: number) {
+    let now = 0;
+    const calls: string[] = [];
+    const clock = jest.spyOn(performance, 'now').mockImplementation(() => now);
+    const render = jest.fn(async (...args: Parameters<PromptRenderer['render']>) => {
+      now += costMs;
+      calls.push('render');
+      return renderer.render(...args);
+    });
+    return { timed: { render } as unknown as PromptRenderer, render, calls, restore: () => clock.mockRestore() };
+  }
 
   it('renders an ordinary definition as before', async () => {
     const rendered = await renderDefinition(renderer, agents(2, 'Help {{ initial_context.name }}.'), data, { timeMs: 50, chars: 100 });
@@ -45,12 +60,20 @@ describe('renderDefinition: one budget for the whole definition', () => {
   });
 
   it('refuses a definition whose templates, each within its own limits, take longer than the budget together', async () => {
-    const started = performance.now();
-    const rendering = renderDefinition(renderer, agents(200, slow), data, { timeMs: 100, chars: 1_000_000 });
-    await expect(rendering).rejects.toThrow(DefinitionRenderLimitError);
-    await expect(rendering).rejects.toThrow('rendering its templates takes more than 100 ms');
-    // Stopped at the budget (plus the template it was in), not after 200 templates.
-    expect(performance.now() - started).toBeLessThan(1_000);
+    const costMs = 10;
+    const budgetMs = 100;
+    const { timed, render, restore } = onTestClock(costMs);
+    try {
+      const rendering = renderDefinition(timed, agents(200, 'Help {{ initial_context.name }}.'), data, { timeMs: budgetMs, chars: 1_000_000 });
+      await expect(rendering).rejects.toThrow(DefinitionRenderLimitError);
+      await expect(rendering).rejects.toThrow(`rendering its templates takes more than ${budgetMs} ms`);
+    } finally {
+      restore();
+    }
+    // Stopped at the budget, with the template that used it up: not after the 201 templates there are.
+    expect(render).toHaveBeenCalledTimes(budgetMs / costMs);
+    // Each template was given only what the budget had left, far inside its own second.
+    expect(render.mock.calls.map((call) => call[2]?.timeLimitMs)).toEqual(render.mock.calls.map((_, i) => budgetMs - i * costMs));
   });
 
   it('refuses a definition whose templates together write more than the budget', async () => {
@@ -89,15 +112,18 @@ describe('renderDefinition: one budget for the whole definition', () => {
   });
 
   it('gives the event loop back between templates of a slow definition', async () => {
-    let ticks = 0;
-    const timer = setInterval(() => (ticks += 1), 1);
+    // Eleven templates of 10 ms each on the test's clock: past the 20 ms a stretch of rendering may last.
+    const { timed, calls, restore } = onTestClock(10);
+    // Other work, waiting for the event loop's next turn when the rendering starts.
+    setImmediate(() => calls.push('other work'));
     try {
-      // A budget no busy machine reaches: what is tested is the pauses, not the time.
-      await renderDefinition(renderer, agents(10, slow), data, { timeMs: 60_000, chars: 1_000_000 });
+      await renderDefinition(timed, agents(10, 'Help {{ initial_context.name }}.'), data, { timeMs: 60_000, chars: 1_000_000 });
     } finally {
-      clearInterval(timer);
+      restore();
     }
-    // About 100 ms of rendering here: in one stretch, the timer would not have run at all.
-    expect(ticks).toBeGreaterThan(2);
+    // The other work ran between two templates: rendered in one stretch, it would have waited for all eleven.
+    expect(calls.filter((call) => call === 'render')).toHaveLength(11);
+    expect(calls.indexOf('other work')).toBeGreaterThan(0);
+    expect(calls.indexOf('other work')).toBeLessThan(calls.lastIndexOf('render'));
   });
 });
