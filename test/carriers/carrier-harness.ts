@@ -63,6 +63,8 @@ export function useCarrierHarness<Call>(options: {
   apiUrlEnv: string;
   /** The fake's call for a run, if it placed one yet. */
   findCall: (runId: number) => Call | undefined;
+  /** More environment for the apps. */
+  env?: Record<string, string>;
 }): CarrierHarness<Call> {
   const { fake, provider, name, apiUrlEnv, findCall } = options;
   let apps: TestApps;
@@ -71,7 +73,7 @@ export function useCarrierHarness<Call>(options: {
 
   beforeAll(async () => {
     await fake.start();
-    apps = await startTestApps({ env: { [apiUrlEnv]: fake.url } });
+    apps = await startTestApps({ env: { [apiUrlEnv]: fake.url, ...options.env } });
     org = await createOrganization(apps.dataSource, `${name} customer`);
     workflow = await seedWorkflow(apps.dataSource, org.organizationId, {
       published: (uuid) => agentGraph(uuid, { greeting: 'Hello {{ initial_context.name }}!' }),

@@ -1,6 +1,7 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { CallEventJob } from '@app/queue';
-import { CallEventApplier, EventTooEarly, LATE_ANSWER_WAIT_MS } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { CallEventApplier, EventTooEarly } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -105,6 +106,10 @@ describe('carrier events applied out of order', () => {
   });
 
   describe('a failure that may follow an answer', () => {
+    let lateAnswerWaitMs: number;
+    beforeAll(() => {
+      lateAnswerWaitMs = apps.dialer!.get<AppConfig>(APP_CONFIG).lateAnswerWaitMs;
+    });
     const logged = async (runId: number) =>
       ((await apps.dataSource.query(`SELECT logs FROM workflow_runs WHERE id = $1`, [runId]))[0].logs.events as { event: string }[]).map(
         (entry) => entry.event,
@@ -137,19 +142,23 @@ describe('carrier events applied out of order', () => {
     it('waits for an answer applied late when the cause does not tell, and ends the call completed once it comes', async () => {
       const runId = await seedRun('ringing');
       const failure = events(runId, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true });
-      await expect(applier.apply(failure)).rejects.toBeInstanceOf(EventTooEarly);
+      const receivedAt = Date.now();
+      const early = applier.apply(failure, false, receivedAt);
+      // Delayed (no attempt spent) until LATE_ANSWER_WAIT_MS after it reached us, whatever the carrier's clock says.
+      await expect(early).rejects.toBeInstanceOf(EventTooEarly);
+      await expect(early).rejects.toMatchObject({ untilMs: receivedAt + lateAnswerWaitMs });
       expect(await readRow(runId)).toMatchObject({ status: 'ringing' });
 
       await applier.apply(events(runId, 'answered', new Date(Date.now() - 8_000)));
-      expect(await applier.apply(failure)).toBe(true);
+      expect(await applier.apply(failure, false, receivedAt)).toBe(true);
       expect(await readRow(runId)).toMatchObject({ status: 'completed' });
       expect(await logged(runId)).toContain('carrier.hangup_after_answer');
     });
 
     it('fails the run once the wait is over, on the last attempt, or when the cause tells the call was not answered', async () => {
       const waited = await seedRun('ringing');
-      const old = new Date(Date.now() - LATE_ANSWER_WAIT_MS - 1_000);
-      expect(await applier.apply(events(waited, 'failed', old, { reason: 'unspecified', answerUnknown: true }))).toBe(true);
+      const longAgo = Date.now() - lateAnswerWaitMs - 1_000;
+      expect(await applier.apply(events(waited, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true }), false, longAgo)).toBe(true);
       expect(await readRow(waited)).toMatchObject({ status: 'failed' });
 
       const last = await seedRun('dialing');

@@ -47,6 +47,8 @@ export interface AppConfig {
   readonly dialTimeoutSeconds: number;
   /** A run still ringing after this long ends failed. */
   readonly ringTimeoutSeconds: number;
+  /** How long a carrier failure that may follow an answer (a Telnyx `unspecified` hang-up) waits for the answer. */
+  readonly lateAnswerWaitMs: number;
   /** Base URLs of the carriers' REST APIs; tests point them at loopback fakes. */
   readonly carrierApiUrls: Readonly<Record<'twilio' | 'telnyx' | 'vonage' | 'plivo', string>>;
   /** The voice-agent runtime's media WebSocket that answered calls stream to (a configuration may override it). */

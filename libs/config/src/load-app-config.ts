@@ -46,6 +46,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     reconcileAfterSeconds: reader.integer('RECONCILE_AFTER_SECONDS', 60, 1, 86400),
     dialTimeoutSeconds: reader.integer('DIAL_TIMEOUT_SECONDS', 120, 1, 86400),
     ringTimeoutSeconds: reader.integer('RING_TIMEOUT_SECONDS', 180, 1, 86400),
+    lateAnswerWaitMs: reader.integer('LATE_ANSWER_WAIT_MS', 20_000, 0, 120_000),
     carrierApiUrls: {
       twilio: reader.url('TWILIO_API_URL', 'https://api.twilio.com', ['https:', 'http:']).replace(/\/+$/, ''),
       telnyx: reader.url('TELNYX_API_URL', 'https://api.telnyx.com', ['https:', 'http:']).replace(/\/+$/, ''),

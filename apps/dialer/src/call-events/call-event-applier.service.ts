@@ -1,4 +1,5 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import {
   isFinalRunStatus,
   RUN_TRANSITIONS,
@@ -22,13 +23,6 @@ import { RunArtifactsCollector } from './run-artifacts-collector.service';
  * prices a call some time after it ends, usually within minutes.
  */
 export const PRICE_LOOKUP_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000];
-
-/**
- * How long after it happened a failure whose cause does not tell whether
- * the call was answered waits for an answer not applied yet (see
- * `waitForLateAnswer`).
- */
-export const LATE_ANSWER_WAIT_MS = 20_000;
 
 /** Where a carrier's failure moves a run from: an answered run is ended `completed` instead (`endAnsweredCall`). */
 const FAILED_BEFORE_ANSWER = { from: RUN_TRANSITIONS.failed.filter((status) => status !== 'in_progress'), statuses: [] };
@@ -65,22 +59,24 @@ export class CallEventApplier {
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
     private readonly events: CallEventsQueue,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /**
    * Applies a job's events, in the order they happened; true when any of
    * them moved the run. `lastAttempt`: the job will not be retried, so an
-   * event that is too early is applied as best it can be.
+   * event that is too early is applied as best it can be. `receivedAtMs`:
+   * when the job was enqueued, by our clock.
    */
-  async applyJob(job: CallEventJob, lastAttempt = false): Promise<boolean> {
+  async applyJob(job: CallEventJob, lastAttempt = false, receivedAtMs = Date.now()): Promise<boolean> {
     const events = eventsOf(job);
     if (job.nothingBetween && (await this.applyAsOneMove(events))) return true;
     let moved = false;
-    for (const event of events) moved = (await this.apply(event, lastAttempt)) || moved;
+    for (const event of events) moved = (await this.apply(event, lastAttempt, receivedAtMs)) || moved;
     return moved;
   }
 
-  async apply(event: CallEventJob, lastAttempt = false): Promise<boolean> {
+  async apply(event: CallEventJob, lastAttempt = false, receivedAtMs = Date.now()): Promise<boolean> {
     if (event.type === 'recording') {
       if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
       await this.artifacts.collect(event.runId);
@@ -90,7 +86,7 @@ export class CallEventApplier {
     if (event.type === 'cost') return this.applyCost(event, lastAttempt);
     if (event.type === 'price_lookup') return this.lookUpPriceAgain(event);
     if (event.type === 'failed' && (await this.endAnsweredCall(event))) return true;
-    if (event.type === 'failed' && event.answerUnknown && !lastAttempt) await this.waitForLateAnswer(event);
+    if (event.type === 'failed' && event.answerUnknown && !lastAttempt) await this.waitForLateAnswer(event, receivedAtMs);
     const through = event.type === 'failed' ? FAILED_BEFORE_ANSWER : undefined;
     const moved = await this.writes.transition(event.runId, STATUS_BY_EVENT[event.type], `carrier.${event.type}`, fieldsOf(event), detailOf(event), through);
     if (!moved && event.type === 'failed') {
@@ -115,17 +111,17 @@ export class CallEventApplier {
    * running beside this one, or in a webhook the carrier delivers again
    * (Telnyx does not promise the order of its webhooks). Applied now, the
    * run would end `failed` and lose what the answer brings (duration,
-   * recording, transcript). Its job is retried until LATE_ANSWER_WAIT_MS
-   * after the failure (by the carrier's clock, a clock far ahead of ours
-   * not waited for), so an answered call ends `completed`; a call that was
-   * not ends `failed` that much later.
+   * recording, transcript). Its job waits until LATE_ANSWER_WAIT_MS after
+   * it reached us (by our clock, whatever the carrier's says; delayed, not
+   * retried, so it spends no attempt), and is applied then: an answered
+   * call ends `completed`, one that was not ends `failed` that much later.
    */
-  private async waitForLateAnswer(event: CallEventJob): Promise<void> {
-    const age = Date.now() - Date.parse(event.occurredAt);
-    if (!(Math.abs(age) < LATE_ANSWER_WAIT_MS)) return;
+  private async waitForLateAnswer(event: CallEventJob, receivedAtMs: number): Promise<void> {
+    const due = receivedAtMs + this.config.lateAnswerWaitMs;
+    if (Date.now() >= due) return;
     const status = (await this.reader.findById(event.runId))?.status;
     if (status === 'dialing' || status === 'ringing') {
-      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`);
+      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`, due);
     }
   }
 
@@ -337,9 +333,16 @@ export function priceLookupJobId(runId: number, lookup: number): string {
   return `run-${runId}-price-lookup-${lookup}`;
 }
 
-/** An event that can be applied only after another one of its call: its job is retried later. */
+/**
+ * An event that can be applied only after another one of its call: its job
+ * is retried later, or, when `untilMs` is given, delayed until then without
+ * spending an attempt.
+ */
 export class EventTooEarly extends Error {
-  constructor(what: string) {
+  constructor(
+    what: string,
+    readonly untilMs?: number,
+  ) {
     super(`Too early for ${what}`);
     this.name = 'EventTooEarly';
   }

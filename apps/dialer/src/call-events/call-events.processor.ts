@@ -1,6 +1,6 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
-import { Job } from 'bullmq';
+import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
@@ -24,14 +24,16 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
   }
 
   /** Answers whether any of the job's events moved the run. */
-  async process(job: Job<CallEventJob>): Promise<boolean> {
+  async process(job: Job<CallEventJob>, token?: string): Promise<boolean> {
     try {
-      return await this.applier.applyJob(job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1));
+      return await this.applier.applyJob(job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1), job.timestamp);
     } catch (error) {
       if (error instanceof EventTooEarly) {
-        // Expected: webhooks of one call come in no promised order. The job's retry applies it.
+        // Expected: webhooks of one call come in no promised order. The job's retry, or its return after the delay, applies it.
         this.logger.log({ run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 }, error.message);
-        throw error;
+        if (error.untilMs === undefined) throw error;
+        await job.moveToDelayed(error.untilMs, token);
+        throw new DelayedError(error.message);
       }
       this.logger.error(
         { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 },
