@@ -1,5 +1,6 @@
 import { WorkflowRun } from '@app/persistence';
-import { TelephonyProviders } from '@app/telephony';
+import { carrierNetworkFailure, TelephonyProviders } from '@app/telephony';
+import { DownloadRefused } from '../../libs/telephony/src/carrier-http';
 import { RECORDING_FETCHES_AT_ONCE, RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
@@ -67,5 +68,58 @@ describe('carrier recordings fetched by a dialer', () => {
       [runIds],
     );
     expect(stored[0].n).toBe(12);
+  });
+
+  it('leaves out at once, and says so in the log, a recording whose download is refused (an address that is not public)', async () => {
+    const org = await createOrganization(apps.dataSource);
+    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 0, talk_ms: 0 } });
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+    const completedRun = (name: string, isCompleted: boolean) =>
+      apps.dataSource.getRepository(WorkflowRun).save({
+        organizationId: org.organizationId,
+        workflowId: workflow.workflowId,
+        name,
+        status: 'completed',
+        environment: 'production',
+        triggerUuid: workflow.triggerUuid,
+        telephonyConfigurationId: config.id,
+        provider: 'sandbox',
+        phoneNumber: '+14155550100',
+        fromNumber: '+15005550006',
+        providerCallId: `SB-${name}`,
+        isCompleted,
+        endedAt: new Date(),
+        carrierRecordingUrl: 'https://storage.example/private.wav',
+        logs: { events: [] },
+      });
+    // One run finishing with its recording, one whose recording was announced after it finished.
+    const finishing = await completedRun('refused-finishing', false);
+    const late = await completedRun('refused-late', true);
+    const message = 'Sandbox recording download: refused to connect to storage.example: it does not resolve to a public address';
+    const refuse = jest
+      .spyOn(apps.dialer!.get(TelephonyProviders).get('sandbox') as never, 'fetchRecording')
+      .mockImplementation((async () => {
+        throw carrierNetworkFailure('Sandbox recording download', new DownloadRefused('refused to connect to storage.example: it does not resolve to a public address'));
+      }) as never);
+    try {
+      const collector = apps.dialer!.get(RunArtifactsCollector);
+      // Neither throws (which would retry the job, and the run would wait for the reaper's give-up an hour later).
+      await collector.collect(finishing.id);
+      await collector.storeLateRecording(late.id);
+    } finally {
+      refuse.mockRestore();
+    }
+    const rows: Array<{ id: number; is_completed: boolean; recording_key: string | null; transcript_key: string | null; logs: { events: Array<{ event: string; detail?: { message?: string } }> } }> =
+      await apps.dataSource.query(`SELECT id, is_completed, recording_key, transcript_key, logs FROM workflow_runs WHERE id = ANY($1::bigint[]) ORDER BY id`, [
+        [finishing.id, late.id],
+      ]);
+    for (const row of rows) {
+      expect(row.is_completed).toBe(true);
+      expect(row.logs.events.find((entry) => entry.event === 'artifacts.recording_unavailable')?.detail?.message).toBe(message);
+    }
+    // The finishing run got its transcript (and the sandbox's own recording, as any run without a carrier one); the
+    // late one stays without a recording.
+    expect(rows[0].transcript_key).not.toBeNull();
+    expect(rows[1].recording_key).toBeNull();
   });
 });

@@ -49,6 +49,8 @@ export interface AppConfig {
   readonly ringTimeoutSeconds: number;
   /** How long a carrier failure that may follow an answer (a Telnyx `unspecified` hang-up) waits for the answer. */
   readonly lateAnswerWaitMs: number;
+  /** Private networks (CIDRs) a carrier's storage host may resolve to and still be fetched from; none by default. */
+  readonly carrierStorageNetworks: readonly string[];
   /** Base URLs of the carriers' REST APIs; tests point them at loopback fakes. */
   readonly carrierApiUrls: Readonly<Record<'twilio' | 'telnyx' | 'vonage' | 'plivo', string>>;
   /** The voice-agent runtime's media WebSocket that answered calls stream to (a configuration may override it). */

@@ -57,6 +57,17 @@ describe('loadAppConfig', () => {
     expect(configWarnings(loadAppConfig({ SECRETS_KEY: SECRET }))).toEqual([]);
   });
 
+  it('reads the private networks carrier storage may resolve to as CIDRs, and refuses anything else', () => {
+    expect(loadAppConfig({ SECRETS_KEY: SECRET }).carrierStorageNetworks).toEqual([]);
+    expect(loadAppConfig({ SECRETS_KEY: SECRET, CARRIER_STORAGE_NETWORKS: ' 10.20.0.0/16, fd00:ec2::/32 ' }).carrierStorageNetworks).toEqual([
+      '10.20.0.0/16',
+      'fd00:ec2::/32',
+    ]);
+    for (const wrong of ['10.20.0.0', '10.20.0.0/33', 'vpce.example/16', '10.0.0.0/8/1', 'fd00::/129']) {
+      expect(() => loadAppConfig({ SECRETS_KEY: SECRET, CARRIER_STORAGE_NETWORKS: wrong })).toThrow(`(got "${wrong}")`);
+    }
+  });
+
   it('never echoes the secrets key in its error', () => {
     const secret = 'not-a-valid-key-but-secret-anyway';
     expect(() => loadAppConfig({ SECRETS_KEY: secret })).toThrow(ConfigError);

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { AppConfig } from './app-config';
 import { ConfigError } from './config-error';
@@ -47,6 +48,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     dialTimeoutSeconds: reader.integer('DIAL_TIMEOUT_SECONDS', 120, 1, 86400),
     ringTimeoutSeconds: reader.integer('RING_TIMEOUT_SECONDS', 180, 1, 86400),
     lateAnswerWaitMs: reader.integer('LATE_ANSWER_WAIT_MS', 20_000, 0, 120_000),
+    carrierStorageNetworks: reader.networks('CARRIER_STORAGE_NETWORKS'),
     carrierApiUrls: {
       twilio: reader.url('TWILIO_API_URL', 'https://api.twilio.com', ['https:', 'http:']).replace(/\/+$/, ''),
       telnyx: reader.url('TELNYX_API_URL', 'https://api.telnyx.com', ['https:', 'http:']).replace(/\/+$/, ''),
@@ -144,6 +146,23 @@ class EnvReader {
     const path = URL.canParse(value) ? new URL(value).pathname : '/';
     if (!/^\/?(\d+)?$/.test(path)) this.problems.push(`${name} must name its database as a number after the port, such as /0 (got "${path}")`);
     return value;
+  }
+
+  /** Comma-separated CIDRs (`10.0.0.0/8, fd00::/8`); none when unset. */
+  networks(name: string): string[] {
+    const cidrs = this.string(name, '')
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== '');
+    for (const cidr of cidrs) {
+      const [network, prefix, extra] = cidr.split('/');
+      const family = isIP(network);
+      const bits = /^\d+$/.test(prefix ?? '') ? Number(prefix) : NaN;
+      if (extra !== undefined || family === 0 || !(bits >= 0 && bits <= (family === 4 ? 32 : 128))) {
+        this.problems.push(`${name} must list networks as CIDRs separated by commas, such as 10.0.0.0/8,fd00::/8 (got "${cidr}")`);
+      }
+    }
+    return cidrs;
   }
 
   queuePrefix(name: string, fallback: string): string {

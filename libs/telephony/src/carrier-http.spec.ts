@@ -1,6 +1,6 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS } from './carrier-http';
+import { allowCarrierStorageNetworks, carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS } from './carrier-http';
 
 interface Hop {
   url: string;
@@ -103,6 +103,21 @@ describe('carrierHttp redirects', () => {
       });
       expect(carrier.hops.map((hop) => hop.url)).toEqual(['/named', '/literal']);
       expect(internal.hops).toEqual([]);
+    });
+
+    it('connects to the private networks the operator names for carrier storage (CARRIER_STORAGE_NETWORKS), and only to those', async () => {
+      const storage = await started(() => ({ status: 200, body: 'RIFF' }));
+      try {
+        allowCarrierStorageNetworks(['10.0.0.0/8']);
+        await expect(download(`${storage.named}/x.wav`, () => true, [])).rejects.toMatchObject({ name: 'DownloadRefused' });
+        // localhost resolves to 127.0.0.1 and, where the machine has it, ::1: both must be named.
+        allowCarrierStorageNetworks(['127.0.0.0/8', '::1/128']);
+        expect(await download(`${storage.named}/x.wav`, () => true, [])).toMatchObject({ status: 200, bytes: Buffer.from('RIFF') });
+        expect(await download(`${storage.base}/x.wav`, () => true, [])).toMatchObject({ status: 200 });
+      } finally {
+        allowCarrierStorageNetworks([]);
+      }
+      await expect(download(`${storage.base}/x.wav`, () => true, [])).rejects.toMatchObject({ name: 'DownloadRefused' });
     });
 
     it('connects to a trusted origin wherever it points (the configured API, a local fake in tests)', async () => {

@@ -1,7 +1,7 @@
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { Agent, fetch } from 'undici';
 import { CarrierError } from './carrier-error';
-import { AddressNotPublic, isPublicAddress, publicAddressLookup } from './public-address';
+import { AddressNotPublic, isConnectableAddress, networksOf, publicAddressLookup } from './public-address';
 
 /** Requests to a carrier's API give up after this long; the outcome of a dial is then unknown. */
 export const CARRIER_REQUEST_TIMEOUT_MS = 15_000;
@@ -104,8 +104,23 @@ export class DownloadRefused extends Error {
   }
 }
 
-/** Connections of downloads from hosts not trusted by configuration: public addresses only. */
-const PUBLIC_ONLY = new Agent({ connect: { lookup: publicAddressLookup() } });
+/** Private networks carrier storage may resolve to besides public addresses (CARRIER_STORAGE_NETWORKS). */
+let storageNetworks: BlockList | undefined;
+/** Connections of downloads from hosts not trusted by configuration: public addresses (and `storageNetworks`) only. */
+let publicOnlyAgent = new Agent({ connect: { lookup: publicAddressLookup() } });
+
+/**
+ * Names the private networks (CIDRs) a carrier's storage host may resolve
+ * to and still be connected to, such as the addresses of an S3 interface
+ * endpoint inside the operator's own network; none by default. Set at start
+ * (the telephony module does, from CARRIER_STORAGE_NETWORKS).
+ */
+export function allowCarrierStorageNetworks(cidrs: readonly string[]): void {
+  storageNetworks = cidrs.length > 0 ? networksOf(cidrs) : undefined;
+  const previous = publicOnlyAgent;
+  publicOnlyAgent = new Agent({ connect: { lookup: publicAddressLookup(undefined, storageNetworks) } });
+  void previous.close().catch(() => undefined);
+}
 
 const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -187,11 +202,15 @@ async function send(first: URL, init: CarrierHttpRequest, headers: Record<string
   }
 }
 
-/** The public-only connections for `target`; an IP literal, which no lookup sees, is checked here. */
+/**
+ * The public-only connections for `target`; an IP literal, which no lookup
+ * sees, is checked here. (Which schemes and ports a download may use is the
+ * carriers' host checks' to say: `carrierHostCheck`, `isPublicHttpsUrl`.)
+ */
 function publicOnly(target: URL): Agent {
   const host = target.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) !== 0 && !isPublicAddress(host)) throw new AddressNotPublic(host);
-  return PUBLIC_ONLY;
+  if (isIP(host) !== 0 && !isConnectableAddress(host, storageNetworks)) throw new AddressNotPublic(host);
+  return publicOnlyAgent;
 }
 
 /** The `AddressNotPublic` a failed fetch carries (undici wraps the connection's error, sometimes twice). */

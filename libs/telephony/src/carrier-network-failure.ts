@@ -28,6 +28,19 @@ export function carrierNetworkFailure(what: string, error: unknown): Error {
 }
 
 /**
+ * Whether `error` is, or wraps, a download the dialer refused to make (a
+ * host that does not resolve to a public address, a redirect it does not
+ * trust): trying again would be refused the same way.
+ */
+export function isDownloadRefused(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; depth++) {
+    if (current instanceof DownloadRefused) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+/**
  * Whether `error` is a request that got no answer from the carrier (refused,
  * unknown host, reset, timeout), not an answer the carrier gave: what
  * `carrierHttp` throws, and what `carrierNetworkFailure` makes of it, however

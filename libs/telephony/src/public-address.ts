@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, LookupAddress } from 'node:dns';
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
 
 /**
  * Addresses a download from a host a webhook named is never connected to:
@@ -52,6 +52,25 @@ export function isPublicAddress(address: string): boolean {
   return GLOBAL_UNICAST.check(address, 'ipv6') && !NOT_PUBLIC.check(address, 'ipv6');
 }
 
+/** Networks written as CIDRs (`10.0.0.0/8`, `fd00::/8`), for `publicAddressLookup`'s exceptions. */
+export function networksOf(cidrs: readonly string[]): BlockList {
+  const networks = new BlockList();
+  for (const cidr of cidrs) {
+    const [network, prefix] = cidr.split('/');
+    const family = isIP(network);
+    if (family === 0 || !/^\d+$/.test(prefix ?? '')) throw new Error(`not a network: "${cidr}"`);
+    networks.addSubnet(network, Number(prefix), family === 4 ? 'ipv4' : 'ipv6');
+  }
+  return networks;
+}
+
+/** Whether a download from an untrusted host may connect to the IP literal `address`: public, or inside `alsoAllowed`. */
+export function isConnectableAddress(address: string, alsoAllowed?: BlockList): boolean {
+  if (isPublicAddress(address)) return true;
+  const family = isIP(address);
+  return alsoAllowed !== undefined && family !== 0 && alsoAllowed.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
 /** The IPv4 address in an IPv4-mapped or NAT64 (64:ff9b::/96) IPv6 address, or null. */
 function embeddedIPv4(address: string): string | null {
   const groups = ipv6Groups(address);
@@ -101,11 +120,12 @@ const systemResolve: Resolve = (host, callback) => dnsLookup(host, { all: true, 
 
 /**
  * A `lookup` for a socket's connect options that answers only if every
- * address the name resolves to is public: checked when the connection is
+ * address the name resolves to is public (or inside `alsoAllowed`, the
+ * private networks an operator names): checked when the connection is
  * made, so a name re-pointed between a check and the connect (DNS
  * rebinding) is caught too. `resolve` is the system's resolver but in tests.
  */
-export function publicAddressLookup(resolve: Resolve = systemResolve) {
+export function publicAddressLookup(resolve: Resolve = systemResolve, alsoAllowed?: BlockList) {
   return (host: string, options: { all?: boolean; family?: number | string }, callback: LookupCallback): void => {
     resolve(host, (error, found) => {
       if (error) return callback(error, []);
@@ -115,7 +135,7 @@ export function publicAddressLookup(resolve: Resolve = systemResolve) {
         const none = Object.assign(new Error(`no address for ${host}`), { code: 'ENOTFOUND' });
         return callback(none, []);
       }
-      if (!found.every((each) => isPublicAddress(each.address))) return callback(new AddressNotPublic(host), []);
+      if (!found.every((each) => isConnectableAddress(each.address, alsoAllowed))) return callback(new AddressNotPublic(host), []);
       if (options.all) return callback(null, addresses);
       callback(null, addresses[0].address, addresses[0].family);
     });

@@ -1,7 +1,8 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module } from '@nestjs/common';
 import { CallEventsQueue, CallEventJob } from '@app/queue';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { AgentSessionTokens } from './agent-session-tokens';
+import { allowCarrierStorageNetworks } from './carrier-http';
 import { CALL_EVENT_SINK } from './call-event-sink.token';
 import { CredentialsCipher } from './credentials-cipher';
 import { PlivoProvider } from './plivo/plivo.provider';
@@ -37,4 +38,8 @@ import { TelephonyProviders } from './telephony-providers';
   ],
   exports: [TelephonyProviders, CredentialsCipher, AgentSessionTokens],
 })
-export class TelephonyModule {}
+export class TelephonyModule {
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    allowCarrierStorageNetworks(config.carrierStorageNetworks);
+  }
+}

@@ -2,7 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { ConcurrencyGate } from '@app/common';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CarrierWebhooks, CredentialsCipher, hangsUpOnMachines, hasWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
+import {
+  CarrierWebhooks,
+  CredentialsCipher,
+  hangsUpOnMachines,
+  hasWebhooks,
+  isDownloadRefused,
+  TelephonyProvider,
+  TelephonyProviders,
+} from '@app/telephony';
 import { PromptRenderer, renderOpening } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
@@ -67,7 +75,8 @@ export class RunArtifactsCollector {
     let recordingKey: string | null = null;
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
       recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config).catch(async (error: unknown) => {
-        if (!giveUpOnCarrierRecording) throw error;
+        // A download refused (an address that is not public) is refused again: left out at once, not after an hour.
+        if (!giveUpOnCarrierRecording && !isDownloadRefused(error)) throw error;
         await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
         return null;
       });
@@ -126,7 +135,14 @@ export class RunArtifactsCollector {
     const config = await this.configurations.find(run.telephonyConfigurationId);
     const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
-    const recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+    let recordingKey: string;
+    try {
+      recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+    } catch (error) {
+      if (!isDownloadRefused(error)) throw error;
+      await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
+      return;
+    }
     if (await this.runs.recordRecordingIfNone(run.id, recordingKey)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
   }
 
