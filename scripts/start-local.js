@@ -28,6 +28,7 @@ let killAfterMs = KILL_MARGIN_MS;
 const apps = new Map(); // name -> ChildProcess of a long-running app
 const helpers = new Set(); // short CLI runs (migrate, seed-demo)
 let stopping = null; // { signal, at } once a shutdown started
+let terminalGone = false; // after SIGHUP: nothing more is written to a terminal
 let exitCode = 0;
 
 main().catch((error) => {
@@ -39,6 +40,8 @@ main().catch((error) => {
 
 async function main() {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => onSignal(signal));
+  // A closed pipe fails later writes with EPIPE: the stop that follows must not die of its own messages.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   // Last resort if this process dies of a bug: do not leave the apps running.
   process.on('exit', () => {
     for (const child of [...apps.values(), ...helpers]) child.kill('SIGKILL');
@@ -142,7 +145,11 @@ async function runCli(args, env, { capture = false } = {}) {
 function startApp(name, entry, env, nodeFlags) {
   // Own process group: a terminal Ctrl-C reaches the app once, forwarded by
   // onSignal, instead of twice (twice makes Nest skip its graceful shutdown).
-  const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  // Its output comes through this process rather than to the terminal itself,
+  // so a terminal closed under it cannot fail the app's own writes.
+  const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  child.stdout.on('data', (chunk) => write(process.stdout, chunk));
+  child.stderr.on('data', (chunk) => write(process.stderr, chunk));
   apps.set(name, child);
   say(`${name} started (pid ${child.pid})`);
   child.once('exit', (code, signal) => {
@@ -178,6 +185,9 @@ async function waitUntilReady(name, url) {
 }
 
 function onSignal(signal) {
+  // The terminal is gone: writing to it would fail (and can crash Node), so nothing more is written to it, the apps'
+  // logs included; they are still read, so the apps never block on a full pipe while they drain.
+  if (signal === 'SIGHUP') terminalGone = true;
   if (!stopping) {
     say(`${signal}: stopping the api and the dialer`);
     stop(signal);
@@ -251,7 +261,12 @@ function existingDatabaseNote(baseUrl) {
 }
 
 function say(message) {
-  process.stderr.write(`start-local: ${message}\n`);
+  write(process.stderr, `start-local: ${message}\n`);
+}
+
+/** Writes to this process's output, unless it is the terminal that went away (SIGHUP); a file or a pipe still gets it. */
+function write(stream, chunk) {
+  if (!(terminalGone && stream.isTTY)) stream.write(chunk);
 }
 
 class StartError extends Error {}
