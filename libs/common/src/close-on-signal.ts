@@ -4,6 +4,13 @@ import type { Logger as PinoLogger } from 'pino';
 /** Hands the booted app to the signal handling that `closeOnSignal` installed. */
 export interface SignalShutdown {
   attach(app: INestApplication, logger: PinoLogger): void;
+  /**
+   * The app failed to start and its starter closes it: a signal from now on
+   * closes nothing more (the close is under way) and cannot turn the failed
+   * start's exit code 1 into a clean stop's 0. Answers whether a signal's
+   * close was already under way (the starter then leaves the exit to it).
+   */
+  startFailed(): boolean;
 }
 
 /**
@@ -45,6 +52,11 @@ export function closeOnSignal(): SignalShutdown {
     attach(app, logger) {
       attached = { app, logger };
       close();
+    },
+    startFailed() {
+      const already = closing;
+      closing = true;
+      return already;
     },
   };
 }

@@ -38,6 +38,8 @@ export async function startApp<App extends INestApplication>(
     } else {
       process.stderr.write(`${name} failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     }
+    // A signal's close already under way exits by itself (0 once closed); otherwise this one, which no signal joins.
+    if (built && shutdown.startFailed()) return;
     if (built) await closeWithin(built.app, built.config.shutdownGraceMs + CLOSE_MARGIN_MS);
     process.exit(1);
   }

@@ -46,8 +46,8 @@ describe('loadAppConfig', () => {
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toContain('REDIS_URL has a user or password with a "%" not followed by two hex digits');
-    expect(message).toContain('DATABASE_URL has a user or password with a "%" not followed by two hex digits');
+    expect(message).toContain('REDIS_URL has a user or password whose percent-escapes do not decode');
+    expect(message).toContain('DATABASE_URL has a user or password whose percent-escapes do not decode');
     expect(message).not.toContain('secret');
     expect(loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: 'redis://:p%25w@127.0.0.1:6379' }).redisUrl).toBe('redis://:p%25w@127.0.0.1:6379');
   });

@@ -132,7 +132,7 @@ class EnvReader {
       }
       if (!decodable(parsed.username) || !decodable(parsed.password)) {
         // The clients decode them, and would throw at the first connection instead; the value is never echoed.
-        this.problems.push(`${name} has a user or password with a "%" not followed by two hex digits: write a literal "%" as %25`);
+        this.problems.push(`${name} has a user or password whose percent-escapes do not decode (a "%" not followed by two hex digits, or bytes that are not UTF-8): write a literal "%" as %25`);
       }
     } catch {
       this.problems.push(`${name} must be a URL`);

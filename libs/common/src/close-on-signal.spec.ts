@@ -1,0 +1,68 @@
+import type { INestApplication } from '@nestjs/common';
+import type { Logger as PinoLogger } from 'pino';
+import { closeOnSignal } from './close-on-signal';
+
+describe('closeOnSignal', () => {
+  const logger = { info: jest.fn(), error: jest.fn() } as unknown as PinoLogger;
+  let added: Array<{ signal: NodeJS.Signals; listener: (...args: unknown[]) => void }> = [];
+  let exit: jest.SpyInstance;
+
+  /** Installs the handling, noting the listeners it adds so that they are removed after the test. */
+  const install = () => {
+    const before = new Map((['SIGTERM', 'SIGINT'] as const).map((signal) => [signal, process.listeners(signal)]));
+    const shutdown = closeOnSignal();
+    for (const [signal, listeners] of before) {
+      for (const listener of process.listeners(signal)) if (!listeners.includes(listener)) added.push({ signal, listener });
+    }
+    return shutdown;
+  };
+  const appClosing = () => {
+    let finish: () => void = () => undefined;
+    const close = jest.fn(() => new Promise<void>((resolve) => (finish = resolve)));
+    return { app: { close } as unknown as INestApplication, close, finish: () => finish() };
+  };
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  beforeEach(() => {
+    exit = jest.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
+  });
+  afterEach(() => {
+    for (const { signal, listener } of added) process.removeListener(signal, listener);
+    added = [];
+    exit.mockRestore();
+  });
+
+  it('closes the app on SIGTERM and exits 0 once it has closed', async () => {
+    const shutdown = install();
+    const { app, close, finish } = appClosing();
+    shutdown.attach(app, logger);
+
+    process.emit('SIGTERM', 'SIGTERM');
+    expect(close).toHaveBeenCalledTimes(1);
+    finish();
+    await settle();
+    expect(exit).toHaveBeenCalledWith(0);
+  });
+
+  it('leaves an app whose start failed to its starter: a signal then closes nothing and exits nothing', async () => {
+    const shutdown = install();
+    const { app, close } = appClosing();
+    shutdown.attach(app, logger);
+
+    expect(shutdown.startFailed()).toBe(false);
+    process.emit('SIGTERM', 'SIGTERM');
+    await settle();
+    expect(close).not.toHaveBeenCalled();
+    expect(exit).not.toHaveBeenCalled();
+  });
+
+  it("tells the starter of a failed start that a signal's close is already under way", () => {
+    const shutdown = install();
+    const { app, close } = appClosing();
+    shutdown.attach(app, logger);
+    process.emit('SIGTERM', 'SIGTERM');
+
+    expect(shutdown.startFailed()).toBe(true);
+    expect(close).toHaveBeenCalledTimes(1);
+  });
+});
