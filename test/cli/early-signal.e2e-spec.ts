@@ -1,19 +1,12 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../support/free-port';
 import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
 import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
 import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
-import { REPO_ROOT } from './support/repo-root';
 import { runCli } from './support/run-command';
-
-const MAINS = {
-  api: join(REPO_ROOT, 'dist/apps/api/apps/api/src/main.js'),
-  dialer: join(REPO_ROOT, 'dist/apps/dialer/apps/dialer/src/main.js'),
-};
+import { APP_MAINS, spawnApp } from './support/spawn-app';
 
 /** Reports on stderr when the process adds its first SIGTERM listener. */
 const REPORT_SIGNAL_HANDLERS = join(__dirname, 'support/report-signal-handlers.js');
@@ -37,46 +30,25 @@ describe('a SIGTERM while an app is still loading', () => {
     rmSync(artifactsDir, { recursive: true, force: true });
   });
 
-  it.each(Object.keys(MAINS) as Array<keyof typeof MAINS>)(
+  it.each(Object.keys(APP_MAINS) as Array<keyof typeof APP_MAINS>)(
     'is held until the %s exists, then stops it cleanly with exit code 0',
     async (app) => {
-      const child = spawn(process.execPath, ['--require', REPORT_SIGNAL_HANDLERS, MAINS[app]], {
-        cwd: REPO_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          ...process.env,
-          NODE_ENV: 'production',
-          DATABASE_URL: databaseUrl,
-          REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-          QUEUE_PREFIX: queuePrefix,
-          SECRETS_KEY: 'ab'.repeat(32),
-          ARTIFACTS_DIR: artifactsDir,
-          PORT: String(await freePort()),
-          DIALER_HEALTH_PORT: String(await freePort()),
-          LOG_LEVEL: 'info',
-        },
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        child.on('exit', (code, signal) => resolve({ code, signal })),
-      );
+      const { child, output, exited } = await spawnApp(app, { databaseUrl, queuePrefix, artifactsDir }, { nodeArgs: ['--require', REPORT_SIGNAL_HANDLERS] });
 
       try {
         // As soon as the handler is in (before the application's modules have loaded), not after a guessed delay.
-        await waitFor(async () => (output.includes('test: SIGTERM listener added') ? true : undefined), {
+        await waitFor(async () => (output().includes('test: SIGTERM listener added') ? true : undefined), {
           timeoutMs: 10_000,
           intervalMs: 2,
           what: `the ${app} to install its SIGTERM handler`,
         });
         // The handler came before the application's modules: a signal in that time is not lost.
-        expect(output).toContain('test: SIGTERM listener added, Nest loaded: false');
-        expect(output).not.toMatch(/started|listening/);
+        expect(output()).toContain('test: SIGTERM listener added, Nest loaded: false');
+        expect(output()).not.toMatch(/started|listening/);
         child.kill('SIGTERM');
 
         expect(await exited).toEqual({ code: 0, signal: null });
-        expect(output).toMatch(/"msg":"stopped"/);
+        expect(output()).toMatch(/"msg":"stopped"/);
       } finally {
         // A failed expectation must not leave the app running.
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,10 +6,8 @@ import { freePort } from '../support/free-port';
 import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
 import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
-import { REPO_ROOT } from './support/repo-root';
 import { runCli } from './support/run-command';
-
-const DIALER_MAIN = join(REPO_ROOT, 'dist/apps/dialer/apps/dialer/src/main.js');
+import { spawnApp } from './support/spawn-app';
 
 /**
  * Nest initializes the modules before it binds the port: a dialer whose
@@ -41,35 +38,18 @@ describe('a dialer that cannot bind its health port', () => {
   });
 
   it('says why, closes its workers, and exits 1', async () => {
-    const child = spawn(process.execPath, [DIALER_MAIN], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        DATABASE_URL: databaseUrl,
-        REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-        QUEUE_PREFIX: queuePrefix,
-        SECRETS_KEY: 'ab'.repeat(32),
-        ARTIFACTS_DIR: artifactsDir,
-        HOST: '127.0.0.1',
-        DIALER_HEALTH_PORT: String(takenPort),
-        LOG_LEVEL: 'info',
-      },
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.on('exit', (code, signal) => resolve({ code, signal })),
+    const { child, output, exited } = await spawnApp(
+      'dialer',
+      { databaseUrl, queuePrefix, artifactsDir },
+      { env: { HOST: '127.0.0.1', DIALER_HEALTH_PORT: String(takenPort) } },
     );
     try {
       expect(await exited).toEqual({ code: 1, signal: null });
-      expect(output).toContain('dialer failed to start');
-      expect(output).toContain('EADDRINUSE');
+      expect(output()).toContain('dialer failed to start');
+      expect(output()).toContain('EADDRINUSE');
       // The workers were paused and closed (WorkerShutdown) before the exit. (Not compared with the failure's place in
       // the output: one is on stdout, the other on stderr, and the two pipes arrive here in no promised order.)
-      expect(output).toContain('"msg":"workers drained"');
+      expect(output()).toContain('"msg":"workers drained"');
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }

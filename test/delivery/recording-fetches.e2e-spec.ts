@@ -18,17 +18,16 @@ describe('carrier recordings fetched by a dialer', () => {
   });
   afterAll(() => apps.close());
 
-  it(`fetches at most ${RECORDING_FETCHES_AT_ONCE} at once, and stores every one`, async () => {
+  /** A sandbox organization, configuration and agent of their own, and a maker of its completed runs whose carrier recording was announced. */
+  async function completedRuns() {
     const org = await createOrganization(apps.dataSource);
     const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 0, talk_ms: 0 } });
     const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    // Completed calls finished without their recordings, which the carrier announces afterwards.
-    const runIds: number[] = [];
-    for (let i = 0; i < 12; i++) {
-      const run = await apps.dataSource.getRepository(WorkflowRun).save({
+    return (name: string, isCompleted: boolean, carrierRecordingUrl: string) =>
+      apps.dataSource.getRepository(WorkflowRun).save({
         organizationId: org.organizationId,
         workflowId: workflow.workflowId,
-        name: `recording-${i}`,
+        name,
         status: 'completed',
         environment: 'production',
         triggerUuid: workflow.triggerUuid,
@@ -36,14 +35,19 @@ describe('carrier recordings fetched by a dialer', () => {
         provider: 'sandbox',
         phoneNumber: '+14155550100',
         fromNumber: '+15005550006',
-        providerCallId: `SB-recording-${i}`,
-        isCompleted: true,
+        providerCallId: `SB-${name}`,
+        isCompleted,
         endedAt: new Date(),
-        carrierRecordingUrl: `https://recordings.example/${i}.wav`,
+        carrierRecordingUrl,
         logs: { events: [] },
       });
-      runIds.push(run.id);
-    }
+  }
+
+  it(`fetches at most ${RECORDING_FETCHES_AT_ONCE} at once, and stores every one`, async () => {
+    const completedRun = await completedRuns();
+    // Completed calls finished without their recordings, which the carrier announces afterwards.
+    const runIds: number[] = [];
+    for (let i = 0; i < 12; i++) runIds.push((await completedRun(`recording-${i}`, true, `https://recordings.example/${i}.wav`)).id);
     let fetching = 0;
     let most = 0;
     let calls = 0;
@@ -71,27 +75,8 @@ describe('carrier recordings fetched by a dialer', () => {
   });
 
   it('leaves out at once, and says so in the log, a recording whose download is refused (an address that is not public)', async () => {
-    const org = await createOrganization(apps.dataSource);
-    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 0, talk_ms: 0 } });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    const completedRun = (name: string, isCompleted: boolean) =>
-      apps.dataSource.getRepository(WorkflowRun).save({
-        organizationId: org.organizationId,
-        workflowId: workflow.workflowId,
-        name,
-        status: 'completed',
-        environment: 'production',
-        triggerUuid: workflow.triggerUuid,
-        telephonyConfigurationId: config.id,
-        provider: 'sandbox',
-        phoneNumber: '+14155550100',
-        fromNumber: '+15005550006',
-        providerCallId: `SB-${name}`,
-        isCompleted,
-        endedAt: new Date(),
-        carrierRecordingUrl: 'https://storage.example/private.wav',
-        logs: { events: [] },
-      });
+    const made = await completedRuns();
+    const completedRun = (name: string, isCompleted: boolean) => made(name, isCompleted, 'https://storage.example/private.wav');
     // One run finishing with its recording, one whose recording was announced after it finished.
     const finishing = await completedRun('refused-finishing', false);
     const late = await completedRun('refused-late', true);

@@ -4,7 +4,7 @@ import { closeOnSignal } from './close-on-signal';
 
 describe('closeOnSignal', () => {
   const logger = { info: jest.fn(), error: jest.fn() } as unknown as PinoLogger;
-  let added: Array<{ signal: NodeJS.Signals; listener: (...args: unknown[]) => void }> = [];
+  let added: Array<{ signal: NodeJS.Signals; listener: NodeJS.SignalsListener }> = [];
   let exit: jest.SpyInstance;
 
   /** Installs the handling, noting the listeners it adds so that they are removed after the test. */
