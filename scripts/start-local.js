@@ -152,7 +152,8 @@ function startApp(name, entry, env, nodeFlags) {
   child.stderr.on('data', (chunk) => write(process.stderr, chunk));
   apps.set(name, child);
   say(`${name} started (pid ${child.pid})`);
-  child.once('exit', (code, signal) => {
+  // 'close', not 'exit': by then its pipes are drained, so its last lines (a "stopped", a failure's stack) are through.
+  child.once('close', (code, signal) => {
     apps.delete(name);
     const clean = code === 0 || (stopping !== null && signal === stopping.signal);
     if (!stopping) {
@@ -215,7 +216,14 @@ function stop(received) {
 }
 
 function exitWhenAllStopped() {
-  if (stopping && apps.size === 0 && helpers.size === 0) process.exit(exitCode);
+  if (!(stopping && apps.size === 0 && helpers.size === 0)) return;
+  // What the apps wrote last may still be on its way out of this process (a pipe is written asynchronously): exit once
+  // both streams have taken it, or after a second if one never does (a terminal that went away).
+  process.exitCode = exitCode;
+  let pending = 2;
+  const flushed = () => --pending === 0 && process.exit(exitCode);
+  for (const stream of [process.stdout, process.stderr]) stream.write('', flushed);
+  setTimeout(() => process.exit(exitCode), 1_000).unref();
 }
 
 function waitForExit(child) {

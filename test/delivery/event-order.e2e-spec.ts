@@ -165,6 +165,20 @@ describe('carrier events applied out of order', () => {
       expect(await applier.apply(events(last, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true }), true)).toBe(true);
       expect(await readRow(last)).toMatchObject({ status: 'failed' });
 
+      // A gateway whose clock is ahead of the dialer's by more than the wait: not waited for (it would hold the run).
+      const skewed = await seedRun('ringing');
+      const farAhead = Date.now() + 3 * lateAnswerWaitMs;
+      expect(await applier.apply(events(skewed, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true }), false, farAhead)).toBe(true);
+      expect(await readRow(skewed)).toMatchObject({ status: 'failed' });
+      // Ahead by less: waited for, but never delayed by more than the wait at once.
+      const ahead = await seedRun('ringing');
+      const before = Date.now();
+      const delayed = applier.apply(events(ahead, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true }), false, before + lateAnswerWaitMs / 2);
+      await expect(delayed).rejects.toBeInstanceOf(EventTooEarly);
+      const { untilMs } = (await delayed.catch((error: EventTooEarly) => error)) as EventTooEarly;
+      expect(untilMs! - before).toBeLessThanOrEqual(lateAnswerWaitMs + (Date.now() - before));
+      expect(untilMs! - before).toBeGreaterThanOrEqual(lateAnswerWaitMs);
+
       const rejected = await seedRun('ringing');
       expect(await applier.apply(events(rejected, 'failed', new Date(), { reason: 'call_rejected' }))).toBe(true);
       expect(await readRow(rejected)).toMatchObject({ status: 'failed' });

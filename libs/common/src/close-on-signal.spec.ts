@@ -56,13 +56,16 @@ describe('closeOnSignal', () => {
     expect(exit).not.toHaveBeenCalled();
   });
 
-  it("tells the starter of a failed start that a signal's close is already under way", () => {
+  it("tells the starter of a failed start that a signal's close is already under way, which then exits 1", async () => {
     const shutdown = install();
-    const { app, close } = appClosing();
+    const { app, close, finish } = appClosing();
     shutdown.attach(app, logger);
     process.emit('SIGTERM', 'SIGTERM');
 
     expect(shutdown.startFailed()).toBe(true);
     expect(close).toHaveBeenCalledTimes(1);
+    finish();
+    await settle();
+    expect(exit).toHaveBeenCalledWith(1);
   });
 });

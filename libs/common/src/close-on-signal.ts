@@ -8,7 +8,8 @@ export interface SignalShutdown {
    * The app failed to start and its starter closes it: a signal from now on
    * closes nothing more (the close is under way) and cannot turn the failed
    * start's exit code 1 into a clean stop's 0. Answers whether a signal's
-   * close was already under way (the starter then leaves the exit to it).
+   * close was already under way (the starter then leaves the exit to it,
+   * which is then 1 too).
    */
   startFailed(): boolean;
 }
@@ -24,6 +25,8 @@ export function closeOnSignal(): SignalShutdown {
   let requested: NodeJS.Signals | null = null;
   let attached: { app: INestApplication; logger: PinoLogger } | null = null;
   let closing = false;
+  /** The starter's start failed while a signal's close was under way: that close ends with exit code 1. */
+  let failedStart = false;
 
   const close = () => {
     if (closing || !attached || !requested) return;
@@ -33,7 +36,7 @@ export function closeOnSignal(): SignalShutdown {
     app.close().then(
       () => {
         logger.info('stopped');
-        process.exit(0);
+        process.exit(failedStart ? 1 : 0);
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
@@ -56,6 +59,7 @@ export function closeOnSignal(): SignalShutdown {
     startFailed() {
       const already = closing;
       closing = true;
+      failedStart = already;
       return already;
     },
   };

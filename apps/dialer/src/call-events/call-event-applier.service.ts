@@ -79,8 +79,10 @@ export class CallEventApplier {
   async apply(event: CallEventJob, lastAttempt = false, receivedAtMs = Date.now()): Promise<boolean> {
     if (event.type === 'recording') {
       if (event.recordingUrl) await this.runs.recordCarrierRecordingUrl(event.runId, event.recordingUrl);
-      await this.artifacts.collect(event.runId);
-      if (event.recordingUrl) await this.artifacts.storeLateRecording(event.runId);
+      // A run this finishes has had the recording dealt with (stored, or left out for good): only a run that had
+      // finished before takes it as a late one.
+      const finished = await this.artifacts.collect(event.runId);
+      if (event.recordingUrl && !finished) await this.artifacts.storeLateRecording(event.runId);
       return false;
     }
     if (event.type === 'cost') return this.applyCost(event, lastAttempt);
@@ -112,16 +114,22 @@ export class CallEventApplier {
    * (Telnyx does not promise the order of its webhooks). Applied now, the
    * run would end `failed` and lose what the answer brings (duration,
    * recording, transcript). Its job waits until LATE_ANSWER_WAIT_MS after
-   * it reached us (by our clock, whatever the carrier's says; delayed, not
-   * retried, so it spends no attempt), and is applied then: an answered
-   * call ends `completed`, one that was not ends `failed` that much later.
+   * it reached us (when the gateway enqueued it, whatever the carrier's
+   * clock says; delayed, not retried, so it spends no attempt), and is
+   * applied then: an answered call ends `completed`, one that was not ends
+   * `failed` that much later. A gateway's clock ahead of this dialer's by
+   * more than the wait is not waited for, and no delay is longer than the
+   * wait, so the clocks' disagreement cannot hold a run for longer than
+   * twice the wait.
    */
   private async waitForLateAnswer(event: CallEventJob, receivedAtMs: number): Promise<void> {
-    const due = receivedAtMs + this.config.lateAnswerWaitMs;
-    if (Date.now() >= due) return;
+    const waitMs = this.config.lateAnswerWaitMs;
+    const now = Date.now();
+    const due = receivedAtMs + waitMs;
+    if (now >= due || due - now > 2 * waitMs) return;
     const status = (await this.reader.findById(event.runId))?.status;
     if (status === 'dialing' || status === 'ringing') {
-      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`, due);
+      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`, Math.min(due, now + waitMs));
     }
   }
 

@@ -53,22 +53,23 @@ export class RunArtifactsCollector {
    * `force`: finish even if the agent runtime has not closed its session (the
    * reaper, later). `giveUpOnCarrierRecording`: a carrier recording that
    * cannot be fetched is left out (noted in the run's log) rather than
-   * keeping the run from completing (the reaper, much later).
+   * keeping the run from completing (the reaper, much later). True when
+   * this call finished the run.
    */
-  async collect(runId: number, force = false, giveUpOnCarrierRecording = false): Promise<void> {
+  async collect(runId: number, force = false, giveUpOnCarrierRecording = false): Promise<boolean> {
     const run = await this.reader.findById(runId);
-    if (!run || run.status !== 'completed' || run.isCompleted) return;
+    if (!run || run.status !== 'completed' || run.isCompleted) return false;
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
     const config = await this.configurations.find(run.telephonyConfigurationId);
     // A machine the configuration hangs up on had nothing to say to the agent: no report is coming.
     const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && hangsUpOnMachines(config?.settings ?? {});
     const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt && !hungUpOnMachine;
-    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return;
+    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return false;
     // Carriers announce their recording after the hang-up: wait for it (its event collects again; the reaper forces).
     // A completed call was answered even when its answer is not applied yet (the events' jobs run side by side) or
     // was lost, so `answered_at` cannot tell whether a recording is coming.
     const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl;
-    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return;
+    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return false;
     const provider = this.providerOf(run, config);
 
     let turns: unknown[] = run.agentTranscript;
@@ -107,6 +108,7 @@ export class RunArtifactsCollector {
     if (completed && run.agentSessionStartedAt !== null && !run.agentSessionEndedAt) {
       await this.amendTranscript(run.id, run.agentTranscript.length > 0 ? turns.length : 0);
     }
+    return completed;
   }
 
   private async storeTranscript(runId: number, turns: unknown[]): Promise<string> {

@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
+import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
 import { PlivoCredentials } from './plivo-credentials';
 import { PlivoDialBody } from './plivo-dial';
 import { PlivoErrorBody } from './plivo-errors';
@@ -111,7 +111,7 @@ export class PlivoApi {
   async download(url: string, credentials: PlivoCredentials): Promise<{ contentType: string; body: Buffer }> {
     const target = new URL(url);
     // A recording callback can name any URL: fetching one elsewhere would let a caller point the dialer at internal hosts.
-    if (!this.isPlivo(target)) throw new Error(`Refusing to fetch a recording from ${target.origin}: not a Plivo host`);
+    if (!this.isPlivo(target)) throw new DownloadRefused(`Refusing to fetch a recording from ${target.origin}: not a Plivo host`);
     const response = await carrierHttp('Plivo', url, {
       method: 'GET',
       authorization: basicAuthorization(credentials.authId, credentials.authToken),

@@ -487,6 +487,8 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
     it('refuses anything but an http(s) link', async () => {
       await expect(provider.fetchRecording('file:///etc/passwd')).rejects.toThrow(/Refusing to fetch a recording/);
+      // A refusal, which trying again would meet again: the run is finished without the recording at once.
+      await expect(provider.fetchRecording('file:///etc/passwd')).rejects.toMatchObject({ name: 'DownloadRefused' });
     });
 
     it('leaves transcripts to the agent runtime and recordings to fetchRecording', async () => {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
-import { carrierHostCheck, carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
@@ -218,7 +218,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     const url = new URL(recordingUrl);
     // A webhook can name any URL: only Telnyx's own hosts and its storage are fetched, never an internal host, redirects included.
     const isTelnyxStorage = carrierHostCheck(this.config.carrierApiUrls.telnyx, TELNYX_RECORDING_HOSTS);
-    if (!isTelnyxStorage(url)) throw new Error(`Refusing to fetch a recording from ${url.protocol}//${url.host}: not a Telnyx storage host`);
+    if (!isTelnyxStorage(url)) throw new DownloadRefused(`Refusing to fetch a recording from ${url.protocol}//${url.host}: not a Telnyx storage host`);
     let response: CarrierHttpResponse;
     try {
       response = await carrierHttp('Telnyx', url.toString(), {

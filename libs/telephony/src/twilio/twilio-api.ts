@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, isPublicHttpsUrl } from '../carrier-http';
+import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
 import { TwilioCredentials } from './twilio-credentials';
 import { TwilioErrorBody } from './twilio-errors';
 import { TwilioCallResource } from './twilio-status';
@@ -82,7 +82,7 @@ export class TwilioApi {
   async download(url: string, credentials: TwilioCredentials): Promise<{ contentType: string; body: Buffer }> {
     const target = new URL(url);
     // A recording callback can name any URL: fetching one elsewhere would let a caller point the dialer at internal hosts.
-    if (!this.isTwilio(target)) throw new Error(`Refusing to fetch a recording from ${target.origin}: not a Twilio host`);
+    if (!this.isTwilio(target)) throw new DownloadRefused(`Refusing to fetch a recording from ${target.origin}: not a Twilio host`);
     const response = await carrierHttp('Twilio', url, {
       method: 'GET',
       authorization: this.authorization(credentials),

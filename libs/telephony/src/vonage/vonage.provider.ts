@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
-import { carrierHostCheck, isPublicHttpsUrl } from '../carrier-http';
+import { carrierHostCheck, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
 import { AnswerContext, AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
 import { foundCall } from '../found-call';
@@ -160,7 +160,7 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
   async fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }> {
     const url = new URL(recordingUrl);
     const isVonage = carrierHostCheck(this.config.carrierApiUrls.vonage, RECORDING_HOSTS);
-    if (!isVonage(url)) throw new Error(`Refusing to send Vonage credentials to ${url.origin}`);
+    if (!isVonage(url)) throw new DownloadRefused(`Refusing to send Vonage credentials to ${url.origin}`);
     const read = this.credentialsOrThrow(credentials);
     // Vonage may hand the file over to its storage; never to an internal address.
     const download = await this.api(read).download(url.toString(), (target) => isVonage(target) || isPublicHttpsUrl(target));
