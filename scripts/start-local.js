@@ -222,7 +222,10 @@ function exitWhenAllStopped() {
   process.exitCode = exitCode;
   let pending = 2;
   const flushed = () => --pending === 0 && process.exit(exitCode);
-  for (const stream of [process.stdout, process.stderr]) stream.write('', flushed);
+  for (const stream of [process.stdout, process.stderr]) {
+    if (terminalGone && stream.isTTY) flushed();
+    else stream.write('', flushed);
+  }
   setTimeout(() => process.exit(exitCode), 1_000).unref();
 }
 
