@@ -8,6 +8,10 @@ import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
  * documentation, benchmarking, multicast and future use.
  */
 const NOT_PUBLIC = new BlockList();
+/** IPv6 prefixes that carry an IPv4 address in their last 32 bits: mapped (`::ffff:a.b.c.d`) and NAT64. */
+const CARRIES_IPV4 = new BlockList();
+CARRIES_IPV4.addSubnet('::ffff:0:0', 96, 'ipv6');
+CARRIES_IPV4.addSubnet('64:ff9b::', 96, 'ipv6');
 for (const [network, prefix] of [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -25,6 +29,8 @@ for (const [network, prefix] of [
   ['224.0.0.0', 3],
 ] as const) {
   NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
+  // Node's BlockList judges a mapped IPv6 address by the IPv4 rules itself; NAT64 is spelled out.
+  NOT_PUBLIC.addSubnet(`64:ff9b::${network}`, 96 + prefix, 'ipv6');
 }
 /** IPv6 is public only inside global unicast (2000::/3), and not in these parts of it. */
 const GLOBAL_UNICAST = new BlockList();
@@ -47,9 +53,7 @@ for (const [network, prefix] of [
 export function isPublicAddress(address: string): boolean {
   if (isIPv4(address)) return !NOT_PUBLIC.check(address, 'ipv4');
   if (!isIPv6(address)) return false;
-  const embedded = embeddedIPv4(address);
-  if (embedded !== null) return isPublicAddress(embedded);
-  return GLOBAL_UNICAST.check(address, 'ipv6') && !NOT_PUBLIC.check(address, 'ipv6');
+  return (GLOBAL_UNICAST.check(address, 'ipv6') || CARRIES_IPV4.check(address, 'ipv6')) && !NOT_PUBLIC.check(address, 'ipv6');
 }
 
 /** Networks written as CIDRs (`10.0.0.0/8`, `fd00::/8`), for `publicAddressLookup`'s exceptions. */
@@ -69,35 +73,6 @@ export function isConnectableAddress(address: string, alsoAllowed?: BlockList): 
   if (isPublicAddress(address)) return true;
   const family = isIP(address);
   return alsoAllowed !== undefined && family !== 0 && alsoAllowed.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-/** The IPv4 address in an IPv4-mapped or NAT64 (64:ff9b::/96) IPv6 address, or null. */
-function embeddedIPv4(address: string): string | null {
-  const groups = ipv6Groups(address);
-  if (groups === null) return null;
-  const mapped = groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
-  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0);
-  if (!mapped && !nat64) return null;
-  return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
-}
-
-/** The eight 16-bit groups of an IPv6 literal (a trailing dotted IPv4 part included), or null if it is not one. */
-function ipv6Groups(address: string): number[] | null {
-  let text = address.replace(/%.*$/, '');
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const bytes = dotted[1].split('.').map(Number);
-    text = `${text.slice(0, dotted.index)}${((bytes[0] << 8) | bytes[1]).toString(16)}:${((bytes[2] << 8) | bytes[3]).toString(16)}`;
-  }
-  const [head, tail, extra] = text.split('::');
-  if (extra !== undefined) return null;
-  const parse = (part: string) => (part === '' ? [] : part.split(':').map((group) => parseInt(group, 16)));
-  const front = parse(head);
-  const back = tail === undefined ? [] : parse(tail);
-  const missing = 8 - front.length - back.length;
-  if (missing < 0 || (tail === undefined && missing !== 0)) return null;
-  const groups = [...front, ...new Array<number>(missing).fill(0), ...back];
-  return groups.every((group) => Number.isInteger(group) && group >= 0 && group <= 0xffff) ? groups : null;
 }
 
 /**
