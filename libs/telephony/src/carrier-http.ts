@@ -165,7 +165,7 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
     bytes = await readBody(response);
   } catch (error) {
     if (error instanceof DownloadRefused) throw error;
-    const notPublic = addressNotPublic(error);
+    const notPublic = causeOfType(error, AddressNotPublic);
     if (notPublic) throw new DownloadRefused(notPublic.message, { cause: notPublic });
     const code = socketErrorCode(error);
     const timedOut = (error as Error)?.name === 'TimeoutError';
@@ -213,10 +213,14 @@ function publicOnly(target: URL): Agent {
   return publicOnlyAgent;
 }
 
-/** The `AddressNotPublic` a failed fetch carries (undici wraps the connection's error, sometimes twice). */
-function addressNotPublic(error: unknown): AddressNotPublic | null {
+/**
+ * The first error of `type` in `error`'s chain of causes, itself included
+ * (undici wraps a connection's error, sometimes twice; carriers wrap
+ * `carrierHttp`'s), or null.
+ */
+export function causeOfType<T extends Error>(error: unknown, type: abstract new (...args: never[]) => T): T | null {
   for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; depth++) {
-    if (current instanceof AddressNotPublic) return current;
+    if (current instanceof type) return current;
     current = current.cause;
   }
   return null;

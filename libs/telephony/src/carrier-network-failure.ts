@@ -1,5 +1,5 @@
 import { CarrierError } from './carrier-error';
-import { CarrierRequestFailed, DownloadRefused } from './carrier-http';
+import { CarrierRequestFailed, causeOfType, DownloadRefused } from './carrier-http';
 
 const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
@@ -33,11 +33,7 @@ export function carrierNetworkFailure(what: string, error: unknown): Error {
  * trust): trying again would be refused the same way.
  */
 export function isDownloadRefused(error: unknown): boolean {
-  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; depth++) {
-    if (current instanceof DownloadRefused) return true;
-    current = current.cause;
-  }
-  return false;
+  return causeOfType(error, DownloadRefused) !== null;
 }
 
 /**
