@@ -3,6 +3,7 @@ import type { Logger as PinoLogger } from 'pino';
 import { AppConfig, ConfigError, configWarnings, loadAppConfig } from '@app/config';
 import type { SignalShutdown } from './close-on-signal';
 import { createRootLogger } from './create-root-logger';
+import { withTimeout } from './with-timeout';
 
 /** Beyond the dialer's grace for dials in flight: what closing the rest (pools, queues) may take. */
 const CLOSE_MARGIN_MS = 10_000;
@@ -40,20 +41,12 @@ export async function startApp<App extends INestApplication>(
     }
     // A signal's close already under way exits by itself (0 once closed); otherwise this one, which no signal joins.
     if (built && shutdown.startFailed()) return;
-    if (built) await closeWithin(built.app, built.config.shutdownGraceMs + CLOSE_MARGIN_MS);
+    if (built) {
+      // A close that fails, or does not finish in time, is printed; the exit code stays 1.
+      await withTimeout(built.app.close(), built.config.shutdownGraceMs + CLOSE_MARGIN_MS, 'closing after the failed start').catch((failure: unknown) => {
+        process.stderr.write(`closing after the failed start failed too: ${failure instanceof Error ? failure.message : String(failure)}\n`);
+      });
+    }
     process.exit(1);
   }
-}
-
-/** Closes `app`, giving up after `ms`; a failure to close is printed, the exit code is the caller's. */
-async function closeWithin(app: INestApplication, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  const closed = app.close().catch((error: unknown) => {
-    process.stderr.write(`closing after the failed start failed too: ${error instanceof Error ? error.message : String(error)}\n`);
-  });
-  await Promise.race([closed, gaveUp]);
-  clearTimeout(timer);
 }
