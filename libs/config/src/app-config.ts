@@ -26,9 +26,10 @@ export interface AppConfig {
   readonly lookupCacheTtlMs: number;
   /**
    * The gateway closes a connection on which nothing moves either way for
-   * this long (Node's socket timeout: also while a handler works, so it must
-   * stay above the longest one; between requests `keepAliveTimeout` governs),
-   * and answers 408 to one whose request has not fully arrived within
+   * this long while a request arrives or its answer is sent (not while a
+   * handler works on a request that has arrived: see createApiApp; between
+   * requests `keepAliveTimeout` governs), and answers 408 to one whose
+   * request has not fully arrived within
    * HTTP_REQUEST_TIMEOUT_MS: an upload held open sending nothing would
    * otherwise keep its share of the recording budget forever.
    */
