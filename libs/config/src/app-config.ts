@@ -1,4 +1,11 @@
 /** The typed configuration both apps run with. Only `loadAppConfig` reads the environment. */
+/** A network written as a CIDR (`10.0.0.0/8`, `fd00::/8`): its address, prefix length and family. */
+export interface Network {
+  readonly address: string;
+  readonly prefix: number;
+  readonly family: 'ipv4' | 'ipv6';
+}
+
 export interface AppConfig {
   readonly nodeEnv: string;
   readonly databaseUrl: string;
@@ -51,7 +58,7 @@ export interface AppConfig {
   /** How long a carrier failure that may follow an answer (a Telnyx `unspecified` hang-up) waits for the answer. */
   readonly lateAnswerWaitMs: number;
   /** Private networks (CIDRs) a carrier's storage host may resolve to and still be fetched from; none by default. */
-  readonly carrierStorageNetworks: readonly string[];
+  readonly carrierStorageNetworks: readonly Network[];
   /** Base URLs of the carriers' REST APIs; tests point them at loopback fakes. */
   readonly carrierApiUrls: Readonly<Record<'twilio' | 'telnyx' | 'vonage' | 'plivo', string>>;
   /** The voice-agent runtime's media WebSocket that answered calls stream to (a configuration may override it). */

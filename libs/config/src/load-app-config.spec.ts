@@ -60,8 +60,8 @@ describe('loadAppConfig', () => {
   it('reads the private networks carrier storage may resolve to as CIDRs, and refuses anything else', () => {
     expect(loadAppConfig({ SECRETS_KEY: SECRET }).carrierStorageNetworks).toEqual([]);
     expect(loadAppConfig({ SECRETS_KEY: SECRET, CARRIER_STORAGE_NETWORKS: ' 10.20.0.0/16, fd00:ec2::/32 ' }).carrierStorageNetworks).toEqual([
-      '10.20.0.0/16',
-      'fd00:ec2::/32',
+      { address: '10.20.0.0', prefix: 16, family: 'ipv4' },
+      { address: 'fd00:ec2::', prefix: 32, family: 'ipv6' },
     ]);
     for (const wrong of ['10.20.0.0', '10.20.0.0/33', 'vpce.example/16', '10.0.0.0/8/1', 'fd00::/129']) {
       expect(() => loadAppConfig({ SECRETS_KEY: SECRET, CARRIER_STORAGE_NETWORKS: wrong })).toThrow(`(got "${wrong}")`);

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { AppConfig } from './app-config';
+import { AppConfig, Network } from './app-config';
 import { ConfigError } from './config-error';
 
 type Env = Record<string, string | undefined>;
@@ -9,6 +9,15 @@ export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/voice_ag
 /** Longer than a dial request (15 s) and the look-up that follows one whose answer was lost (15 s). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 35_000;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** A CIDR (`10.0.0.0/8`, `fd00::/8`) as a network, or undefined when it is not one. */
+export function parseNetwork(cidr: string): Network | undefined {
+  const [address, prefix, extra] = cidr.split('/');
+  const family = isIP(address);
+  const bits = /^\d+$/.test(prefix ?? '') ? Number(prefix) : NaN;
+  if (extra !== undefined || family === 0 || !(bits >= 0 && bits <= (family === 4 ? 32 : 128))) return undefined;
+  return { address, prefix: bits, family: family === 4 ? 'ipv4' : 'ipv6' };
+}
 
 /**
  * Validates the environment once and returns a frozen, typed configuration.
@@ -149,20 +158,18 @@ class EnvReader {
   }
 
   /** Comma-separated CIDRs (`10.0.0.0/8, fd00::/8`); none when unset. */
-  networks(name: string): string[] {
+  networks(name: string): Network[] {
     const cidrs = this.string(name, '')
       .split(',')
       .map((part) => part.trim())
       .filter((part) => part !== '');
+    const networks: Network[] = [];
     for (const cidr of cidrs) {
-      const [network, prefix, extra] = cidr.split('/');
-      const family = isIP(network);
-      const bits = /^\d+$/.test(prefix ?? '') ? Number(prefix) : NaN;
-      if (extra !== undefined || family === 0 || !(bits >= 0 && bits <= (family === 4 ? 32 : 128))) {
-        this.problems.push(`${name} must list networks as CIDRs separated by commas, such as 10.0.0.0/8,fd00::/8 (got "${cidr}")`);
-      }
+      const network = parseNetwork(cidr);
+      if (network) networks.push(network);
+      else this.problems.push(`${name} must list networks as CIDRs separated by commas, such as 10.0.0.0/8,fd00::/8 (got "${cidr}")`);
     }
-    return cidrs;
+    return networks;
   }
 
   queuePrefix(name: string, fallback: string): string {

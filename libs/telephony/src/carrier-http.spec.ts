@@ -1,5 +1,6 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { Network, parseNetwork } from '@app/config';
 import { allowCarrierStorageNetworks, carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS } from './carrier-http';
 
 interface Hop {
@@ -26,6 +27,9 @@ async function server(
     close: () => new Promise<void>((resolve) => listening.close(() => resolve())),
   };
 }
+
+/** CIDRs as the configuration reads them. */
+const networks = (...cidrs: string[]): Network[] => cidrs.map((cidr) => parseNetwork(cidr)!);
 
 const download = (url: string, followRedirect?: (target: URL) => boolean, trustedOrigins?: string[]) =>
   carrierHttp('Carrier', url, { method: 'GET', authorization: 'Basic c2VjcmV0', timeoutMs: 5_000, followRedirect, trustedOrigins });
@@ -108,10 +112,10 @@ describe('carrierHttp redirects', () => {
     it('connects to the private networks the operator names for carrier storage (CARRIER_STORAGE_NETWORKS), and only to those', async () => {
       const storage = await started(() => ({ status: 200, body: 'RIFF' }));
       try {
-        allowCarrierStorageNetworks(['10.0.0.0/8']);
+        allowCarrierStorageNetworks(networks('10.0.0.0/8'));
         await expect(download(`${storage.named}/x.wav`, () => true, [])).rejects.toMatchObject({ name: 'DownloadRefused' });
         // localhost resolves to 127.0.0.1 and, where the machine has it, ::1: both must be named.
-        allowCarrierStorageNetworks(['127.0.0.0/8', '::1/128']);
+        allowCarrierStorageNetworks(networks('127.0.0.0/8', '::1/128'));
         expect(await download(`${storage.named}/x.wav`, () => true, [])).toMatchObject({ status: 200, bytes: Buffer.from('RIFF') });
         expect(await download(`${storage.base}/x.wav`, () => true, [])).toMatchObject({ status: 200 });
       } finally {

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { Agent, fetch } from 'undici';
+import type { Network } from '@app/config';
 import { CarrierError } from './carrier-error';
 import { AddressNotPublic, isConnectableAddress, networksOf, publicAddressLookup } from './public-address';
 
@@ -115,8 +116,8 @@ let publicOnlyAgent = new Agent({ connect: { lookup: publicAddressLookup() } });
  * endpoint inside the operator's own network; none by default. Set at start
  * (the telephony module does, from CARRIER_STORAGE_NETWORKS).
  */
-export function allowCarrierStorageNetworks(cidrs: readonly string[]): void {
-  storageNetworks = cidrs.length > 0 ? networksOf(cidrs) : undefined;
+export function allowCarrierStorageNetworks(networks: readonly Network[]): void {
+  storageNetworks = networks.length > 0 ? networksOf(networks) : undefined;
   const previous = publicOnlyAgent;
   publicOnlyAgent = new Agent({ connect: { lookup: publicAddressLookup(undefined, storageNetworks) } });
   void previous.close().catch(() => undefined);

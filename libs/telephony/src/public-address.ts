@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import { BlockList, isIP, isIPv4, isIPv6 } from 'node:net';
+import type { Network } from '@app/config';
 
 /**
  * Addresses a download from a host a webhook named is never connected to:
@@ -56,16 +57,11 @@ export function isPublicAddress(address: string): boolean {
   return (GLOBAL_UNICAST.check(address, 'ipv6') || CARRIES_IPV4.check(address, 'ipv6')) && !NOT_PUBLIC.check(address, 'ipv6');
 }
 
-/** Networks written as CIDRs (`10.0.0.0/8`, `fd00::/8`), for `publicAddressLookup`'s exceptions. */
-export function networksOf(cidrs: readonly string[]): BlockList {
-  const networks = new BlockList();
-  for (const cidr of cidrs) {
-    const [network, prefix] = cidr.split('/');
-    const family = isIP(network);
-    if (family === 0 || !/^\d+$/.test(prefix ?? '')) throw new Error(`not a network: "${cidr}"`);
-    networks.addSubnet(network, Number(prefix), family === 4 ? 'ipv4' : 'ipv6');
-  }
-  return networks;
+/** Networks as one list, for `publicAddressLookup`'s exceptions. */
+export function networksOf(networks: readonly Network[]): BlockList {
+  const list = new BlockList();
+  for (const { address, prefix, family } of networks) list.addSubnet(address, prefix, family);
+  return list;
 }
 
 /** Whether a download from an untrusted host may connect to the IP literal `address`: public, or inside `alsoAllowed`. */
