@@ -150,11 +150,15 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       expect(minted.bytes.equals(fromRun.bytes)).toBe(true);
     });
 
-    it('mints a one-hour link when expires_in_seconds is omitted', async () => {
-      const response = await mint(completed.id, { artifact: 'recording' });
+    it.each([
+      ['omitted', { artifact: 'recording' }],
+      ['null', { artifact: 'recording', expires_in_seconds: null }],
+    ])('mints a one-hour link when expires_in_seconds is %s', async (_case, body) => {
+      const response = await mint(completed.id, body);
       expect(response.status).toBe(200);
       expect(secondsFromNow(response.body.expires_at)).toBeGreaterThan(3600 - 5);
       expect(secondsFromNow(response.body.expires_at)).toBeLessThanOrEqual(3601);
+      expect((await fetchBare(response.body.url)).status).toBe(200);
     });
 
     it('accepts a Bearer key and a trigger key allowed for the workflow', async () => {

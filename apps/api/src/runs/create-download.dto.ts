@@ -9,12 +9,17 @@ export class CreateDownloadDto {
   @IsIn(ARTIFACT_KINDS as unknown as string[])
   artifact: ArtifactKind;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: MAX_DOWNLOAD_LIFETIME_SECONDS, default: 3600 })
+  @ApiPropertyOptional({
+    minimum: 1,
+    maximum: MAX_DOWNLOAD_LIFETIME_SECONDS,
+    nullable: true,
+    description: "The link's lifetime; omitted or null, the gateway's DOWNLOAD_URL_TTL_SECONDS (3,600 by default)",
+  })
   @IsOptional()
   @IsInt()
   @Min(1)
   @Max(MAX_DOWNLOAD_LIFETIME_SECONDS)
-  expires_in_seconds?: number;
+  expires_in_seconds?: number | null;
 }
 
 export class DownloadLinkDto {

@@ -70,7 +70,7 @@ export class WorkflowRunsController {
     @Body() body: CreateDownloadDto,
     @CurrentApiKey() key: AuthenticatedKey,
   ): Promise<DownloadLinkDto> {
-    return this.runs.createDownload(key, workflow, run, body.artifact, body.expires_in_seconds);
+    return this.runs.createDownload(key, workflow, run, body.artifact, body.expires_in_seconds ?? undefined);
   }
 
   @Post(':run_id/cancel')
