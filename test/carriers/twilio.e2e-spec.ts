@@ -1,12 +1,14 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Job, Queue } from 'bullmq';
-import { QueueName } from '@app/queue';
+import { WorkflowRunStore } from '@app/persistence';
+import { CallsQueue, QueueName } from '@app/queue';
 import { TelephonyProviders } from '@app/telephony';
 import { TwilioProvider } from '../../libs/telephony/src/twilio/twilio.provider';
 import { CallEventApplier, PRICE_LOOKUP_DELAYS_MS, priceLookupJobId } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { TwilioFake } from '../fakes/twilio-fake';
 import { TestOrganization } from '../support/fixtures';
 import { TestApps } from '../support/test-apps';
+import { storedRunIds } from '../support/stored-run-ids';
 import { waitFor } from '../support/wait-for';
 import { AGENT_TURNS, CALLEE, eventsOf, FROM, useCarrierHarness } from './carrier-harness';
 
@@ -162,6 +164,29 @@ describe('placing calls through Twilio', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(await readRun(runId)).toMatchObject({ status: 'ringing', is_completed: false, duration_seconds: null });
     });
+  });
+
+  it('takes the webhooks of a call whose run was stored naming the configuration provider before a change (a stale gateway)', async () => {
+    // A gateway whose lookups (up to 5 s stale) still held this configuration as a Telnyx one stored the run.
+    const [{ id: apiKeyId }]: Array<{ id: number }> = await apps.dataSource.query(`SELECT id FROM api_keys WHERE organization_id = $1 LIMIT 1`, [
+      org.organizationId,
+    ]);
+    const { workflowId, triggerUuid } = carrier.workflow;
+    const route = { telephonyConfigurationId: machineConfigId, workflowId, environment: 'production' as const, triggerUuid };
+    const [runId] = storedRunIds(
+      await apps.api.get(WorkflowRunStore).insertQueued([
+        { ...route, organizationId: org.organizationId, apiKeyId, provider: 'telnyx', phoneNumber: '+14155550178', initialContext: {} },
+      ]),
+    );
+    await apps.api.get(CallsQueue).enqueuePlaceCall([{ runId, organizationId: org.organizationId, route }]);
+
+    const call = await callFor(runId);
+    expect(dialsFor(runId)).toHaveLength(1);
+    expect((await fake.ring(call.sid))?.status).toBe(200);
+    expect((await fake.complete(call.sid, { durationSeconds: 0, price: null }))?.status).toBe(200);
+    const run = await runReaches(runId, (current) => current.is_completed === true, 'the call to end');
+    expect(run).toMatchObject({ mode: 'twilio', is_completed: true });
+    expect(eventsOf(run)).toEqual(expect.arrayContaining(['dialer.provider_changed', 'carrier.ringing']));
   });
 
   it('ends the run failed with invalid_number when Twilio refuses the number', async () => {

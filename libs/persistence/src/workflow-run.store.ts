@@ -126,7 +126,16 @@ const RUN_SELECT = RUN_COLUMNS.join(', ');
  */
 export type ClaimedRun = Pick<
   WorkflowRun,
-  'id' | 'organizationId' | 'workflowId' | 'status' | 'telephonyConfigurationId' | 'definitionId' | 'fromNumber' | 'phoneNumber' | 'initialContext'
+  | 'id'
+  | 'organizationId'
+  | 'workflowId'
+  | 'status'
+  | 'telephonyConfigurationId'
+  | 'provider'
+  | 'definitionId'
+  | 'fromNumber'
+  | 'phoneNumber'
+  | 'initialContext'
 >;
 
 const CLAIMED_RUN_RETURNING = [
@@ -135,6 +144,7 @@ const CLAIMED_RUN_RETURNING = [
   'workflow_id',
   'status',
   'telephony_configuration_id',
+  'provider',
   'definition_id',
   'from_number',
   'phone_number',
@@ -195,6 +205,7 @@ function claimedRunFromRow(row: RunRow): ClaimedRun {
     workflowId: row.workflow_id as number,
     status: row.status as RunStatus,
     telephonyConfigurationId: row.telephony_configuration_id as number | null,
+    provider: row.provider as string | null,
     definitionId: row.definition_id as number | null,
     fromNumber: row.from_number as string | null,
     phoneNumber: row.phone_number as string,
@@ -537,6 +548,23 @@ export class WorkflowRunStore {
          FROM unnest($1::bigint[], $2::text[]) AS input (id, provider_call_id)
         WHERE workflow_runs.id = input.id AND workflow_runs.provider_call_id IS NULL`,
       [calls.map((call) => call.runId), calls.map((call) => call.providerCallId)],
+    );
+  }
+
+  /**
+   * The carrier a claimed run is dialed through, when it is not the one the
+   * run was stored with: a configuration's provider changed while a gateway
+   * still held the old one (its lookups may be 5 s stale). The run's webhooks
+   * are accepted from its stored provider only, so it must name the one that
+   * places its call. Only before the dial: nothing has reached a carrier yet.
+   */
+  async setProvider(runId: number, provider: string, detail: Record<string, unknown>): Promise<void> {
+    const entry: RunLogEvent = { at: new Date().toISOString(), event: 'dialer.provider_changed', detail };
+    await this.dataSource.query(
+      `UPDATE workflow_runs
+          SET provider = $2, updated_at = now(), logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
+        WHERE id = $1 AND provider_call_id IS NULL`,
+      [runId, provider, JSON.stringify([entry])],
     );
   }
 

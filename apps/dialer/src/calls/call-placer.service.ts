@@ -149,6 +149,9 @@ export class CallPlacer {
     }
     const claimed: ClaimedDial = { run, claimId, progress };
     try {
+      if (run.provider !== config.provider) {
+        await this.runs.setProvider(run.id, config.provider, { from: run.provider, to: config.provider });
+      }
       if (!definition) {
         return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config);
       }
