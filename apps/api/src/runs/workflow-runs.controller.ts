@@ -19,6 +19,7 @@ const listedWorkflowId = new ParseIdPipe(workflowNotFound);
 const runId = new ParseIdPipe(runNotFound, MAX_RUN_ID);
 const WORKFLOW_ID = ApiIdParam('workflow_id', 'The workflow (agent) the run belongs to');
 const RUN_ID = ApiIdParam('run_id', 'The run, as the trigger answered it (`workflow_run_id`)');
+const DATABASE_AWAY = '`service_unavailable`: the database is away; retry';
 
 /** Run records: one run, a workflow's runs for dashboards, and download links. */
 @ApiTags('runs')
@@ -34,7 +35,13 @@ export class WorkflowRunsController {
   @ApiOperation({ operationId: 'listWorkflowRuns', summary: 'Runs of a workflow, newest first' })
   @ApiOkResponse({ type: RunPage })
   @WORKFLOW_ID
-  @ApiErrors({ 400: '`validation_failed`: a bad cursor, limit or status', 401: '`unauthorized`', 403: '`forbidden`', 404: '`workflow_not_found`' })
+  @ApiErrors({
+    400: '`validation_failed`: a bad cursor, limit or status',
+    401: '`unauthorized`',
+    403: '`forbidden`',
+    404: '`workflow_not_found`',
+    503: DATABASE_AWAY,
+  })
   list(
     @Param('workflow_id', listedWorkflowId) workflow: number,
     @Query() query: ListRunsQuery,
@@ -49,7 +56,7 @@ export class WorkflowRunsController {
   @ApiOkResponse({ type: RunView })
   @WORKFLOW_ID
   @RUN_ID
-  @ApiErrors({ 401: '`unauthorized`', 403: '`forbidden`: the key is limited to other agents', 404: '`run_not_found`' })
+  @ApiErrors({ 401: '`unauthorized`', 403: '`forbidden`: the key is limited to other agents', 404: '`run_not_found`', 503: DATABASE_AWAY })
   get(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,
@@ -64,6 +71,13 @@ export class WorkflowRunsController {
   @ApiOkResponse({ type: DownloadLinkDto })
   @WORKFLOW_ID
   @RUN_ID
+  @ApiErrors({
+    400: '`validation_failed`: an unknown artifact, or a lifetime outside 1 to 604800 seconds',
+    401: '`unauthorized`',
+    403: '`forbidden`: the key is limited to other agents',
+    404: '`run_not_found`, or `artifact_not_available` until the artifact is stored',
+    503: DATABASE_AWAY,
+  })
   createDownload(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,

@@ -23,6 +23,7 @@ export class TriggerCallDto {
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: true,
+    nullable: true,
     example: { user: { name: 'Ada' } },
     description: 'Data for the agent prompt, reachable as {{ initial_context.path }}. At most 64 KiB.',
   })
