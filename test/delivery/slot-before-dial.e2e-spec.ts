@@ -1,8 +1,9 @@
-import { WorkflowRunStore } from '@app/persistence';
+import { TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { DefinitionPicker } from '../../apps/dialer/src/calls/definition-picker.service';
+import { ConfigurationLookup } from '../../apps/dialer/src/lookups/configuration-lookup.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
@@ -84,6 +85,64 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
 
     expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('dials a paced job that comes back long after its instant on that instant, not behind the pacing backlog built since', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1, { callsPerSecond: 2 });
+    // Its instant was reserved a minute ago; the campaign behind it has reserved the next ten minutes' since, and
+    // the job comes back now, promoted behind the jobs that were waiting.
+    const redis = apps.dialer!.get(RedisClient);
+    const [seconds, micros] = await redis.redis.time();
+    const redisNow = Number(seconds) * 1000 + Number(micros) / 1000;
+    await redis.redis.set(redis.keyFor('pace', configurationId), String(redisNow + 600_000), 'PX', 700_000);
+
+    expect(await apps.dialer!.get(CallPlacer).place(job, { slotAt: Date.now() - 60_000 })).toEqual({ kind: 'done', outcome: 'placed' });
+    expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('frees the slot an earlier attempt took when the run fails before its claim (its configuration lost its from numbers)', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1, { maxConcurrentCalls: 1 });
+    await admittedWithoutClaim(job);
+    expect(await slotsInUse(configurationId)).toBe(1);
+    // The configuration as the dialer reads it next: its from numbers removed meanwhile.
+    const lookup = apps.dialer!.get(ConfigurationLookup);
+    const find = lookup.find.bind(lookup);
+    const numberless = jest
+      .spyOn(lookup, 'find')
+      .mockImplementationOnce(async (...args) => Object.assign(new TelephonyConfiguration(), await find(...args), { fromNumbers: [] }));
+    try {
+      expect(await apps.dialer!.get(CallPlacer).place(job)).toEqual({ kind: 'done', outcome: 'failed' });
+    } finally {
+      numberless.mockRestore();
+    }
+    const [run] = await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [job.runId]);
+    expect(run).toEqual({ status: 'failed', end_reason: 'no_from_number' });
+    expect(await slotsInUse(configurationId)).toBe(0);
+  });
+
+  it('keeps the slot of a run the carrier refused for good while the run cannot be ended, as for any run still dialing', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1, { maxConcurrentCalls: 1 });
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const refused = jest.spyOn(sandbox, 'placeCall').mockRejectedValueOnce(new CarrierError('Not a number', { reason: 'invalid_number', permanent: true, notProcessed: false }));
+    const move = failFirstMove(job.runId, 'failed');
+    try {
+      await expect(apps.dialer!.get(CallPlacer).place(job)).rejects.toThrow('Connection terminated unexpectedly');
+    } finally {
+      refused.mockRestore();
+      move.mockRestore();
+    }
+    const [run] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [job.runId]);
+    expect(run.status).toBe('dialing');
+    expect(await slotsInUse(configurationId)).toBe(1);
   });
 
   it('frees the slot when the run is canceled while its job waits to come back, so the next run dials on it', async () => {

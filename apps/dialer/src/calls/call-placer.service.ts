@@ -22,8 +22,6 @@ import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
-/** A reserved pacing instant missed by more than this is given up and a new one reserved. */
-const STALE_SLOT_MS = 1000;
 /** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
 const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
@@ -83,11 +81,13 @@ export class CallPlacer {
     // Nothing below the claim's answer is known to be current: a failure found before it only moves a run still
     // `queued`, so a job of a run that already went on (a duplicate, a retry) leaves it alone.
     const config = await this.configurations.find(route.telephonyConfigurationId, organizationId);
+    // An earlier attempt may have taken the run's slot before it stopped: ending the run frees it.
     if (!config || !this.providers.has(config.provider)) {
-      return this.fail(runId, 'telephony_configuration_missing', 'The telephony configuration no longer exists', ['queued']);
+      const configurationId = route.telephonyConfigurationId;
+      return this.fail(runId, 'telephony_configuration_missing', 'The telephony configuration no longer exists', ['queued'], configurationId);
     }
     const fromNumber = config.fromNumbers.length ? config.fromNumbers[runId % config.fromNumbers.length] : null;
-    if (!fromNumber) return this.fail(runId, 'no_from_number', 'The telephony configuration has no from number', ['queued']);
+    if (!fromNumber) return this.fail(runId, 'no_from_number', 'The telephony configuration has no from number', ['queued'], config.id);
     // Before the claim: credentials that cannot be read (SECRETS_KEY not the one they were sealed with) fail the job
     // while its run is still queued, so its retries can dial once they can be read. After the claim, a retry would
     // find the run claimed and leave it `dialing` with no call until the reaper ended it.
@@ -101,7 +101,7 @@ export class CallPlacer {
     // A claim left unsettled had its pacing instant: taken up, it passes the rate window and its slot, and is not sent
     // behind the configuration's backlog while its run waits `dialing`, where the reaper would end it. Nor is a retry
     // whose earlier attempt took a slot and failed before its claim: `DialAdmission` does not pace a slot's holder.
-    const pace = progress.unsettledClaim === undefined && (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS);
+    const pace = progress.unsettledClaim === undefined && progress.slotAt === undefined;
     const admission = await this.admit(config, runId, pace);
     if (admission.kind === 'paced') {
       return { kind: 'delay', untilMs: now + admission.waitMs, progress: { ...progress, slotAt: now + admission.waitMs }, reason: 'pacing' };
@@ -153,13 +153,13 @@ export class CallPlacer {
         await this.runs.setProvider(run.id, config.provider, { from: run.provider, to: config.provider });
       }
       if (!definition) {
-        return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config);
+        return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config.id);
       }
       let missingPaths: string[];
       try {
         ({ missingPaths } = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext }));
       } catch (error) {
-        return await this.fail(run.id, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, undefined, config);
+        return await this.fail(run.id, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, undefined, config.id);
       }
       if (missingPaths.length) {
         // A note for the run's history: losing it must not stop the call.
@@ -264,14 +264,16 @@ export class CallPlacer {
   ): Promise<PlaceDecision> {
     const { run } = claimed;
     if (error instanceof CarrierError && error.permanent) {
-      await this.slots.release(config.id, run.id);
-      await this.runs.transition(
+      // The run ends first, then its slot is freed (as `fail` does): a run left `dialing` by a move that failed is
+      // live to everyone else, and keeps its slot until the reaper ends it.
+      const ended = await this.runs.transition(
         run.id,
         'failed',
         'carrier.rejected',
         { endReason: error.reason, endedAt: new Date() },
         { message: error.message, carrier_code: error.carrierCode ?? null },
       );
+      if (ended) await this.slots.release(config.id, run.id);
       return done('failed');
     }
     if (error instanceof CarrierError && error.notProcessed) {
@@ -380,7 +382,8 @@ export class CallPlacer {
 
   /**
    * Ends the run `failed` (from `from` only, when given) and then frees the
-   * slot it holds under `config`: a run that cannot be ended is a claim its
+   * slot it holds under its configuration (`configurationId`), which an
+   * earlier attempt may have taken even when this one failed before its own: a run that cannot be ended is a claim its
    * job comes back for, on that slot, and a run another moved on is not this
    * job's to free (see `retryLater`).
    */
@@ -388,12 +391,12 @@ export class CallPlacer {
     runId: number,
     reason: string,
     message: string,
-    from?: readonly RunStatus[],
-    config?: TelephonyConfiguration,
+    from: readonly RunStatus[] | undefined,
+    configurationId: number | null,
   ): Promise<PlaceDecision> {
     const ended = await this.runs.transition(runId, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message }, from);
     if (!ended) return done('skipped');
-    if (config) await this.slots.release(config.id, runId);
+    if (configurationId !== null) await this.slots.release(configurationId, runId);
     return done('failed');
   }
 }
