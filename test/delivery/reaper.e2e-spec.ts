@@ -10,6 +10,7 @@ import {
   seedSandboxConfiguration,
   seedWorkflow,
 } from '../support/fixtures';
+import { RunDispatcher } from '../../apps/dialer/src/recovery/run-dispatcher.service';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
@@ -86,6 +87,43 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     expect(run.status).toBe('completed');
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('reaper.requeued');
     expect((await sandboxDialsByRun(apps.dataSource, [runId])).get(runId)).toBe(1);
+  });
+
+  it('frees the dead dial\'s slot when it requeues the run, not one the run\'s job renewed for its new dial meanwhile', async () => {
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    const redis = apps.dialer!.get(RedisClient).redis;
+    const store = apps.dialer!.get(WorkflowRunStore);
+    const transition = store.transition.bind(store);
+    let runId = 0;
+    let renewed: string | null = null;
+    // The run's job comes back as soon as the run is queued, and its admission renews the slot, before the reaper frees it.
+    const requeue = jest.spyOn(store, 'transition').mockImplementation(async (...args) => {
+      const moved = await transition(...args);
+      if (moved && args[0] === runId && args[2] === 'reaper.requeued') {
+        renewed = String(Date.now() + 3_600_000);
+        await redis.zadd(slots.key(seed.configId), renewed, String(runId));
+      }
+      return moved;
+    });
+    const dispatcher = apps.dialer!.get(RunDispatcher);
+    const ensureJobs = dispatcher.ensureJobs.bind(dispatcher);
+    let slotAfterRelease: string | null | undefined;
+    const enqueue = jest.spyOn(dispatcher, 'ensureJobs').mockImplementation(async (runs) => {
+      if (runs.some((run) => run.id === runId)) slotAfterRelease = await slots.lease(seed.configId, runId);
+      return ensureJobs(runs);
+    });
+    try {
+      runId = await strandedRun(apps.dataSource, seed, 'dialing', null, (id) =>
+        redis.zadd(slots.key(seed.configId), Date.now() + 600_000, String(id)),
+      );
+      const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+      expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('reaper.requeued');
+    } finally {
+      requeue.mockRestore();
+      enqueue.mockRestore();
+    }
+    expect(renewed).not.toBeNull();
+    expect(slotAfterRelease).toBe(renewed);
   });
 
   it('reconciles a run whose dialer died after the carrier accepted the call, without dialing again', async () => {

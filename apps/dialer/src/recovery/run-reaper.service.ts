@@ -220,6 +220,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       // The carrier never got the request (the dialer stopped in between): dialing again cannot duplicate. Only the
       // dial the look-up was about, though: a run requeued and claimed again since it was read (by another reaper
       // whose round overlapped this one) is a new dial the look-up knows nothing of.
+      const lease = await this.slots.lease(config.id, run.id);
       const requeued = await this.runs.transition(
         run.id,
         'queued',
@@ -230,7 +231,9 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         { unmovedSince: run.statusChangedAt, withoutCallId: true },
       );
       if (requeued) {
-        await this.slots.release(config.id, run.id);
+        // The dead dial's lease only: the run's job may have come back as soon as the run was queued, and renewed the
+        // slot for its new dial already.
+        if (lease !== null) await this.slots.releaseLease(config.id, run.id, lease);
         // The dead dialer's job may have ended (stalled too often): replace it rather than add beside it.
         await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
       }
