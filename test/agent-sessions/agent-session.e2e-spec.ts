@@ -189,9 +189,22 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         { events: [...valid, { type: 'transcript', speaker: 'agent', text: 'x', start_ms: 5, end_ms: 1 }] },
         { events: [...valid, { type: 'usage', usage: { tokens: 'many' } }] },
         { events: [...valid, { type: 'nonsense' }] },
+        // What Postgres would refuse in the run (the statement failing whole): named instead.
+        { events: [...valid, { type: 'transcript', speaker: 'agent', text: 'a\u0000b', start_ms: 0, end_ms: 1 }] },
+        { events: [...valid, { type: 'gathered_context', data: { 'half \ud800': 1 } }] },
       ]) {
         const response = await apps.client.post(`${session(tokenFor(runId))}/events`, body);
         expect({ body, status: response.status }).toEqual({ body, status: 400 });
+      }
+      for (const [raw, where] of [
+        ['{"type":"gathered_context","data":{"crm_id":12345678901234567890}}', 'events[3].data.crm_id'],
+        ['{"type":"gathered_context","data":{"total":1e400}}', 'events[3].data.total'],
+        ['{"type":"transcript","speaker":"user","text":"x\\u0000","start_ms":0,"end_ms":1}', 'events[3].text'],
+      ]) {
+        const text = `{"events":[${valid.map((event) => JSON.stringify(event)).join(',')},${raw}]}`;
+        const response = await apps.client.post(`${session(tokenFor(runId))}/events`, undefined, { raw: text });
+        expect({ where, status: response.status, code: response.body.code }).toEqual({ where, status: 400, code: 'validation_failed' });
+        expect(response.body.message).toMatch(new RegExp(`^${where.replace(/[.[\]]/g, '\\$&')} `));
       }
       expect(await stored()).toEqual(before);
     });

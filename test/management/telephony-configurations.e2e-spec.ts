@@ -384,6 +384,13 @@ describe('management API: telephony configurations', () => {
       await expectRefused(response, fresh.organizationId, `settings.toString is not a ${carrier} setting`);
     });
 
+    it.each(carriers)('answers 400 naming the setting for a $carrier agent_runtime_url Postgres cannot store, and stores nothing', async ({ provider, credentials }) => {
+      const fresh = await createOrganization(apps.dataSource);
+      const response = await create(fresh.adminKey, provider, { credentials, settings: { agent_runtime_url: 'wss://agents.example/\u0000' } });
+      await expectRefused(response, fresh.organizationId, 'settings.agent_runtime_url must not contain NUL characters or unpaired UTF-16 surrogates');
+      expect(response.body.details).toEqual([{ field: 'settings', message: expect.stringMatching(/^settings\.agent_runtime_url must not/) }]);
+    });
+
     it('answers 400 when patching Plivo credentials with a constructor key, and keeps the stored ones', async () => {
       const fresh = await createOrganization(apps.dataSource);
       const plivo = carriers[3].credentials;

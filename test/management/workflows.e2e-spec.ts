@@ -44,16 +44,23 @@ describe('management API: workflows', () => {
     expect(trigger).toMatchObject({ organizationId: org.organizationId, workflowId: body.id, isActive: true });
   });
 
-  it('answers 400 validation_failed, and stores nothing, for text Postgres cannot store (NUL, unpaired surrogates)', async () => {
+  it('answers 400, and stores nothing, for text Postgres cannot store (NUL, unpaired surrogates): validation_failed for the name, invalid_definition for the definition', async () => {
     const before = await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId });
     const nul = await apps.client.post('/api/v1/workflows', { name: 'a\u0000b', definition: graph({ trigger: null }) }, { key: org.adminKey });
     expectError(nul, 400, 'validation_failed');
+    // In the definition: named where it is, as any other problem of the definition.
     const surrogate = await apps.client.post(
       '/api/v1/workflows',
       { name: 'Agent', definition: graph({ trigger: null, prompt: 'half a pair: \ud800' }) },
       { key: org.adminKey },
     );
-    expectError(surrogate, 400, 'validation_failed');
+    expectError(surrogate, 400, 'invalid_definition');
+    expect(surrogate.body.message).toMatch(/definition\.nodes\[\d+\]\.data\.prompt must not contain NUL characters or unpaired UTF-16 surrogates/);
+    const nulInData = graph({ trigger: null });
+    nulInData.nodes[0].data.note = { 'a\u0000b': 1 };
+    const nulKey = await apps.client.post('/api/v1/workflows', { name: 'Agent', definition: nulInData }, { key: org.adminKey });
+    expectError(nulKey, 400, 'invalid_definition');
+    expect(nulKey.body.message).toContain('a key of definition.nodes[0].data.note must not contain NUL characters');
     // In a name (plain text) the driver would store U+FFFD in its place without a word: refused as well.
     const loneName = await apps.client.post('/api/v1/workflows', { name: 'Agent \udc00', definition: graph({ trigger: null }) }, { key: org.adminKey });
     expectError(loneName, 400, 'validation_failed');
@@ -62,6 +69,17 @@ describe('management API: workflows', () => {
     const emoji = await apps.client.post('/api/v1/workflows', { name: 'Agent 😀', definition: graph({ trigger: null }) }, { key: org.adminKey });
     expect(emoji.status).toBe(201);
     expect(emoji.body.name).toBe('Agent 😀');
+  });
+
+  it('answers 400 invalid_definition, and stores nothing, for a number in node data the JSON parser could not read as written', async () => {
+    const before = await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId });
+    for (const number of ['1e400', '12345678901234567890']) {
+      const text = JSON.stringify({ name: 'Agent', definition: graph({ trigger: null }) }).replace('"data":{}', `"data":{"limit":${number}}`);
+      const response = await apps.client.post('/api/v1/workflows', undefined, { key: org.adminKey, raw: text });
+      expectError(response, 400, 'invalid_definition');
+      expect(response.body.message).toContain('definition.nodes[0].data.limit is a number JSON does not carry exactly');
+    }
+    expect(await apps.dataSource.getRepository(Workflow).countBy({ organizationId: org.organizationId })).toBe(before);
   });
 
   it('keeps the trigger_path of a trigger node saved again without one, so the agent stays at its URL once published', async () => {

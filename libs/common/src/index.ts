@@ -18,3 +18,4 @@ export * from './expiring-cache';
 export * from './start-app';
 export * from './recent-map';
 export * from './storable-text';
+export * from './json-values';

@@ -1,7 +1,5 @@
 import { ValidateBy, ValidationOptions } from 'class-validator';
-
-/** Half of a UTF-16 surrogate pair without its other half. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './json-values';
 
 /**
  * Text that Postgres stores as sent: it refuses NUL in `text`, and the
@@ -12,8 +10,8 @@ export function StorableText(options?: ValidationOptions): PropertyDecorator {
     {
       name: 'storableText',
       validator: {
-        validate: (value: unknown) => typeof value !== 'string' || (!value.includes('\0') && !LONE_SURROGATE.test(value)),
-        defaultMessage: (args) => `${args?.property} must not contain NUL characters or unpaired UTF-16 surrogates`,
+        validate: (value: unknown) => typeof value !== 'string' || isStorableText(value),
+        defaultMessage: (args) => `${args?.property} ${UNSTORABLE_TEXT_MESSAGE}`,
       },
     },
     options,

@@ -1,4 +1,4 @@
-import { Errors } from '@app/common';
+import { Errors, jsonValueProblem } from '@app/common';
 
 export interface AgentReport {
   turns: Array<{ speaker: 'agent' | 'user'; text: string; start_ms: number; end_ms: number }>;
@@ -20,6 +20,9 @@ export function readAgentReport(body: unknown): AgentReport {
   if (!Array.isArray(events) || events.length === 0 || events.length > MAX_EVENTS) {
     throw Errors.validation(`events must be an array of 1 to ${MAX_EVENTS} events`);
   }
+  // Stored as jsonb (turns, gathered context): text Postgres refuses, or a number that is not the one sent.
+  const unstorable = jsonValueProblem(events, 'events');
+  if (unstorable) throw Errors.validation(unstorable);
   const report: AgentReport = { turns: [], gatheredContext: {}, usage: {}, ended: false };
   events.forEach((event: Record<string, unknown>, index) => {
     const where = `events[${index}]`;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, QueryDeepPartialEntity } from 'typeorm';
-import { DomainError, Errors } from '@app/common';
+import { DomainError, Errors, jsonValueProblem } from '@app/common';
 import { TelephonyConfiguration } from '@app/persistence';
 import { CredentialsCheck, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { TriggerLookups } from '../triggers/trigger-lookups.service';
@@ -172,8 +172,11 @@ export class TelephonyConfigurationsService {
       ]);
     }
     const provider = this.providers.get(providerName);
+    // Stored as jsonb: text Postgres refuses, or a number that is not the one sent, is named before the provider's rules.
+    const unstorable = jsonValueProblem(settings, 'settings');
     const problems = [
       ...provider.validateCredentials(credentials).map((message) => ({ field: 'credentials', message })),
+      ...(unstorable ? [{ field: 'settings', message: unstorable }] : []),
       ...provider.validateSettings(settings).map((message) => ({ field: 'settings', message })),
     ];
     if (problems.length) throw Errors.validation(problems.map((problem) => problem.message).join('; '), problems);

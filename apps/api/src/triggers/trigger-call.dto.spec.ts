@@ -2,9 +2,20 @@ import 'reflect-metadata';
 import { ArgumentMetadata } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, Max, Min, ValidateBy } from 'class-validator';
-import { createValidationPipe, DomainError, KeepAsSent, toE164 } from '@app/common';
+import { createValidationPipe, DomainError, INEXACT_NUMBER_MESSAGE, inexactNumberPath, KeepAsSent, toE164 } from '@app/common';
 import { seededRandom } from '../../../../test/support/seeded-random';
 import { INITIAL_CONTEXT_MAX_BYTES, PHONE_NUMBER_MESSAGE, TriggerCallDto } from './trigger-call.dto';
+
+/** The context's size, its text's storability and its numbers, in that order. */
+function contextProblem(value: unknown): string | undefined {
+  const text = JSON.stringify(value ?? null);
+  if (Buffer.byteLength(text, 'utf8') > INITIAL_CONTEXT_MAX_BYTES) return `initial_context must be at most ${INITIAL_CONTEXT_MAX_BYTES} bytes of JSON`;
+  if (/(?:^|[^\\])(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i.test(text)) {
+    return 'initial_context must not contain NUL characters or unpaired UTF-16 surrogates, in keys or values';
+  }
+  const inexact = inexactNumberPath(value, 'initial_context');
+  return inexact === undefined ? undefined : `${inexact} ${INEXACT_NUMBER_MESSAGE}`;
+}
 
 /**
  * The trigger body's rules as class-validator decorators, as the body was
@@ -28,15 +39,8 @@ class DecoratedTriggerCall {
   @ValidateBy({
     name: 'storableJson',
     validator: {
-      validate: (value: unknown) => {
-        const text = JSON.stringify(value ?? null);
-        const unstorable = /(?:^|[^\\])(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
-        return Buffer.byteLength(text, 'utf8') <= INITIAL_CONTEXT_MAX_BYTES && !unstorable.test(text);
-      },
-      defaultMessage: (args) =>
-        Buffer.byteLength(JSON.stringify(args?.value ?? null), 'utf8') > INITIAL_CONTEXT_MAX_BYTES
-          ? `initial_context must be at most ${INITIAL_CONTEXT_MAX_BYTES} bytes of JSON`
-          : 'initial_context must not contain NUL characters or unpaired UTF-16 surrogates, in keys or values',
+      validate: (value: unknown) => contextProblem(value) === undefined,
+      defaultMessage: (args) => contextProblem(args?.value) ?? '',
     },
   })
   initial_context?: Record<string, unknown> | null;
@@ -116,6 +120,11 @@ const CONTEXTS: unknown[] = [
   'x'.repeat(INITIAL_CONTEXT_MAX_BYTES + 1),
   ['\u0000'],
   { constructor: { prototype: 1 }, toString: 'kept', valueOf: 2 },
+  { crm_id: Number('12345678901234567890') },
+  { list: [1, 2, { id: 2 ** 60 }] },
+  { 'a key': { n: -(2 ** 53) } },
+  { largest: Number.MAX_SAFE_INTEGER, least: Number.MIN_SAFE_INTEGER, float: 1.5e300, tiny: 5e-324 },
+  { both: 'x\u0000', id: 2 ** 60 },
 ];
 const CONFIG_IDS: unknown[] = [1, 7, 2_147_483_647, null, '1', 1.5, -1, 0, 2_147_483_648, 1e300, [1], { id: 1 }, true, 'x'];
 const UNKNOWN_FIELDS = ['callback_url', 'workflow_id', 'environment', 'phoneNumber', 'phone', 'extra', 'zz', ''];
@@ -195,6 +204,20 @@ describe('TriggerCallDto.parseBody', () => {
         { field: 'extra', message: 'property extra should not exist' },
         { field: 'phone_number', message: PHONE_NUMBER_MESSAGE },
       ],
+    });
+  });
+
+  it('refuses a context number the JSON parser could not read as written, naming where it is', () => {
+    // 1e400 parses to Infinity, which the context would be stored with as null.
+    expect(() => TriggerCallDto.parseBody({ phone_number: PHONE, initial_context: { order: { total: Infinity } } })).toThrow(
+      expect.objectContaining({ details: [{ field: 'initial_context', message: `initial_context.order.total ${INEXACT_NUMBER_MESSAGE}` }] }),
+    );
+    expect(() => TriggerCallDto.parseBody({ phone_number: PHONE, initial_context: { ids: [1, Number('12345678901234567890')] } })).toThrow(
+      expect.objectContaining({ details: [{ field: 'initial_context', message: `initial_context.ids[1] ${INEXACT_NUMBER_MESSAGE}` }] }),
+    );
+    expect(TriggerCallDto.parseBody({ phone_number: PHONE, initial_context: { id: Number.MAX_SAFE_INTEGER, x: 0.1 } }).initial_context).toEqual({
+      id: Number.MAX_SAFE_INTEGER,
+      x: 0.1,
     });
   });
 

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { FieldProblem, toE164, validationFailed } from '@app/common';
+import { FieldProblem, INEXACT_NUMBER_MESSAGE, inexactNumberPath, toE164, validationFailed } from '@app/common';
 
 export const INITIAL_CONTEXT_MAX_BYTES = 64 * 1024;
 const CONFIGURATION_ID_MAX = 2_147_483_647;
@@ -100,7 +100,7 @@ function configurationIdProblems(id: unknown): FieldProblem[] {
 /**
  * A JSON object of at most INITIAL_CONTEXT_MAX_BYTES, storable by Postgres'
  * jsonb, which refuses NUL and unpaired UTF-16 surrogates (valid in JSON
- * text). One serialisation answers both: JSON.stringify writes exactly those
+ * text), whose numbers are those written (`inexactNumberPath`). One serialisation answers both: JSON.stringify writes exactly those
  * characters as `\u0000` and `\udXXX` escapes, in keys and values alike, and
  * writes no `\u` at all for most contexts, so the pattern rarely runs.
  */
@@ -113,6 +113,9 @@ function contextProblems(context: unknown): FieldProblem[] {
   } else if (text.includes('\\u') && UNSTORABLE_ESCAPE.test(text)) {
     const message = `${field} must not contain NUL characters or unpaired UTF-16 surrogates, in keys or values`;
     problems.push({ field, message });
+  } else {
+    const inexact = inexactNumberPath(context, field);
+    if (inexact !== undefined) problems.push({ field, message: `${inexact} ${INEXACT_NUMBER_MESSAGE}` });
   }
   if (typeof context !== 'object' || Array.isArray(context)) problems.push({ field, message: `${field} must be a JSON object` });
   return problems;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DEFINITION_NODE_TYPES, DefinitionEdge, DefinitionGraph, DefinitionNode, DefinitionNodeType } from '@app/persistence';
 import { DEFINITION_RENDER_LIMITS, DefinitionRenderLimitError, liquidTagCount, PromptRenderer, renderDefinition } from '@app/templating';
+import { jsonValueProblem } from '@app/common';
 import { DEFINITION_LIMITS } from './definition-limits';
 import { invalidDefinition } from './invalid-definition.error';
 
@@ -25,6 +26,9 @@ export class DefinitionValidator {
 
   normalize(input: unknown): DefinitionGraph {
     if (!isObject(input)) throw invalidDefinition('it must be a JSON object with "nodes" and "edges"');
+    // Stored as jsonb, node data as sent: text Postgres refuses, or a number that is not the one written.
+    const unstorable = jsonValueProblem(input, 'definition');
+    if (unstorable) throw invalidDefinition(unstorable);
     const bytes = Buffer.byteLength(JSON.stringify(input), 'utf8');
     if (bytes > DEFINITION_LIMITS.maxJsonBytes) {
       throw invalidDefinition(`it is ${bytes} bytes of JSON; the limit is ${DEFINITION_LIMITS.maxJsonBytes}`);
