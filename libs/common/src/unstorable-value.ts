@@ -9,9 +9,15 @@ const DATA_CODES = new Set(['22021', '22P05']);
 
 /** True when `error` (or the driver error TypeORM wraps) is one of those. */
 export function isUnstorableValue(error: unknown): boolean {
-  const candidate = error as { code?: unknown; message?: unknown; driverError?: { code?: unknown; message?: unknown } } | null | undefined;
+  type PgFields = { code?: unknown; message?: unknown; routine?: unknown };
+  const candidate = error as (PgFields & { driverError?: PgFields }) | null | undefined;
   const code = candidate?.driverError?.code ?? candidate?.code;
-  const message = String(candidate?.driverError?.message ?? candidate?.message ?? '');
   if (typeof code !== 'string') return false;
-  return DATA_CODES.has(code) || (code === '22P02' && message.includes('type json'));
+  if (DATA_CODES.has(code)) return true;
+  if (code !== '22P02') return false;
+  // The server's own function (`json_ereport_error` in Postgres 15) is named in English whatever the server's
+  // lc_messages; the message is the fallback for a server that does not send it.
+  const routine = String(candidate?.driverError?.routine ?? candidate?.routine ?? '');
+  const message = String(candidate?.driverError?.message ?? candidate?.message ?? '');
+  return /json/i.test(routine) || message.includes('type json');
 }
