@@ -74,6 +74,18 @@ export function clientErrorAnswer(error: { code?: string }): string {
   );
 }
 
+const PROTOTYPE_KEY_REFUSED =
+  'The body has a "__proto__" key, or a "constructor" object holding a "prototype" key: neither is taken, at any depth';
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The JSON body parser: Fastify's own (the same prototype-poisoning settings,
  * empty-body and malformed-JSON errors), but for bytes that are not UTF-8,
@@ -89,7 +101,11 @@ function utf8JsonParser(fastify: FastifyInstance): FastifyBodyParser<Buffer> {
       done(new DomainError(400, 'invalid_json', 'The body is not valid UTF-8: send JSON text encoded in UTF-8'), undefined);
       return;
     }
-    void parseJson(request, body.toString('utf8'), done);
+    const text = body.toString('utf8');
+    void parseJson(request, text, (error, parsed) => {
+      // Fastify answers its prototype-poisoning guard as malformed JSON; valid JSON refused is that guard, and said so.
+      done(error && isJson(text) ? new DomainError(400, 'invalid_json', PROTOTYPE_KEY_REFUSED) : error, parsed);
+    });
   };
 }
 
