@@ -42,10 +42,11 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   const tokenFor = (runId: number, lifetime = 600) => tokens.sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + lifetime });
 
   /** A connection that has sent a recording upload's head announcing `bytes` and the first kilobyte, and holds the rest. */
-  const startUpload = (path: string, contentType: string, bytes: number) => {
+  const startUpload = (path: string, contentType: string, bytes: number, headers: Record<string, string> = {}) => {
     const { hostname, port } = new URL(apps.client.baseUrl);
     const socket = connect(Number(port), hostname);
-    socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: ${contentType}\r\nContent-Length: ${bytes}\r\n\r\n`);
+    const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: ${contentType}\r\nContent-Length: ${bytes}\r\n${extra}\r\n`);
     socket.write(Buffer.alloc(1024));
     return socket;
   };
@@ -71,9 +72,9 @@ describe('the agent-session contract with the voice-agent runtime', () => {
    * and only the first kilobyte of it: the API's answer, or 'no answer yet'
    * when it is still waiting for the rest after a second.
    */
-  const uploadHead = (path: string, contentType: string, bytes = 50 * 1024 * 1024) =>
+  const uploadHead = (path: string, contentType: string, bytes = 50 * 1024 * 1024, headers: Record<string, string> = {}) =>
     new Promise<{ status: number; code: string } | 'no answer yet'>((resolve, reject) => {
-      const socket = startUpload(path, contentType, bytes);
+      const socket = startUpload(path, contentType, bytes, headers);
       let received = '';
       const finish = (outcome: { status: number; code: string } | 'no answer yet') => {
         clearTimeout(timer);
@@ -232,6 +233,28 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(response.status).toBe(415);
     });
 
+    it('refuses, keeping nothing, a recording whose bytes are not of the type it names, or that comes compressed', async () => {
+      const path = `${session(tokenFor(runId))}/recording`;
+      const upload = (raw: Buffer, contentType: string, headers: Record<string, string> = {}) =>
+        apps.client.put(path, undefined, { raw, headers: { 'content-type': contentType, ...headers } });
+      for (const [raw, contentType] of [
+        [Buffer.from('{"error":"the recorder failed"}'), 'audio/wav'],
+        [Buffer.from('RIFF\0\0\0\0AVI LIST'), 'audio/wav'],
+        [Buffer.from('RIFF\0\0\0\0WAVE'), 'audio/mpeg'],
+        [Buffer.from('ID3\u0004\0'), 'audio/wav'],
+      ] as const) {
+        const response = await upload(raw, contentType);
+        expect({ contentType, status: response.status, code: response.body.code }).toEqual({ contentType, status: 400, code: 'invalid_recording' });
+      }
+      // Refused on its head, before the body is read.
+      await expect(uploadHead(path, 'audio/wav', 1024 * 1024, { 'Content-Encoding': 'gzip' })).resolves.toEqual({
+        status: 415,
+        code: 'unsupported_media_type',
+      });
+      const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(row.recording_key).toBeNull();
+    });
+
     it('refuses a recording upload with a bad token or type before reading its body, and waits for the body of a good one', async () => {
       const token = tokenFor(runId);
       const tampered = `${token.slice(0, -2)}${token.endsWith('A') ? 'B' : 'A'}A`;
@@ -301,10 +324,10 @@ describe('the agent-session contract with the voice-agent runtime', () => {
 
     it('keeps one recording: a second upload is refused, before its body is read', async () => {
       const path = `${session(tokenFor(runId))}/recording`;
-      const first = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF first'), headers: { 'content-type': 'audio/wav' } });
+      const first = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF\0\0\0\0WAVEfirst'), headers: { 'content-type': 'audio/wav' } });
       expect(first.status).toBe(200);
 
-      const second = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF second'), headers: { 'content-type': 'audio/wav' } });
+      const second = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF\0\0\0\0WAVEsecond'), headers: { 'content-type': 'audio/wav' } });
       expect({ status: second.status, code: second.body?.code }).toEqual({ status: 409, code: 'recording_already_stored' });
       await expect(uploadHead(path, 'audio/wav')).resolves.toMatchObject({ status: 409, code: 'recording_already_stored' });
       const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [runId]);

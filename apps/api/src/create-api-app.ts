@@ -184,7 +184,7 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
     const admit: onRequestAsyncHookHandler = async (request, reply) => {
       const { token } = request.params as { token: string };
-      const runId = await sessions.admitRecording(token, request.headers['content-type']);
+      const runId = await sessions.admitRecording(token, request.headers['content-type'], request.headers['content-encoding']);
       // Gone while it was admitted: its connection's `close` has passed, and would never give back what is taken below.
       if (request.raw.socket?.destroyed) return;
       if (runsUploading.has(runId)) {

@@ -37,8 +37,9 @@ export class AgentSessionsController {
   upload(
     @Param('token') token: string,
     @Headers('content-type') contentType: string | undefined,
+    @Headers('content-encoding') contentEncoding: string | undefined,
     @Body() body: unknown,
   ): Promise<{ stored: true }> {
-    return this.sessions.uploadRecording(token, contentType, body);
+    return this.sessions.uploadRecording(token, contentType, contentEncoding, body);
   }
 }

@@ -85,19 +85,29 @@ export class AgentSessionsService {
    * as the request's head has arrived, so a bad token or type is refused
    * before up to 100 MiB of audio is read.
    */
-  async admitRecording(token: string, contentType: string | undefined): Promise<number> {
+  async admitRecording(token: string, contentType: string | undefined, contentEncoding: string | undefined): Promise<number> {
     const run = await this.openRun(token);
-    recordingExtension(contentType);
+    recordingExtension(contentType, contentEncoding);
     if (run.recordingKey) throw recordingAlreadyStored();
     return run.id;
   }
 
   /** A run keeps one recording: a second upload (or one racing the first) is refused, and nothing replaces the first. */
-  async uploadRecording(token: string, contentType: string | undefined, body: unknown): Promise<{ stored: true }> {
+  async uploadRecording(
+    token: string,
+    contentType: string | undefined,
+    contentEncoding: string | undefined,
+    body: unknown,
+  ): Promise<{ stored: true }> {
     const run = await this.openRun(token);
-    const extension = recordingExtension(contentType);
+    const extension = recordingExtension(contentType, contentEncoding);
     if (run.recordingKey) throw recordingAlreadyStored();
     if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
+    // Kept for good once stored (a second upload is refused), and preferred to the carrier's: it must be the audio.
+    if (!startsAsRecording(extension, body)) {
+      const what = extension === 'wav' ? 'a WAV file (RIFF or RF64, then WAVE)' : 'an MP3 file (an ID3 tag or an MPEG audio frame)';
+      throw new DomainError(400, 'invalid_recording', `The body does not start as ${what}: upload the recording itself`);
+    }
     const key = await this.storage.put(artifactKey(run.id, 'recording', extension), body, contentType!);
     if (!(await this.runs.recordRecordingIfNone(run.id, key))) throw recordingAlreadyStored();
     return { stored: true };
@@ -152,8 +162,21 @@ function sessionEnded(): DomainError {
   return new DomainError(410, 'session_ended', 'This call has ended; its agent session is closed');
 }
 
-function recordingExtension(contentType: string | undefined): string {
+function recordingExtension(contentType: string | undefined, contentEncoding: string | undefined): string {
   const extension = RECORDING_TYPES[(contentType ?? '').split(';')[0].trim().toLowerCase()];
   if (!extension) throw new DomainError(415, 'unsupported_media_type', 'Upload the recording as audio/wav or audio/mpeg');
+  // The bytes are stored and served as they arrive: compressed, they would be served as audio they are not.
+  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
+    throw new DomainError(415, 'unsupported_media_type', 'Upload the recording without a Content-Encoding: it is stored as sent');
+  }
   return extension;
+}
+
+/** Whether `body` begins as a file of its type: WAV's RIFF (or RF64) header, or MP3's ID3 tag or frame sync. */
+function startsAsRecording(extension: string, body: Buffer): boolean {
+  if (extension === 'wav') {
+    const riff = body.toString('latin1', 0, 4);
+    return (riff === 'RIFF' || riff === 'RF64') && body.toString('latin1', 8, 12) === 'WAVE';
+  }
+  return body.toString('latin1', 0, 3) === 'ID3' || (body.length >= 2 && body[0] === 0xff && (body[1] & 0xe0) === 0xe0);
 }
