@@ -87,22 +87,6 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
     expect(await dialsOf(job.runId)).toBe(1);
   });
 
-  it('dials a paced job that comes back long after its instant on that instant, not behind the pacing backlog built since', async () => {
-    const {
-      jobs: [job],
-      configurationId,
-    } = await queuedRuns(1, { callsPerSecond: 2 });
-    // Its instant was reserved a minute ago; the campaign behind it has reserved the next ten minutes' since, and
-    // the job comes back now, promoted behind the jobs that were waiting.
-    const redis = apps.dialer!.get(RedisClient);
-    const [seconds, micros] = await redis.redis.time();
-    const redisNow = Number(seconds) * 1000 + Number(micros) / 1000;
-    await redis.redis.set(redis.keyFor('pace', configurationId), String(redisNow + 600_000), 'PX', 700_000);
-
-    expect(await apps.dialer!.get(CallPlacer).place(job, { slotAt: Date.now() - 60_000 })).toEqual({ kind: 'done', outcome: 'placed' });
-    expect(await dialsOf(job.runId)).toBe(1);
-  });
-
   it('frees the slot an earlier attempt took when the run fails before its claim (its configuration lost its from numbers)', async () => {
     const {
       jobs: [job],

@@ -22,6 +22,14 @@ import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
+/**
+ * A reserved pacing instant missed by more than this is given up and a new one
+ * reserved. Going without pacing however late would leave every job that came
+ * back late behind a campaign's backlog polling the rolling window (each
+ * refusal a delay of at most a second) for as long as the campaign lasts;
+ * README, "What is not guaranteed", has what this costs instead.
+ */
+const STALE_SLOT_MS = 1000;
 /** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
 const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
@@ -101,7 +109,7 @@ export class CallPlacer {
     // A claim left unsettled had its pacing instant: taken up, it passes the rate window and its slot, and is not sent
     // behind the configuration's backlog while its run waits `dialing`, where the reaper would end it. Nor is a retry
     // whose earlier attempt took a slot and failed before its claim: `DialAdmission` does not pace a slot's holder.
-    const pace = progress.unsettledClaim === undefined && progress.slotAt === undefined;
+    const pace = progress.unsettledClaim === undefined && (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS);
     const admission = await this.admit(config, runId, pace);
     if (admission.kind === 'paced') {
       return { kind: 'delay', untilMs: now + admission.waitMs, progress: { ...progress, slotAt: now + admission.waitMs }, reason: 'pacing' };

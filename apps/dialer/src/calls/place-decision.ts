@@ -1,12 +1,6 @@
 /** What a place-call job carries between its tries, besides the ids. */
 export interface PlaceCallProgress {
-  /**
-   * The pacing instant reserved for this call (epoch ms). A job that has one
-   * is not paced again when it comes back, however late: BullMQ queues a
-   * delayed job that comes due behind the jobs waiting, so under a campaign's
-   * backlog it returns seconds after its instant, and pacing it again would
-   * send it behind the whole campaign. The rolling window holds the rate.
-   */
+  /** The pacing instant reserved for this call (epoch ms). */
   slotAt?: number;
   /** Carrier refusals so far (throttled or not processed); they do not spend job attempts. */
   carrierRetries?: number;

@@ -97,7 +97,7 @@ describe('GroupedRunWrites', () => {
     });
     // Only what a dial reads comes back; the row holds the rest of the move.
     expect(Object.keys(won ?? {}).sort()).toEqual(
-      ['definitionId', 'fromNumber', 'id', 'initialContext', 'organizationId', 'phoneNumber', 'status', 'telephonyConfigurationId', 'workflowId'],
+      ['definitionId', 'fromNumber', 'id', 'initialContext', 'organizationId', 'phoneNumber', 'provider', 'status', 'telephonyConfigurationId', 'workflowId'],
     );
     const [stored] = await store.findManyById([runId]);
     expect(stored.logs.events?.map((entry) => entry.event)).toEqual(['run.queued', 'dialer.dialing']);
