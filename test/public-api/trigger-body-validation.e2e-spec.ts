@@ -126,6 +126,15 @@ describe('trigger body: validation, limits and fuzz', () => {
       expect(response.body.message).toMatch(/^The body has a "__proto__" key, or a "constructor" object holding a "prototype" key/);
     });
 
+    it('answers the same for a __proto__ key in a body that starts with a byte-order mark', async () => {
+      const response = await expectRejectedWithoutRun(
+        () => postRaw(`\ufeff{"phone_number":"${PHONE}","initial_context":{"__proto__":{"polluted":true}}}`),
+        400,
+        'invalid_json',
+      );
+      expect(response.body.message).toMatch(/^The body has a "__proto__" key/);
+    });
+
     it('answers 400 for a constructor object holding a prototype key (prototype poisoning)', async () => {
       const response = await expectRejectedWithoutRun(
         () => postRaw(`{"phone_number":"${PHONE}","initial_context":{"user":{"constructor":{"prototype":{"polluted":true}}}}}`),

@@ -79,7 +79,8 @@ const PROTOTYPE_KEY_REFUSED =
 
 function isJson(text: string): boolean {
   try {
-    JSON.parse(text);
+    // As the parser reads it: a byte-order mark first is skipped.
+    JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     return true;
   } catch {
     return false;

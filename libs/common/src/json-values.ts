@@ -25,21 +25,40 @@ export function isInexactNumber(value: number): boolean {
 /**
  * The path (`data.items[2].id`, under `path`) of the first number in a
  * parsed JSON value that `isInexactNumber`, or undefined. Recursive: call it
- * on values the validation pipe has held to its nesting limit.
+ * on values the validation pipe has held to its nesting limit. A value
+ * without one (nearly every trigger's context) is walked without allocating;
+ * the path is spelled out only for one that has.
  */
 export function inexactNumberPath(value: unknown, path: string): string | undefined {
+  return holdsInexactNumber(value) ? pathOfInexactNumber(value, path) : undefined;
+}
+
+function holdsInexactNumber(value: unknown): boolean {
+  if (typeof value === 'number') return isInexactNumber(value);
+  if (typeof value !== 'object' || value === null) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (holdsInexactNumber(item)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && holdsInexactNumber((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
+function pathOfInexactNumber(value: unknown, path: string): string | undefined {
   if (typeof value === 'number') return isInexactNumber(value) ? path : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = inexactNumberPath(value[index], `${path}[${index}]`);
+      const found = pathOfInexactNumber(value[index], `${path}[${index}]`);
       if (found !== undefined) return found;
     }
     return undefined;
   }
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
-    const found = inexactNumberPath((value as Record<string, unknown>)[key], childPath(path, key));
+    const found = pathOfInexactNumber((value as Record<string, unknown>)[key], childPath(path, key));
     if (found !== undefined) return found;
   }
   return undefined;

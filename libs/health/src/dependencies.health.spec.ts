@@ -54,4 +54,33 @@ describe('the Redis readiness probe on a worker connection', () => {
     await waitFor(async () => (client.status === 'ready' ? true : undefined), { what: 'the connection to return' });
     expect((await health.redis()).redis).toEqual({ status: 'up' });
   });
+
+  it('sends nothing for the probes that ran out of time while Redis was away from the start, once it comes', async () => {
+    const late = new TcpProxy('127.0.0.1', 6379);
+    const port = await late.start();
+    await late.cut();
+    const startedAway = new Queue('health-probe-boot', {
+      connection: redisConnectionOptions(`redis://127.0.0.1:${port}`, 'worker'),
+      prefix: testRunResources().queuePrefix,
+    });
+    startedAway.on('error', () => undefined);
+    const probe = new DependenciesHealth(new HealthIndicatorService(), {} as DataSource, startedAway);
+    const counted = jest.spyOn(startedAway, 'count');
+    const logged = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      for (let attempt = 0; attempt < 2; attempt += 1) expect((await probe.redis()).redis).toMatchObject({ status: 'down' });
+      expect(logged).toHaveBeenCalledTimes(2);
+      await late.restore();
+      const client = await startedAway.backend.client;
+      await waitFor(async () => (client.status === 'ready' ? true : undefined), { what: 'the first connection' });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(counted).not.toHaveBeenCalled();
+      expect((await probe.redis()).redis).toEqual({ status: 'up' });
+      expect(counted).toHaveBeenCalledTimes(1);
+    } finally {
+      jest.restoreAllMocks();
+      await startedAway.close();
+      await late.stop();
+    }
+  });
 });

@@ -31,9 +31,12 @@ export class DependenciesHealth {
   redis(): Promise<HealthIndicatorResult> {
     return this.probe('redis', async () => {
       // A worker's connection queues commands while Redis is away, to send them when it returns: a probe sent then
-      // would answer nothing and leave one more command behind it for every probe of the outage.
+      // would answer nothing and leave one more command behind it for every probe of the outage. Nor is one sent by
+      // a probe that waited out its time for the first connection (Redis away since the start): it was answered.
+      const asked = Date.now();
       const client = await this.queue.backend.client;
       if (client.status !== 'ready') throw new Error(`the Redis connection is ${client.status}`);
+      if (Date.now() - asked >= PROBE_TIMEOUT_MS) throw new Error('the first connection to Redis came after the probe was answered');
       return this.queue.count();
     });
   }

@@ -1,4 +1,4 @@
-import { Errors, jsonValueProblem } from '@app/common';
+import { Errors, isInexactNumber, isStorableText, jsonValueProblem, UNSTORABLE_TEXT_MESSAGE } from '@app/common';
 
 export interface AgentReport {
   turns: Array<{ speaker: 'agent' | 'user'; text: string; start_ms: number; end_ms: number }>;
@@ -20,9 +20,6 @@ export function readAgentReport(body: unknown): AgentReport {
   if (!Array.isArray(events) || events.length === 0 || events.length > MAX_EVENTS) {
     throw Errors.validation(`events must be an array of 1 to ${MAX_EVENTS} events`);
   }
-  // Stored as jsonb (turns, gathered context): text Postgres refuses, or a number that is not the one sent.
-  const unstorable = jsonValueProblem(events, 'events');
-  if (unstorable) throw Errors.validation(unstorable);
   const report: AgentReport = { turns: [], gatheredContext: {}, usage: {}, ended: false };
   events.forEach((event: Record<string, unknown>, index) => {
     const where = `events[${index}]`;
@@ -32,18 +29,23 @@ export function readAgentReport(body: unknown): AgentReport {
         const { speaker, text, start_ms: start, end_ms: end } = event;
         if (speaker !== 'agent' && speaker !== 'user') throw Errors.validation(`${where}.speaker must be agent or user`);
         if (typeof text !== 'string' || text.length > MAX_TEXT) throw Errors.validation(`${where}.text must be a string of at most ${MAX_TEXT} characters`);
+        // What is stored (jsonb) must be what was sent: Postgres refuses the text otherwise, and the report with it.
+        if (!isStorableText(text)) throw Errors.validation(`${where}.text ${UNSTORABLE_TEXT_MESSAGE}`);
         if (!isMs(start) || !isMs(end) || (end as number) < (start as number)) {
           throw Errors.validation(`${where}.start_ms and end_ms must be whole milliseconds with end_ms >= start_ms`);
         }
         report.turns.push({ speaker, text, start_ms: start as number, end_ms: end as number });
         break;
       }
-      case 'gathered_context':
+      case 'gathered_context': {
         if (!isPlainObject(event.data)) throw Errors.validation(`${where}.data must be an object`);
+        const unstorable = jsonValueProblem(event.data, `${where}.data`);
+        if (unstorable) throw Errors.validation(unstorable);
         Object.assign(report.gatheredContext, event.data);
         break;
+      }
       case 'usage':
-        if (!isPlainObject(event.usage) || !Object.values(event.usage).every((value) => typeof value === 'number' && Number.isFinite(value))) {
+        if (!isPlainObject(event.usage) || !Object.values(event.usage).every((value) => typeof value === 'number' && !isInexactNumber(value))) {
           throw Errors.validation(`${where}.usage must be an object of numbers`);
         }
         Object.assign(report.usage, event.usage);
