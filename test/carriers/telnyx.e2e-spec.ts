@@ -354,6 +354,20 @@ describe('placing calls through Telnyx', () => {
     expect(run).toMatchObject({ status: 'busy', answered_at: null, cost_info: { total_cost: 0, currency: 'USD' } });
   });
 
+  it('answers 502 carrier_unreachable, to try again, when Telnyx throttles the cancel, and hangs up on the retry', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550181');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    fake.failNextStatusRead('throttle');
+    const throttled = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect({ status: throttled.status, code: throttled.body.code }).toEqual({ status: 502, code: 'carrier_unreachable' });
+    expect(fake.calls.get(call.callControlId)?.hungUpByApi).toBeFalsy();
+    const retried = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect(retried.status).toBe(202);
+    await runReaches(runId, (current) => current.status === 'canceled', 'the run to end canceled');
+  });
+
   it('hangs up a ringing call through Telnyx and ends the run canceled', async () => {
     const runId = await trigger(recordedConfigId, '+14155550180');
     const call = await callFor(runId);

@@ -277,6 +277,19 @@ describe('placing calls through Vonage', () => {
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
   });
 
+  it('answers 502 carrier_unreachable, to try again, when Vonage throttles the cancel, and hangs up on the retry', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550181');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.uuid, 'ringing');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    fake.throttleNextCallRead();
+    const throttled = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+    expect({ status: throttled.status, code: throttled.body.code }).toEqual({ status: 502, code: 'carrier_unreachable' });
+    expect(call.hungUpByApi).toBeFalsy();
+    expect((await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey })).status).toBe(202);
+    await runReaches(runId, (current) => current.status === 'canceled', 'the run to end canceled');
+  });
+
   it('hangs up a ringing call through Vonage and ends the run canceled', async () => {
     const runId = await trigger(recordedConfigId, '+14155550180');
     const call = await callFor(runId);

@@ -464,8 +464,8 @@ export interface TelnyxFakeOptions {
 
 export type TelnyxFailure = 'throttle' | 'unauthorized' | 'forbidden' | 'invalid_number' | 'server_error' | 'unavailable' | 'reset';
 
-/** How a read of an account resource can fail: 500 (code 10007) or 503. */
-export type TelnyxReadFailure = 'server_error' | 'unavailable';
+/** How a read of an account resource can fail: 500 (code 10007), 503, or 429 (too many requests). */
+export type TelnyxReadFailure = 'server_error' | 'unavailable' | 'throttle';
 
 export interface TelnyxFakeCall {
   callControlId: string;
@@ -609,6 +609,7 @@ function sendErrors(response: ServerResponse, status: number, errors: FakeError[
 /** A read that fails as asked (`failNextStatusRead`, `failNextApplicationRead`). */
 function sendReadFailure(response: ServerResponse, kind: TelnyxReadFailure): void {
   if (kind === 'server_error') return sendErrors(response, 500, [{ code: '10007', title: 'Unexpected error', detail: 'An unexpected error occured.' }]);
+  if (kind === 'throttle') return sendErrors(response, 429, [{ code: '10011', title: 'Too many requests' }], { 'retry-after': '1' });
   sendErrors(response, 503, [{ code: '10007', title: 'Service unavailable' }]);
 }
 

@@ -29,6 +29,7 @@ export class VonageFake extends JsonLoopbackFake {
   private readonly files = new Map<string, { body: Buffer; contentType: string }>();
   private readonly failures: VonageFailure[] = [];
   private readonly listFailures: VonageReadFailure[] = [];
+  private readonly detailFailures: Array<'throttle'> = [];
   private readonly creations: number[] = [];
 
   constructor(private readonly options: VonageFakeOptions = {}) {
@@ -52,6 +53,7 @@ export class VonageFake extends JsonLoopbackFake {
     this.deliveries.length = 0;
     this.failures.length = 0;
     this.listFailures.length = 0;
+    this.detailFailures.length = 0;
     this.creations.length = 0;
     this.files.clear();
   }
@@ -69,6 +71,11 @@ export class VonageFake extends JsonLoopbackFake {
   /** The next listing of calls (`GET /v1/calls`, what a credentials check asks) fails this way. */
   failNextCallListing(kind: VonageReadFailure): void {
     this.listFailures.push(kind);
+  }
+
+  /** The next read of one call (`GET /v1/calls/{uuid}`) answers 429. */
+  throttleNextCallRead(): void {
+    this.detailFailures.push('throttle');
   }
 
   /** The `POST /v1/calls` requests received. */
@@ -325,6 +332,7 @@ export class VonageFake extends JsonLoopbackFake {
   }
 
   private details(uuid: string, response: ServerResponse): void {
+    if (this.detailFailures.shift()) return this.throttled(response);
     const call = this.calls.get(uuid);
     if (!call) return sendProblem(response, 404, 'not-found', 'Not Found', 'The requested resource does not exist, or you do not have access to it');
     sendJson(response, 200, {

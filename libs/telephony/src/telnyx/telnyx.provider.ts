@@ -260,6 +260,8 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
       reason: response.status === 401 || response.status === 403 ? 'carrier_unauthorized' : 'carrier_error',
       permanent: response.status === 401 || response.status === 403,
       notProcessed: response.status < 500,
+      // Not a refusal: asked again later, the carrier may well do it (a cancel answers 502, retry).
+      throttled: response.status === 429,
       carrierCode: first?.code ?? `HTTP-${response.status}`,
     });
   }

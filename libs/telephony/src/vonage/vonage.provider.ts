@@ -175,6 +175,8 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
       reason: unauthorized ? 'carrier_unauthorized' : 'carrier_error',
       permanent: unauthorized,
       notProcessed: response.status < 500,
+      // Not a refusal: asked again later, the carrier may well do it (a cancel answers 502, retry).
+      throttled: response.status === 429,
       carrierCode: problem.code ?? `HTTP-${response.status}`,
     });
   }
