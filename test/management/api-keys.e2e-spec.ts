@@ -142,6 +142,28 @@ describe('management API: API keys', () => {
     expect(entry.revoked_at).toEqual(expect.any(String));
   });
 
+  it("refuses to revoke the organization's last admin key, by itself or by another, with 409 last_admin_key", async () => {
+    const lone = await createOrganization(apps.dataSource, 'One admin');
+    const [{ id: loneKeyId }]: Array<{ id: number }> = await apps.dataSource.query(
+      `SELECT id FROM api_keys WHERE organization_id = $1 AND role = 'admin'`,
+      [lone.organizationId],
+    );
+    expectError(await apps.client.delete(`/api/v1/api-keys/${loneKeyId}`, { key: lone.adminKey }), 409, 'last_admin_key');
+    expect((await apps.client.get('/api/v1/api-keys', { key: lone.adminKey })).status).toBe(200);
+
+    // With a second admin key, either may go, but not both: two revoking each other at once leave one.
+    const second = await issueKey(apps, lone, 'admin');
+    const answers = await Promise.all([
+      apps.client.delete(`/api/v1/api-keys/${loneKeyId}`, { key: second.key }),
+      apps.client.delete(`/api/v1/api-keys/${second.id}`, { key: lone.adminKey }),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([204, 409]);
+    const active = await apps.dataSource.query(`SELECT id FROM api_keys WHERE organization_id = $1 AND role = 'admin' AND revoked_at IS NULL`, [
+      lone.organizationId,
+    ]);
+    expect(active).toHaveLength(1);
+  });
+
   it('keeps the first revocation time when a key is revoked twice', async () => {
     const victim = await issueKey(apps, org, 'trigger');
     expect((await apps.client.delete(`/api/v1/api-keys/${victim.id}`, { key: org.adminKey })).status).toBe(204);

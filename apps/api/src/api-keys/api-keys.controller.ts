@@ -18,7 +18,7 @@ import { ApiKeyView } from './api-key-view';
 import { ApiKeysService } from './api-keys.service';
 import { CreateApiKeyDto } from './create-api-key.dto';
 import { CreatedApiKeyView } from './created-api-key-view';
-import { ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam } from '../openapi-docs';
 
 const ID_PARAM = ApiIdParam('id', 'The API key');
 
@@ -51,9 +51,12 @@ export class ApiKeysController {
   @ApiOperation({
     operationId: 'revokeApiKey',
     summary: 'Revoke an API key',
-    description: 'The key answers 401 at once on this replica and within 5 seconds on every other one.',
+    description:
+      "The key answers 401 at once on this replica and within 5 seconds on every other one. The organization's last " +
+      'admin key cannot be revoked (409 `last_admin_key`): create another first.',
   })
   @ApiNoContentResponse()
+  @ApiErrors({ 404: '`api_key_not_found`', 409: "`last_admin_key`: the organization's last admin key" })
   @ID_PARAM
   revoke(@Param('id', new ParseIdPipe(apiKeyNotFound)) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<void> {
     return this.apiKeys.revoke(key.organizationId, id);

@@ -51,22 +51,39 @@ export class ApiKeysService {
   }
 
   /**
-   * Revokes in one conditional update (revoking twice keeps the first time).
-   * This replica forgets the key at once; the others stop accepting it when
-   * their cached lookup expires (API_KEY_CACHE_TTL_MS, at most 5 s).
+   * Revokes a key (revoking twice keeps the first time), but never the
+   * organization's last admin key: nothing could then issue another, and the
+   * organization would be locked out of its management API. Revocations of
+   * one organization take its row lock in turn, so two admins revoking each
+   * other at once leave one. This replica forgets the key at once; the
+   * others stop accepting it when their cached lookup expires
+   * (API_KEY_CACHE_TTL_MS, at most 5 s).
    */
   async revoke(organizationId: number, id: number): Promise<void> {
-    const result = await this.dataSource
-      .getRepository(ApiKey)
-      .createQueryBuilder()
-      .update()
-      .set({ revokedAt: () => 'COALESCE(revoked_at, now())' })
-      .where('id = :id AND organization_id = :organizationId', { id, organizationId })
-      .returning(['keyHash'])
-      .execute();
-    const revoked = (result.raw as Array<{ key_hash: string }>)[0];
-    if (!revoked) throw apiKeyNotFound();
-    this.authenticator.forget(revoked.key_hash);
+    const keyHash = await this.dataSource.transaction(async (manager) => {
+      await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [organizationId]);
+      const [key]: Array<{ role: string; revoked: boolean }> = await manager.query(
+        'SELECT role, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = $1 AND organization_id = $2',
+        [id, organizationId],
+      );
+      if (!key) throw apiKeyNotFound();
+      if (key.role === 'admin' && !key.revoked) {
+        const [{ others }]: Array<{ others: number }> = await manager.query(
+          `SELECT count(*)::int AS others FROM api_keys WHERE organization_id = $1 AND role = 'admin' AND revoked_at IS NULL AND id <> $2`,
+          [organizationId, id],
+        );
+        if (others === 0) {
+          throw Errors.conflict('last_admin_key', "This is the organization's last admin key: create another admin key first, then revoke this one");
+        }
+      }
+      // An UPDATE's answer through TypeORM: its rows and its count.
+      const [rows]: [Array<{ key_hash: string }>, number] = await manager.query(
+        'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING key_hash',
+        [id],
+      );
+      return rows[0].key_hash;
+    });
+    this.authenticator.forget(keyHash);
   }
 
   private async assertWorkflowsBelong(organizationId: number, workflowIds: number[]): Promise<void> {
