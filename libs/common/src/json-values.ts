@@ -46,22 +46,9 @@ function holdsInexactNumber(value: unknown): boolean {
   return false;
 }
 
+/** The path of the first number `isInexactNumber` takes, walking as `firstFound` does. */
 function pathOfInexactNumber(value: unknown, path: string): string | undefined {
-  if (typeof value === 'number') return isInexactNumber(value) ? path : undefined;
-  if (typeof value !== 'object' || value === null) return undefined;
-  if (Array.isArray(value)) {
-    for (let index = 0; index < value.length; index++) {
-      const found = pathOfInexactNumber(value[index], `${path}[${index}]`);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-  for (const key in value) {
-    if (!Object.hasOwn(value, key)) continue;
-    const found = pathOfInexactNumber((value as Record<string, unknown>)[key], childPath(path, key));
-    if (found !== undefined) return found;
-  }
-  return undefined;
+  return firstFound(value, path, (leaf, at) => (typeof leaf === 'number' && isInexactNumber(leaf) ? at : undefined));
 }
 
 /**
@@ -71,20 +58,39 @@ function pathOfInexactNumber(value: unknown, path: string): string | undefined {
  * starts with its path, or undefined. Recursive, as `inexactNumberPath`.
  */
 export function jsonValueProblem(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return isStorableText(value) ? undefined : `${path} ${UNSTORABLE_TEXT_MESSAGE}`;
-  if (typeof value === 'number') return isInexactNumber(value) ? `${path} ${INEXACT_NUMBER_MESSAGE}` : undefined;
-  if (typeof value !== 'object' || value === null) return undefined;
+  return firstFound(
+    value,
+    path,
+    (leaf, at) => {
+      if (typeof leaf === 'string') return isStorableText(leaf) ? undefined : `${at} ${UNSTORABLE_TEXT_MESSAGE}`;
+      return typeof leaf === 'number' && isInexactNumber(leaf) ? `${at} ${INEXACT_NUMBER_MESSAGE}` : undefined;
+    },
+    (key, at) => (isStorableText(key) ? undefined : `a key of ${at} ${UNSTORABLE_TEXT_MESSAGE}`),
+  );
+}
+
+/**
+ * Walks a parsed JSON value depth first, in order, and answers the first
+ * thing `atLeaf` says of a value that is not an array or object (or `atKey`
+ * of an object's key, before its value), given its path under `path`.
+ */
+function firstFound(
+  value: unknown,
+  path: string,
+  atLeaf: (leaf: unknown, path: string) => string | undefined,
+  atKey?: (key: string, path: string) => string | undefined,
+): string | undefined {
+  if (typeof value !== 'object' || value === null) return atLeaf(value, path);
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = jsonValueProblem(value[index], `${path}[${index}]`);
+      const found = firstFound(value[index], `${path}[${index}]`, atLeaf, atKey);
       if (found !== undefined) return found;
     }
     return undefined;
   }
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
-    if (!isStorableText(key)) return `a key of ${path} ${UNSTORABLE_TEXT_MESSAGE}`;
-    const found = jsonValueProblem((value as Record<string, unknown>)[key], childPath(path, key));
+    const found = atKey?.(key, path) ?? firstFound((value as Record<string, unknown>)[key], childPath(path, key), atLeaf, atKey);
     if (found !== undefined) return found;
   }
   return undefined;
