@@ -37,6 +37,28 @@ describe('RunCancellation', () => {
     expect(await store.findById(runId)).toMatchObject({ status: 'canceled', isCompleted: true, endReason: 'canceled' });
   });
 
+  it('cancels a run a dialer claimed after it was read and handed back to the queue before it was read again', async () => {
+    const runId = await queuedRun();
+    const transition = store.transition.bind(store);
+    let raced = false;
+    // The cancel's move misses the claimed run; the carrier throttles the dial, and the run is queued again.
+    const moves = jest.spyOn(store, 'transition').mockImplementation(async (...args) => {
+      if (raced || args[0] !== runId || args[1] !== 'canceled') return transition(...args);
+      raced = true;
+      await transition(runId, 'dialing', 'dialer.dialing');
+      const missed = await transition(...args);
+      await transition(runId, 'queued', 'dialer.retry', {}, { reason: 'carrier_throttled' }, ['dialing']);
+      return missed;
+    });
+    try {
+      await expect(cancellation.cancel((await store.findById(runId))!)).resolves.toBe('canceled');
+    } finally {
+      moves.mockRestore();
+    }
+    expect(raced).toBe(true);
+    expect(await store.findById(runId)).toMatchObject({ status: 'canceled', endReason: 'canceled' });
+  });
+
   it('leaves alone a run a dialer claimed after it was read as queued, and answers 409 while its call has no id', async () => {
     const runId = await queuedRun();
     const readAsQueued = (await store.findById(runId))!;

@@ -19,6 +19,9 @@ const SLOT_RELEASE_WAIT_MS = 1_000;
  * queued: `CanceledRunInstants`). A ringing call is hung up through its carrier;
  * the carrier's `canceled` event then ends the run.
  */
+/** Conditional cancels of a queued run that a dialer keeps taking and handing back, before the answer says so. */
+const QUEUED_CANCEL_ATTEMPTS = 3;
+
 @Injectable()
 export class RunCancellation {
   private readonly logger = new Logger(RunCancellation.name);
@@ -33,7 +36,9 @@ export class RunCancellation {
   ) {}
 
   async cancel(run: WorkflowRun): Promise<CancelOutcome> {
-    if (run.status === 'queued') {
+    // A run a dialer claimed since it was read may be back in the queue by the time it is read again (the carrier
+    // throttled its dial): it is tried again, a few times, rather than answered as a call that cannot be canceled.
+    for (let attempt = 0; run.status === 'queued' && attempt < QUEUED_CANCEL_ATTEMPTS; attempt++) {
       // Only while it is still queued: a run a dialer claimed since it was read is being placed, and canceling it
       // here would end the run while its call still goes out.
       const canceled = await this.runs.transition(run.id, 'canceled', 'api.canceled', { endReason: 'canceled', endedAt: new Date() }, undefined, [
@@ -46,8 +51,11 @@ export class RunCancellation {
         }
         return 'canceled';
       }
-      // It was claimed meanwhile: fall through with the fresh state.
+      // It was claimed meanwhile: go on with the fresh state.
       run = (await this.runs.findById(run.id)) ?? run;
+    }
+    if (run.status === 'queued') {
+      throw Errors.conflict('run_not_cancelable', 'The run went to a dialer and back while it was canceled; try again');
     }
     if ((run.status === 'dialing' || run.status === 'ringing') && run.providerCallId) {
       const config = run.telephonyConfigurationId
@@ -82,7 +90,7 @@ export class RunCancellation {
     }
     throw Errors.conflict(
       'run_not_cancelable',
-      run.status === 'queued' || run.status === 'dialing' || run.status === 'ringing'
+      run.status === 'dialing' || run.status === 'ringing'
         ? 'The carrier did not hang this call up: it has been answered (an answered call is not canceled) or has ended'
         : `A run that is ${run.status} cannot be canceled`,
     );
