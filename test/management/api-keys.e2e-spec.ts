@@ -1,4 +1,5 @@
 import { ApiKey } from '@app/persistence';
+import { ApiKeysService } from '../../apps/api/src/api-keys/api-keys.service';
 import { createOrganization, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
@@ -151,13 +152,25 @@ describe('management API: API keys', () => {
     expectError(await apps.client.delete(`/api/v1/api-keys/${loneKeyId}`, { key: lone.adminKey }), 409, 'last_admin_key');
     expect((await apps.client.get('/api/v1/api-keys', { key: lone.adminKey })).status).toBe(200);
 
-    // With a second admin key, either may go, but not both: two revoking each other at once leave one.
+    // With a second admin key, either may go, but not both: two revocations at once leave one. Both are sent while
+    // the organization's row is held elsewhere, so both are under way together when it is let go.
     const second = await issueKey(apps, lone, 'admin');
-    const answers = await Promise.all([
-      apps.client.delete(`/api/v1/api-keys/${loneKeyId}`, { key: second.key }),
-      apps.client.delete(`/api/v1/api-keys/${second.id}`, { key: lone.adminKey }),
-    ]);
-    expect(answers.map((answer) => answer.status).sort()).toEqual([204, 409]);
+    const holder = apps.dataSource.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    let outcomes: PromiseSettledResult<void>[];
+    try {
+      await holder.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [lone.organizationId]);
+      const keys = apps.api.get(ApiKeysService);
+      const revocations = Promise.allSettled([keys.revoke(lone.organizationId, loneKeyId), keys.revoke(lone.organizationId, second.id)]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await holder.commitTransaction();
+      outcomes = await revocations;
+    } finally {
+      await holder.release();
+    }
+    expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(outcomes.find((outcome) => outcome.status === 'rejected')).toMatchObject({ reason: { status: 409, code: 'last_admin_key' } });
     const active = await apps.dataSource.query(`SELECT id FROM api_keys WHERE organization_id = $1 AND role = 'admin' AND revoked_at IS NULL`, [
       lone.organizationId,
     ]);

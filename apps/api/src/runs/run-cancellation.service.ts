@@ -10,6 +10,8 @@ export type CancelOutcome = 'canceled' | 'hangup_requested';
 
 /** How long a cancel waits for Redis to free a canceled run's slot before it answers anyway (the lease ends it). */
 const SLOT_RELEASE_WAIT_MS = 1_000;
+/** Conditional cancels of a queued run that a dialer keeps taking and handing back, before the answer says so. */
+const QUEUED_CANCEL_ATTEMPTS = 3;
 
 /**
  * Cancels a run that has not been answered. A queued (or waiting) run is
@@ -19,9 +21,6 @@ const SLOT_RELEASE_WAIT_MS = 1_000;
  * queued: `CanceledRunInstants`). A ringing call is hung up through its carrier;
  * the carrier's `canceled` event then ends the run.
  */
-/** Conditional cancels of a queued run that a dialer keeps taking and handing back, before the answer says so. */
-const QUEUED_CANCEL_ATTEMPTS = 3;
-
 @Injectable()
 export class RunCancellation {
   private readonly logger = new Logger(RunCancellation.name);
