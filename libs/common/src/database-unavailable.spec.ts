@@ -5,6 +5,7 @@ import { createDataSource } from '../../persistence/src/create-data-source';
 import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
 import { testRunResources } from '../../../test/support/test-run-id';
+import { waitFor } from '../../../test/support/wait-for';
 import { isDatabaseUnavailable } from './database-unavailable';
 
 /** Real failures, not shapes: what the driver and fetch raise is what the filter meets. */
@@ -68,8 +69,16 @@ describe('isDatabaseUnavailable', () => {
       await Promise.all([dataSource.initialize(), admin.initialize()]);
       try {
         const [{ pid }] = await dataSource.query('SELECT pg_backend_pid() AS pid');
+        // Terminated while its query runs: ended between two queries instead, the pool may notice first, drop the
+        // connection and run the next query on a new one, which succeeds.
+        const running = failureOf(() => dataSource.query('SELECT pg_sleep(30)'));
+        await waitFor(async () => {
+          const [{ active }] = await admin.query(`SELECT count(*)::int AS active FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [pid]);
+          return active === 1 ? true : undefined;
+        });
         await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-        const error = await failureOf(() => dataSource.query('SELECT 1'));
+        const error = await running;
+        expect(error).toMatchObject({ driverError: expect.objectContaining({ code: '57P01' }) });
         expect(isDatabaseUnavailable(error)).toBe(true);
       } finally {
         await Promise.all([dataSource.destroy(), admin.destroy()]);
