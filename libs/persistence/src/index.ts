@@ -1,6 +1,7 @@
 export * from './create-data-source';
 export * from './definition-graph';
 export * from './ensure-database';
+export * from './lock-organization';
 export * from './entities';
 export * from './run-migrations';
 export * from './run-status';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Errors } from '@app/common';
-import { ApiKey } from '@app/persistence';
+import { ApiKey, lockOrganization } from '@app/persistence';
 import { ApiKeyAuthenticator } from '../auth/api-key-authenticator.service';
 import { issueApiKey } from '../auth/api-key-secret';
 import { apiKeyNotFound } from './api-key-not-found.error';
@@ -61,7 +61,7 @@ export class ApiKeysService {
    */
   async revoke(organizationId: number, id: number): Promise<void> {
     const keyHash = await this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [organizationId]);
+      await lockOrganization(manager, organizationId);
       const [key]: Array<{ role: string; revoked: boolean }> = await manager.query(
         'SELECT role, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = $1 AND organization_id = $2',
         [id, organizationId],

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, QueryDeepPartialEntity } from 'typeorm';
 import { DomainError, Errors, jsonValueProblem } from '@app/common';
-import { TelephonyConfiguration } from '@app/persistence';
+import { lockOrganization, TelephonyConfiguration } from '@app/persistence';
 import { CredentialsCheck, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { TriggerLookups } from '../triggers/trigger-lookups.service';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
@@ -198,10 +198,6 @@ function configurationInUse(id: number, unfinished: number, action: 'delete it' 
     `Telephony configuration ${id} is used by ${unfinished} unfinished run${unfinished === 1 ? '' : 's'}; ` +
       `cancel them or wait until they are complete, then ${action}`,
   );
-}
-
-async function lockOrganization(manager: EntityManager, organizationId: number): Promise<void> {
-  await manager.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [organizationId]);
 }
 
 async function clearDefault(manager: EntityManager, organizationId: number): Promise<void> {
