@@ -243,8 +243,10 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       ];
       for (const token of tampered) {
         const response = await apps.client.get(`${base}${token}`);
-        expect({ token, status: response.status }).toEqual({ token, status: 403 });
-        expectError(response, 403, 'download_token_invalid');
+        // A one-segment token grows with the run id: past the router's 100 characters it is refused before it is read.
+        const [status, code] = token.split('/').some((segment) => segment.length > 100) ? [414, 'uri_too_long'] : [403, 'download_token_invalid'];
+        expect({ token, status: response.status }).toEqual({ token, status });
+        expectError(response, status, code);
       }
       expect((await fetchBare(`${base}${payload}/${signature}`)).status).toBe(200);
     });

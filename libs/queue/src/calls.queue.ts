@@ -1,22 +1,37 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
-import { Queue } from 'bullmq';
+import { Job, Queue } from 'bullmq';
+import { DialBacklogs } from './dial-backlogs';
 import { JobPolicy } from './job-policies';
 import { JobName, PlaceCallJob, placeCallJobId } from './jobs';
 import { QueueName } from './queue-names';
 
-/** Producer side of the `calls` queue. The job id is derived from the run, so enqueueing twice is harmless. */
+/**
+ * Producer side of the `calls` queue. The job id is derived from the run, so
+ * enqueueing twice is harmless. Each job is prioritized by its band in its
+ * organization's backlog (`DialBacklogs`).
+ */
 @Injectable()
 export class CallsQueue {
-  constructor(@InjectQueue(QueueName.Calls) private readonly queue: Queue<PlaceCallJob>) {}
+  constructor(
+    @InjectQueue(QueueName.Calls) private readonly queue: Queue<PlaceCallJob>,
+    private readonly backlogs: DialBacklogs,
+  ) {}
 
+  /**
+   * A job whose run already has one is not added again, but it is counted
+   * in: the count errs towards a longer backlog (a later band) until the
+   * organization's count expires, never towards taking a campaign for a
+   * single call.
+   */
   async enqueuePlaceCall(jobs: PlaceCallJob[]): Promise<void> {
     if (jobs.length === 0) return;
+    const bands = await this.backlogs.countIn(jobs.map((job) => job.organizationId));
     await this.queue.addBulk(
-      jobs.map((job) => ({
+      jobs.map((job, index) => ({
         name: JobName.PlaceCall,
-        data: job,
-        opts: { ...JobPolicy.placeCall, jobId: placeCallJobId(job.runId) },
+        data: { ...job, inBacklog: true },
+        opts: { ...JobPolicy.placeCall, jobId: placeCallJobId(job.runId), priority: bands[index] },
       })),
     );
   }
@@ -28,7 +43,10 @@ export class CallsQueue {
    * at its claim). Answers whether the job was dropped.
    */
   async discardPlaceCall(runId: number): Promise<boolean> {
-    return (await this.queue.remove(placeCallJobId(runId))) === 1;
+    const job = await this.queue.getJob(placeCallJobId(runId));
+    if (!job || (await this.queue.remove(placeCallJobId(runId))) !== 1) return false;
+    if (isInBacklog(job)) await this.backlogs.countOut(job.data.organizationId, job.priority);
+    return true;
   }
 
   /**
@@ -40,4 +58,13 @@ export class CallsQueue {
     const job = await this.queue.getJob(placeCallJobId(runId));
     return job && !job.finishedOn ? (job.data as PlaceCallJob & Record<string, unknown>) : null;
   }
+}
+
+/**
+ * Whether the job is still counted in its organization's backlog: enqueued
+ * counted, and not yet taken up (a job sent back to wait drops the mark; one
+ * retried after an error has an attempt made).
+ */
+export function isInBacklog(job: Pick<Job<PlaceCallJob>, 'data' | 'priority' | 'attemptsMade'>): boolean {
+  return job.data.inBacklog === true && job.attemptsMade === 0 && job.priority > 0;
 }

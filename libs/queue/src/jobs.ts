@@ -16,6 +16,12 @@ export interface PlaceCallJob {
    * first.
    */
   route?: PlaceCallRoute;
+  /**
+   * Counted in its organization's backlog (`DialBacklogs`), at the job's
+   * priority, until its first pass takes it out. Set when the job is
+   * enqueued, dropped when it is sent back to wait.
+   */
+  inBacklog?: boolean;
 }
 
 /** The columns of a run that decide how it is dialed: its configuration and the definition it may pick. */

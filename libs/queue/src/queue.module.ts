@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventsQueue } from './call-events.queue';
 import { CallsQueue } from './calls.queue';
 import { ConcurrencyLimiter } from './concurrency-limiter';
+import { DialBacklogs } from './dial-backlogs';
 import { QueueConnectionErrors } from './connection-errors';
 import { PacingInstants } from './pacing-instants';
 import { QueueName } from './queue-names';
@@ -30,8 +31,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
       ],
-      providers: [CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, QueueConnectionErrors],
-      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter],
+      providers: [CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs, QueueConnectionErrors],
+      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs],
     };
   }
 }

@@ -36,10 +36,12 @@ export class RedisClient implements OnApplicationShutdown {
   /**
    * Registers a Lua script once and answers a function that runs it with
    * EVALSHA: the script's text is not sent (nor hashed by Redis) on every call.
+   * `numberOfKeys` null: the script takes as many keys as each call passes.
    */
-  script(name: string, lua: string, numberOfKeys: number): RedisScript {
-    this.redis.defineCommand(name, { lua, numberOfKeys });
+  script(name: string, lua: string, numberOfKeys: number | null): RedisScript {
+    this.redis.defineCommand(name, numberOfKeys === null ? { lua } : { lua, numberOfKeys });
     const command = (this.redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)[name];
+    if (numberOfKeys === null) return (keys, args) => command.call(this.redis, keys.length, ...keys, ...args);
     return (keys, args) => command.call(this.redis, ...keys, ...args);
   }
 

@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { cappedExponentialBackoff, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
+import { cappedExponentialBackoff, DialBacklogs, isInBacklog, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -20,6 +20,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
 
   constructor(
     private readonly placer: CallPlacer,
+    private readonly backlogs: DialBacklogs,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     super();
@@ -31,6 +32,12 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   }
 
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
+    if (isInBacklog(job)) {
+      // Taken up: out of its organization's backlog, alongside the dial's own work rather than before it.
+      this.backlogs.countOut(job.data.organizationId, job.priority).catch((error: unknown) => {
+        this.logger.warn({ run_id: job.data.runId, err: error }, "job not counted out of its organization's backlog");
+      });
+    }
     let decision: PlaceDecision;
     try {
       const { slotAt, carrierRetries, unsettledClaim, resumingAs } = job.data;

@@ -1,0 +1,77 @@
+import { AppConfig } from '@app/config';
+import { BACKLOG_COUNT_TTL_MS, DialBacklogs, RedisClient } from '@app/queue';
+
+describe("organizations' dial backlogs: each new job's band", () => {
+  let client: RedisClient;
+  let backlogs: DialBacklogs;
+  let organizationId = 0;
+
+  beforeAll(() => {
+    const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${process.env.TEST_QUEUE_PREFIX}-backlogs` } as AppConfig;
+    client = new RedisClient(config);
+    backlogs = new DialBacklogs(client);
+  });
+
+  afterAll(async () => {
+    const keys = await client.redis.keys(`${client.keyFor('')}*`);
+    if (keys.length) await client.redis.del(...keys);
+    await client.onApplicationShutdown();
+  });
+
+  // Each test counts organizations of its own.
+  function organization(): number {
+    organizationId += 1;
+    return organizationId;
+  }
+
+  it("bands a job by the bit length of its place in its organization's backlog", async () => {
+    const org = organization();
+    expect(await backlogs.countIn(Array(8).fill(org))).toEqual([1, 2, 2, 3, 3, 3, 3, 4]);
+    // Counted across calls: the 9th to 15th are band 4, the 16th and 17th band 5.
+    expect(await backlogs.countIn(Array(9).fill(org))).toEqual([4, 4, 4, 4, 4, 4, 4, 5, 5]);
+    expect(await client.redis.hgetall(backlogs.key(org))).toEqual({ 1: '1', 2: '2', 3: '4', 4: '8', 5: '2' });
+  });
+
+  it('counts each organization on its own, and answers the bands in the order of the jobs asked for', async () => {
+    const [a, b] = [organization(), organization()];
+    await backlogs.countIn([a, a, a]);
+    expect(await backlogs.countIn([b, a, b, a, b])).toEqual([1, 3, 2, 3, 2]);
+  });
+
+  it('bands a job by the backlog left once earlier jobs are taken up', async () => {
+    const org = organization();
+    expect(await backlogs.countIn([org, org])).toEqual([1, 2]);
+    await backlogs.countOut(org, 1);
+    await backlogs.countOut(org, 2);
+    expect(await client.redis.hlen(backlogs.key(org))).toBe(0);
+    expect(await backlogs.countIn([org])).toEqual([1]);
+  });
+
+  it("never bands a job below its organization's highest band still waiting", async () => {
+    const org = organization();
+    expect(await backlogs.countIn([org, org, org, org])).toEqual([1, 2, 2, 3]);
+    await backlogs.countOut(org, 1);
+    await backlogs.countOut(org, 2);
+    await backlogs.countOut(org, 2);
+    // One job is left, at band 3: the next is the 2nd in the backlog (band 2), but must not go before it.
+    expect(await backlogs.countIn([org, org])).toEqual([3, 3]);
+  });
+
+  it('drops a count that would go below zero (a job counted out twice) instead of keeping it negative', async () => {
+    const org = organization();
+    await backlogs.countIn([org]);
+    await backlogs.countOut(org, 1);
+    await backlogs.countOut(org, 1);
+    await backlogs.countOut(org, 4);
+    expect(await client.redis.hgetall(backlogs.key(org))).toEqual({});
+    expect(await backlogs.countIn([org, org])).toEqual([1, 2]);
+  });
+
+  it("forgets an organization's count once it has enqueued nothing for the count's time to live", async () => {
+    const org = organization();
+    await backlogs.countIn([org]);
+    const ttl = await client.redis.pttl(backlogs.key(org));
+    expect(ttl).toBeGreaterThan(BACKLOG_COUNT_TTL_MS - 60_000);
+    expect(ttl).toBeLessThanOrEqual(BACKLOG_COUNT_TTL_MS);
+  });
+});
