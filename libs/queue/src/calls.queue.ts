@@ -19,21 +19,33 @@ export class CallsQueue {
   ) {}
 
   /**
-   * A job whose run already has one is not added again, but it is counted
-   * in: the count errs towards a longer backlog (a later band) until the
-   * organization's count expires, never towards taking a campaign for a
+   * `bands`: each job's band, counted in already (`countIn`, with the jobs'
+   * organizations in the same order); without them the jobs are counted in
+   * here. A job whose run already has one is not added again, but it is
+   * counted in: the count errs towards a longer backlog (a later band) until
+   * the organization's count expires, never towards taking a campaign for a
    * single call.
    */
-  async enqueuePlaceCall(jobs: PlaceCallJob[]): Promise<void> {
+  async enqueuePlaceCall(jobs: PlaceCallJob[], bands?: readonly number[]): Promise<void> {
     if (jobs.length === 0) return;
-    const bands = await this.backlogs.countIn(jobs.map((job) => job.organizationId));
+    const priorities = bands ?? (await this.countIn(jobs.map((job) => job.organizationId)));
     await this.queue.addBulk(
       jobs.map((job, index) => ({
         name: JobName.PlaceCall,
         data: { ...job, inBacklog: true },
-        opts: { ...JobPolicy.placeCall, jobId: placeCallJobId(job.runId), priority: bands[index] },
+        opts: { ...JobPolicy.placeCall, jobId: placeCallJobId(job.runId), priority: priorities[index] },
       })),
     );
+  }
+
+  /** Counts jobs about to be enqueued (one organization id each) into their organizations' backlogs; answers their bands. */
+  countIn(organizationIds: readonly number[]): Promise<number[]> {
+    return this.backlogs.countIn(organizationIds);
+  }
+
+  /** Takes a job counted in at `band` out of its organization's backlog again: it was not enqueued after all. */
+  countOut(organizationId: number, band: number): Promise<void> {
+    return this.backlogs.countOut(organizationId, band);
   }
 
   /**
@@ -45,7 +57,7 @@ export class CallsQueue {
   async discardPlaceCall(runId: number): Promise<boolean> {
     const job = await this.queue.getJob(placeCallJobId(runId));
     if (!job || (await this.queue.remove(placeCallJobId(runId))) !== 1) return false;
-    if (isInBacklog(job)) await this.backlogs.countOut(job.data.organizationId, job.priority);
+    if (isInBacklog(job)) await this.countOut(job.data.organizationId, job.priority);
     return true;
   }
 

@@ -17,9 +17,18 @@ function newRun(phoneNumber: string): NewRun {
   };
 }
 
-function intakeWith(insertQueued: (runs: NewRun[]) => Promise<Array<number | null>>, enqueue: (jobs: PlaceCallJob[]) => Promise<void>) {
+function intakeWith(
+  insertQueued: (runs: NewRun[]) => Promise<Array<number | null>>,
+  enqueue: (jobs: PlaceCallJob[], bands?: readonly number[]) => Promise<void>,
+) {
   const store = { insertQueued: jest.fn(insertQueued) };
-  const queue = { enqueuePlaceCall: jest.fn(enqueue) };
+  // Bands as a backlog would answer them: the n-th job counted in so far is band n (enough to tell them apart here).
+  let counted = 0;
+  const queue = {
+    enqueuePlaceCall: jest.fn(enqueue),
+    countIn: jest.fn(async (organizationIds: readonly number[]) => organizationIds.map(() => ++counted)),
+    countOut: jest.fn(async (_organizationId: number, _band: number) => undefined),
+  };
   const config = { databasePoolSize: 10, enqueueTimeoutMs: 100 } as AppConfig;
   const intake = new RunIntake(store as unknown as WorkflowRunStore, queue as unknown as CallsQueue, config);
   return { intake, store, queue, config };
@@ -38,6 +47,10 @@ describe('RunIntake', () => {
     expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(1);
     const route = { telephonyConfigurationId: 2, workflowId: 3, environment: 'production', triggerUuid: newRun('+1').triggerUuid };
     expect(queue.enqueuePlaceCall.mock.calls[0][0]).toEqual(ids.map((runId) => ({ runId, organizationId: 7, route })));
+    // Counted in once, for the group, and enqueued with the bands answered.
+    expect(queue.countIn.mock.calls).toEqual([[[7, 7, 7]]]);
+    expect(queue.enqueuePlaceCall.mock.calls[0][1]).toEqual([1, 2, 3]);
+    expect(queue.countOut).not.toHaveBeenCalled();
   });
 
   it('answers null and enqueues nothing for a run the store left out because its Idempotency-Key is held', async () => {
@@ -47,6 +60,10 @@ describe('RunIntake', () => {
     expect(ids[1]).toBeNull();
     expect(typeof ids[0]).toBe('number');
     expect(queue.enqueuePlaceCall.mock.calls.flatMap((call) => call[0].map((job) => job.runId))).toEqual([ids[0]]);
+    // The run left out was counted in with the group: it is counted out again, at its band.
+    expect(queue.enqueuePlaceCall.mock.calls[0][1]).toEqual([1]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queue.countOut.mock.calls).toEqual([[7, 2]]);
   });
 
   it('stores the others when the database refuses one run of the group, and fails only that one', async () => {
@@ -69,6 +86,19 @@ describe('RunIntake', () => {
     const outcomes = await Promise.allSettled(['+1', '+2'].map((phone) => intake.accept(newRun(phone))));
     expect(outcomes.every((outcome) => outcome.status === 'rejected')).toBe(true);
     expect(store.insertQueued).toHaveBeenCalledTimes(1);
+    expect(queue.enqueuePlaceCall).not.toHaveBeenCalled();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queue.countOut.mock.calls).toEqual([
+      [7, 1],
+      [7, 2],
+    ]);
+  });
+
+  it('leaves the runs to the dispatcher when their bands cannot be counted (Redis away), answering their ids', async () => {
+    const { intake, queue } = intakeWith(assignIds, async () => undefined);
+    queue.countIn.mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    const ids = await Promise.all(['+1', '+2'].map((phone) => intake.accept(newRun(phone))));
+    expect(ids.every((id) => typeof id === 'number')).toBe(true);
     expect(queue.enqueuePlaceCall).not.toHaveBeenCalled();
   });
 

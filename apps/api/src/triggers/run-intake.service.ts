@@ -47,9 +47,19 @@ export class RunIntake {
   }
 
   private async storeAndEnqueue(batch: NewRun[]): Promise<Array<number | null | Error>> {
-    const ids = await this.store(batch);
-    const jobs = ids.flatMap((id, index) => (typeof id === 'number' ? [placeCallJobOf(id, batch[index])] : []));
-    await this.enqueue(jobs);
+    // The jobs' bands in their organizations' backlogs are counted while the runs are stored, not after: the
+    // enqueue stays one round trip. A run that is not stored is counted out again.
+    const counting = this.callsQueue.countIn(batch.map((run) => run.organizationId));
+    counting.catch(() => undefined);
+    let ids: Array<number | null | Error>;
+    try {
+      ids = await this.store(batch);
+    } catch (error) {
+      this.countOut(batch, counting, () => true);
+      throw error;
+    }
+    this.countOut(batch, counting, (index) => typeof ids[index] !== 'number');
+    await this.enqueue(batch, ids, counting);
     return ids;
   }
 
@@ -57,16 +67,36 @@ export class RunIntake {
   private readonly store = failingAlone((batch: NewRun[]) => this.runs.insertQueued(batch));
 
   /** Best effort within ENQUEUE_TIMEOUT_MS; a run left without a job is enqueued by the dispatcher. */
-  private async enqueue(jobs: PlaceCallJob[]): Promise<void> {
+  private async enqueue(batch: NewRun[], ids: Array<number | null | Error>, counting: Promise<number[]>): Promise<void> {
+    const jobs: PlaceCallJob[] = [];
+    const stored: number[] = [];
+    for (const [index, id] of ids.entries()) {
+      if (typeof id !== 'number') continue;
+      jobs.push(placeCallJobOf(id, batch[index]));
+      stored.push(index);
+    }
     if (jobs.length === 0) return;
+    const enqueueing = counting.then((bands) => this.callsQueue.enqueuePlaceCall(jobs, stored.map((index) => bands[index])));
     try {
-      await withTimeout(this.callsQueue.enqueuePlaceCall(jobs), this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');
+      await withTimeout(enqueueing, this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');
     } catch (error) {
       this.logger.warn(
         { run_ids: jobs.map((job) => job.runId), err: error },
         'dial jobs not enqueued now; the dispatcher will enqueue them',
       );
     }
+  }
+
+  /** Counts the runs `unstored` picks (by their index in the batch) out of their backlogs again; best effort. */
+  private countOut(batch: NewRun[], counting: Promise<number[]>, unstored: (index: number) => boolean): void {
+    const indexes = batch.flatMap((_run, index) => (unstored(index) ? [index] : []));
+    if (indexes.length === 0) return;
+    counting
+      .then((bands) => Promise.all(indexes.map((index) => this.callsQueue.countOut(batch[index].organizationId, bands[index]))))
+      .catch((error: unknown) => {
+        // Harmless but for fairness: the organization's backlog reads longer until its count expires.
+        this.logger.warn({ err: error }, 'runs not stored were not counted out of their backlogs');
+      });
   }
 }
 
