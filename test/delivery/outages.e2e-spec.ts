@@ -1,3 +1,4 @@
+import { CallsQueue } from '@app/queue';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createIsolatedResources, IsolatedResources } from '../support/isolated-resources';
@@ -41,6 +42,11 @@ describe('outages of Redis and Postgres', () => {
       const runId = response.body.workflow_run_id;
       const [stored] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
       expect(stored.status).toBe('queued');
+      // Nothing is left waiting for Redis in the gateway's memory: counting a backlog fails at once, as the enqueue
+      // does, rather than waiting for Redis to return (a long outage would pile up every trigger's count).
+      const asked = Date.now();
+      await expect(apps.api.get(CallsQueue).countIn([org.organizationId])).rejects.toThrow();
+      expect(Date.now() - asked).toBeLessThan(1000);
 
       await new Promise((resolve) => setTimeout(resolve, 500));
       await redis.restore();

@@ -1,6 +1,6 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
-import { Job, Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import { DialBacklogs } from './dial-backlogs';
 import { JobPolicy } from './job-policies';
 import { JobName, PlaceCallJob, placeCallJobId } from './jobs';
@@ -23,8 +23,8 @@ export class CallsQueue {
    * organizations in the same order); without them the jobs are counted in
    * here. A job whose run already has one is not added again, but it is
    * counted in: the count errs towards a longer backlog (a later band) until
-   * the organization's count expires, never towards taking a campaign for a
-   * single call.
+   * that band's count is forgotten (`BACKLOG_COUNT_TTL_MS`), never towards
+   * taking a campaign for a single call.
    */
   async enqueuePlaceCall(jobs: PlaceCallJob[], bands?: readonly number[]): Promise<void> {
     if (jobs.length === 0) return;
@@ -44,21 +44,31 @@ export class CallsQueue {
   }
 
   /** Takes a job counted in at `band` out of its organization's backlog again: it was not enqueued after all. */
-  countOut(organizationId: number, band: number): Promise<void> {
-    return this.backlogs.countOut(organizationId, band);
+  uncount(organizationId: number, band: number): Promise<void> {
+    return this.backlogs.uncount(organizationId, band);
+  }
+
+  /**
+   * The run's job was taken up by a dialer: out of its organization's
+   * backlog, once only whoever asks (see `DialBacklogs.countOutJob`).
+   */
+  async countOut(job: Pick<PlaceCallJob, 'runId' | 'organizationId'>): Promise<void> {
+    await this.backlogs.countOutJob(job.organizationId, `${this.queue.qualifiedName}:${placeCallJobId(job.runId)}`);
   }
 
   /**
    * Drops the dial job of a run that will not be dialed (canceled while
    * queued): it would only wake, reserve a pacing instant and find its run
    * gone. A job a dialer holds right now is left (it finds the run canceled
-   * at its claim). Answers whether the job was dropped.
+   * at its claim). Answers whether the job was dropped. The job is counted
+   * out of its backlog first, while its hash is there to keep the mark that
+   * makes that once only (a dialer may take the job up meanwhile).
    */
   async discardPlaceCall(runId: number): Promise<boolean> {
     const job = await this.queue.getJob(placeCallJobId(runId));
-    if (!job || (await this.queue.remove(placeCallJobId(runId))) !== 1) return false;
-    if (isInBacklog(job)) await this.countOut(job.data.organizationId, job.priority);
-    return true;
+    if (!job) return false;
+    if (job.data.inBacklog) await this.countOut(job.data);
+    return (await this.queue.remove(placeCallJobId(runId))) === 1;
   }
 
   /**
@@ -72,11 +82,3 @@ export class CallsQueue {
   }
 }
 
-/**
- * Whether the job is still counted in its organization's backlog: enqueued
- * counted, and not yet taken up (a job sent back to wait drops the mark; one
- * retried after an error has an attempt made).
- */
-export function isInBacklog(job: Pick<Job<PlaceCallJob>, 'data' | 'priority' | 'attemptsMade'>): boolean {
-  return job.data.inBacklog === true && job.attemptsMade === 0 && job.priority > 0;
-}

@@ -2,35 +2,51 @@ import { Injectable } from '@nestjs/common';
 import { RedisClient, RedisScript } from './redis-client';
 
 /**
- * How long an organization's count lives after its last dial job was
- * enqueued. Counts are kept exact where they can be (see `DialBacklogs`);
- * one that drifted (a job lost with Redis' data, a first pass whose
- * decrement failed) is forgotten once the organization has been quiet this
- * long.
+ * How long a band's count lives after the last job counted into it, and
+ * the organization's backlog after its last count. Counts are kept exact
+ * where they can be (see `DialBacklogs`); one that drifted (a job lost with
+ * Redis' data, a gateway that stopped between counting a group in and
+ * enqueueing it, a count-out that failed) is forgotten this long after its
+ * band was last used, so it cannot hold an organization's later calls in a
+ * high band for longer than that.
  */
-export const BACKLOG_COUNT_TTL_MS = 3_600_000;
+export const BACKLOG_COUNT_TTL_MS = 900_000;
 
 /**
  * Counts new dial jobs into their organizations' backlogs and answers each
- * one's band, in order. KEYS[i] is an organization's backlog (a hash: band →
- * jobs of that band not yet taken up once), ARGV[1] the time to live and
- * ARGV[i + 1] how many new jobs of KEYS[i] there are, in the order the bands
- * are answered. A job's band is the bit length of its place in the backlog
- * (the 1st job is band 1, the 2nd and 3rd band 2, the 4th to 7th band 3, ...),
- * and never below the highest band the backlog holds, so that an
- * organization's jobs are not taken up before its own earlier ones.
+ * one's band, in order. KEYS[i] is an organization's backlog, a hash of
+ * `<band>` → jobs of that band not yet taken up once, and `at:<band>` → when
+ * a job was last counted into that band (ms, Redis time). ARGV[1] is the
+ * time to live (`BACKLOG_COUNT_TTL_MS`) and ARGV[i + 1] how many new jobs of
+ * KEYS[i] there are, in the order the bands are answered. A job's band is
+ * the bit length of its place in the backlog (the 1st job is band 1, the 2nd
+ * and 3rd band 2, the 4th to 7th band 3, ...), and never below the highest
+ * band the backlog holds, so that an organization's jobs are not taken up
+ * before its own earlier ones. A band last counted into longer than the time
+ * to live ago is forgotten first.
  */
 const COUNT_IN = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[1])
 local bands = {}
 for k, key in ipairs(KEYS) do
   local held = redis.call('HGETALL', key)
-  local total, top = 0, 0
+  local fields = {}
   for i = 1, #held, 2 do
-    local band, count = tonumber(held[i]), tonumber(held[i + 1])
-    if count > 0 then
-      total = total + count
-      if band > top then top = band end
+    fields[held[i]] = held[i + 1]
+  end
+  local total, top = 0, 0
+  for field, value in pairs(fields) do
+    local band = tonumber(field)
+    if band then
+      local at = tonumber(fields['at:' .. field] or '0')
+      if now - at > ttl then
+        redis.call('HDEL', key, field, 'at:' .. field)
+      elseif tonumber(value) > 0 then
+        total = total + tonumber(value)
+        if band > top then top = band end
+      end
     end
   end
   local bandOfNext, bound = 1, 2
@@ -51,17 +67,33 @@ for k, key in ipairs(KEYS) do
   end
   for band, count in pairs(added) do
     redis.call('HINCRBY', key, band, count)
+    redis.call('HSET', key, 'at:' .. band, now)
   end
   redis.call('PEXPIRE', key, ttl)
 end
 return bands
 `;
 
-/** Takes a job out of its organization's backlog, at its band; a count that would go below zero is dropped instead. */
+/**
+ * Takes one job out of its organization's backlog (KEYS[1]) at its band; a
+ * count that would go below zero is dropped instead. With a job's hash
+ * (KEYS[2], BullMQ's), the band is the job's priority, and the job is taken
+ * out once only, however many times it is asked (a stalled job run again, a
+ * cancel racing the dialer): the hash keeps a mark. Without one, ARGV[1] is
+ * the band (a job counted in, then not enqueued).
+ */
 const COUNT_OUT = `
-if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) <= 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
+local band = ARGV[1]
+if #KEYS == 2 then
+  band = redis.call('HGET', KEYS[2], 'priority')
+  if not band or band == '0' or redis.call('HSETNX', KEYS[2], 'backlogOut', 1) == 0 then
+    return 0
+  end
 end
+if redis.call('HINCRBY', KEYS[1], band, -1) <= 0 then
+  redis.call('HDEL', KEYS[1], band, 'at:' .. band)
+end
+return 1
 `;
 
 /**
@@ -76,10 +108,10 @@ end
  * organization behind another's campaign of 100,000 goes before all but
  * that campaign's first one, and two campaigns share the dialers alike
  * until the smaller one is through. A job is never banded below its own
- * organization's highest band still waiting, so an organization's calls
- * keep their order. Paced jobs keep their band when they come back from a
- * delay: a campaign's early calls, due at their instants, go before the
- * first passes of its later ones.
+ * organization's highest band still waiting, so an organization's first
+ * passes keep their order. Paced jobs keep their band when they come back
+ * from a delay: a campaign's early calls, due at their instants, go before
+ * the first passes of its later ones.
  */
 @Injectable()
 export class DialBacklogs {
@@ -88,7 +120,7 @@ export class DialBacklogs {
 
   constructor(private readonly client: RedisClient) {
     this.countInScript = client.script('vaDialBacklogIn', COUNT_IN, null);
-    this.countOutScript = client.script('vaDialBacklogOut', COUNT_OUT, 1);
+    this.countOutScript = client.script('vaDialBacklogOut', COUNT_OUT, null);
   }
 
   key(organizationId: number): string {
@@ -120,8 +152,17 @@ export class DialBacklogs {
     });
   }
 
-  /** A job of the organization, counted in at `band`, was taken up by a dialer (or dropped) before it was. */
-  async countOut(organizationId: number, band: number): Promise<void> {
+  /**
+   * The job (its hash, `jobKey`) was taken up by a dialer, or is being
+   * dropped, before it was: out of its organization's backlog, at its
+   * priority, once only. Answers whether this call took it out.
+   */
+  async countOutJob(organizationId: number, jobKey: string): Promise<boolean> {
+    return (await this.countOutScript([this.key(organizationId), jobKey], [''])) === 1;
+  }
+
+  /** A job counted in at `band` was not enqueued after all (its run was not stored): out of the backlog again. */
+  async uncount(organizationId: number, band: number): Promise<void> {
     await this.countOutScript([this.key(organizationId)], [String(band)]);
   }
 }

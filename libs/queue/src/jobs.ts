@@ -19,7 +19,8 @@ export interface PlaceCallJob {
   /**
    * Counted in its organization's backlog (`DialBacklogs`), at the job's
    * priority, until its first pass takes it out. Set when the job is
-   * enqueued, dropped when it is sent back to wait.
+   * enqueued, dropped when it is sent back to wait (its data rewritten
+   * without it).
    */
   inBacklog?: boolean;
 }

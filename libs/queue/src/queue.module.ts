@@ -31,7 +31,15 @@ export class QueueModule {
         }),
         BullModule.registerQueue({ name: QueueName.Calls }, { name: QueueName.CallEvents }),
       ],
-      providers: [CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs, QueueConnectionErrors],
+      providers: [
+        CallsQueue,
+        CallEventsQueue,
+        { provide: RedisClient, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new RedisClient(config, role) },
+        PacingInstants,
+        ConcurrencyLimiter,
+        DialBacklogs,
+        QueueConnectionErrors,
+      ],
       exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs],
     };
   }

@@ -1,15 +1,23 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { once } from 'node:events';
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { redisConnectionOptions } from './redis-connection';
+
+/** How long a gateway starting waits for its Redis connection before it starts without. */
+const PRODUCER_READY_WAIT_MS = 2_000;
 
 /** A Lua script run by its SHA1 (EVALSHA), loaded by ioredis on first use or after a Redis restart. */
 export type RedisScript = (keys: string[], args: Array<string | number>) => Promise<unknown>;
 
 /**
  * A plain ioredis connection for what is not a BullMQ queue operation:
- * pacing and concurrency scripts, job look-ups. Keys go under the queue
- * prefix (`keyFor`), so everything shares one Redis Cluster hash slot.
+ * pacing and concurrency scripts, backlog counts, job look-ups. Keys go
+ * under the queue prefix (`keyFor`), so everything shares one Redis Cluster
+ * hash slot. Its `role` is its app's, as for BullMQ's connections: the
+ * gateway's fails fast while Redis is away (a trigger counts its backlog
+ * here, and must not leave commands waiting for Redis in memory), the
+ * dialer's waits for it.
  *
  * Commands issued in the same event-loop turn travel in one write
  * (ioredis auto-pipelining): many concurrent calls each run a pacing and a
@@ -19,14 +27,33 @@ export type RedisScript = (keys: string[], args: Array<string | number>) => Prom
  * pipelined this way.
  */
 @Injectable()
-export class RedisClient implements OnApplicationShutdown {
+export class RedisClient implements OnModuleInit, OnApplicationShutdown {
   readonly redis: Redis;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly role: 'producer' | 'worker' = 'worker',
+  ) {
     // The same connection options as BullMQ's, read from the URL the same way: both must reach the same database.
-    this.redis = new Redis({ ...redisConnectionOptions(config.redisUrl, 'worker'), lazyConnect: false, enableAutoPipelining: true });
+    this.redis = new Redis({ ...redisConnectionOptions(config.redisUrl, role), lazyConnect: false, enableAutoPipelining: true });
     // Errors surface on the commands that fail; the connection retries by itself.
     this.redis.on('error', () => undefined);
+  }
+
+  /**
+   * A connection that fails fast refuses commands until it is ready: the
+   * app starts once it is, or past the connect timeout with Redis away (the
+   * gateway answers triggers without Redis).
+   */
+  async onModuleInit(): Promise<void> {
+    if (this.role !== 'producer' || this.redis.status === 'ready') return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      once(this.redis, 'ready'),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, PRODUCER_READY_WAIT_MS);
+      }),
+    ]).finally(() => clearTimeout(timer));
   }
 
   keyFor(...parts: Array<string | number>): string {

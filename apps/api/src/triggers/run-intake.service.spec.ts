@@ -27,7 +27,7 @@ function intakeWith(
   const queue = {
     enqueuePlaceCall: jest.fn(enqueue),
     countIn: jest.fn(async (organizationIds: readonly number[]) => organizationIds.map(() => ++counted)),
-    countOut: jest.fn(async (_organizationId: number, _band: number) => undefined),
+    uncount: jest.fn(async (_organizationId: number, _band: number) => undefined),
   };
   const config = { databasePoolSize: 10, enqueueTimeoutMs: 100 } as AppConfig;
   const intake = new RunIntake(store as unknown as WorkflowRunStore, queue as unknown as CallsQueue, config);
@@ -50,7 +50,7 @@ describe('RunIntake', () => {
     // Counted in once, for the group, and enqueued with the bands answered.
     expect(queue.countIn.mock.calls).toEqual([[[7, 7, 7]]]);
     expect(queue.enqueuePlaceCall.mock.calls[0][1]).toEqual([1, 2, 3]);
-    expect(queue.countOut).not.toHaveBeenCalled();
+    expect(queue.uncount).not.toHaveBeenCalled();
   });
 
   it('answers null and enqueues nothing for a run the store left out because its Idempotency-Key is held', async () => {
@@ -63,7 +63,7 @@ describe('RunIntake', () => {
     // The run left out was counted in with the group: it is counted out again, at its band.
     expect(queue.enqueuePlaceCall.mock.calls[0][1]).toEqual([1]);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(queue.countOut.mock.calls).toEqual([[7, 2]]);
+    expect(queue.uncount.mock.calls).toEqual([[7, 2]]);
   });
 
   it('stores the others when the database refuses one run of the group, and fails only that one', async () => {
@@ -88,7 +88,7 @@ describe('RunIntake', () => {
     expect(store.insertQueued).toHaveBeenCalledTimes(1);
     expect(queue.enqueuePlaceCall).not.toHaveBeenCalled();
     await new Promise((resolve) => setImmediate(resolve));
-    expect(queue.countOut.mock.calls).toEqual([
+    expect(queue.uncount.mock.calls).toEqual([
       [7, 1],
       [7, 2],
     ]);

@@ -92,7 +92,7 @@ export class RunIntake {
     const indexes = batch.flatMap((_run, index) => (unstored(index) ? [index] : []));
     if (indexes.length === 0) return;
     counting
-      .then((bands) => Promise.all(indexes.map((index) => this.callsQueue.countOut(batch[index].organizationId, bands[index]))))
+      .then((bands) => Promise.all(indexes.map((index) => this.callsQueue.uncount(batch[index].organizationId, bands[index]))))
       .catch((error: unknown) => {
         // Harmless but for fairness: the organization's backlog reads longer until its count expires.
         this.logger.warn({ err: error }, 'runs not stored were not counted out of their backlogs');

@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { cappedExponentialBackoff, DialBacklogs, isInBacklog, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
+import { CallsQueue, cappedExponentialBackoff, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -20,7 +20,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
 
   constructor(
     private readonly placer: CallPlacer,
-    private readonly backlogs: DialBacklogs,
+    private readonly callsQueue: CallsQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     super();
@@ -32,9 +32,10 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   }
 
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
-    if (isInBacklog(job)) {
-      // Taken up: out of its organization's backlog, alongside the dial's own work rather than before it.
-      this.backlogs.countOut(job.data.organizationId, job.priority).catch((error: unknown) => {
+    if (job.data.inBacklog) {
+      // Taken up: out of its organization's backlog (once only, a retry or a stalled job's second run asks again),
+      // alongside the dial's own work rather than before it.
+      this.callsQueue.countOut(job.data).catch((error: unknown) => {
         this.logger.warn({ run_id: job.data.runId, err: error }, "job not counted out of its organization's backlog");
       });
     }
@@ -53,6 +54,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     if (decision.kind === 'done') return decision.outcome;
     // A job sent back to wait reads its run first when it returns: a run canceled meanwhile is then skipped at once,
     // instead of asking for a pacing instant and a slot it will not use, again and again while the carrier is busy.
+    // It drops its `inBacklog` mark too: it was counted out of its backlog on this pass.
     await job.updateData({ runId: job.data.runId, organizationId: job.data.organizationId, ...decision.progress });
     await job.moveToDelayed(decision.untilMs, token);
     throw new DelayedError(`waiting for ${decision.reason}`);
