@@ -304,7 +304,13 @@ describe('placing calls through Plivo', () => {
     });
     try {
       await fake.detectMachine(call.requestUuid, true);
-      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      // The amendment follows the run's completion (the report was stored before it, the transcript is replaced after):
+      // a read between the two sees the run complete, its amendment still to come.
+      const run = await runReaches(
+        runId,
+        (current) => current.is_completed === true && eventsOf(current).includes('artifacts.transcript_amended'),
+        'the run to end with its transcript amended',
+      );
       expect(await reported).toBe(200);
       expect((await apps.client.get(run.transcript_url)).body.turns).toEqual(AGENT_TURNS);
       expect(eventsOf(run)).toContain('artifacts.transcript_amended');
