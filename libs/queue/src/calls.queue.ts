@@ -81,4 +81,3 @@ export class CallsQueue {
     return job && !job.finishedOn ? (job.data as PlaceCallJob & Record<string, unknown>) : null;
   }
 }
-
