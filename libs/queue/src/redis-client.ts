@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -47,13 +46,17 @@ export class RedisClient implements OnModuleInit, OnApplicationShutdown {
    */
   async onModuleInit(): Promise<void> {
     if (this.role !== 'producer' || this.redis.status === 'ready') return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      once(this.redis, 'ready'),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, PRODUCER_READY_WAIT_MS);
-      }),
-    ]).finally(() => clearTimeout(timer));
+    // Not `events.once`: it rejects on the connection's first 'error', which Redis away is.
+    let done = (): void => undefined;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, PRODUCER_READY_WAIT_MS);
+      done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.redis.once('ready', done);
+    });
+    this.redis.off('ready', done);
   }
 
   keyFor(...parts: Array<string | number>): string {
