@@ -1,6 +1,6 @@
-import { AppConfig } from '@app/config';
 import { ConcurrencyLimiter, PacingInstants, RedisClient } from '@app/queue';
 import { AdmissionLimits, DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
+import { ownRedisClient } from '../support/own-redis-client';
 
 const LEASE_MS = 60_000;
 
@@ -15,22 +15,18 @@ function limits(callsPerSecond: number, maxConcurrentCalls = 100): AdmissionLimi
 
 describe('dial admission: pacing, the rate window and concurrency slots in one Redis step', () => {
   let client: RedisClient;
+  let drop: () => Promise<void>;
   let admission: DialAdmission;
   let instants: PacingInstants;
   let configurationId = 0;
 
   beforeAll(() => {
-    const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${process.env.TEST_QUEUE_PREFIX}-admission` } as AppConfig;
-    client = new RedisClient(config);
+    ({ client, drop } = ownRedisClient('admission'));
     instants = new PacingInstants(client);
     admission = new DialAdmission(client, new ConcurrencyLimiter(client), instants);
   });
 
-  afterAll(async () => {
-    const keys = await client.redis.keys(`${client.keyFor('')}*`);
-    if (keys.length) await client.redis.del(...keys);
-    await client.onApplicationShutdown();
-  });
+  afterAll(() => drop());
 
   // Each test paces a configuration of its own.
   beforeEach(() => {

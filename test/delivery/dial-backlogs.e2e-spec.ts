@@ -1,22 +1,18 @@
-import { AppConfig } from '@app/config';
 import { BACKLOG_COUNT_TTL_MS, DialBacklogs, RedisClient } from '@app/queue';
+import { ownRedisClient } from '../support/own-redis-client';
 
 describe("organizations' dial backlogs: each new job's band", () => {
   let client: RedisClient;
+  let drop: () => Promise<void>;
   let backlogs: DialBacklogs;
   let organizationId = 0;
 
   beforeAll(() => {
-    const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${process.env.TEST_QUEUE_PREFIX}-backlogs` } as AppConfig;
-    client = new RedisClient(config);
+    ({ client, drop } = ownRedisClient('backlogs'));
     backlogs = new DialBacklogs(client);
   });
 
-  afterAll(async () => {
-    const keys = await client.redis.keys(`${client.keyFor('')}*`);
-    if (keys.length) await client.redis.del(...keys);
-    await client.onApplicationShutdown();
-  });
+  afterAll(() => drop());
 
   // Each test counts organizations of its own.
   function organization(): number {

@@ -55,10 +55,10 @@ export class RunIntake {
     try {
       ids = await this.store(batch);
     } catch (error) {
-      this.countOut(batch, counting, () => true);
+      this.uncount(batch, counting, () => true);
       throw error;
     }
-    this.countOut(batch, counting, (index) => typeof ids[index] !== 'number');
+    this.uncount(batch, counting, (index) => typeof ids[index] !== 'number');
     await this.enqueue(batch, ids, counting);
     return ids;
   }
@@ -88,7 +88,7 @@ export class RunIntake {
   }
 
   /** Counts the runs `unstored` picks (by their index in the batch) out of their backlogs again; best effort. */
-  private countOut(batch: NewRun[], counting: Promise<number[]>, unstored: (index: number) => boolean): void {
+  private uncount(batch: NewRun[], counting: Promise<number[]>, unstored: (index: number) => boolean): void {
     const indexes = batch.flatMap((_run, index) => (unstored(index) ? [index] : []));
     if (indexes.length === 0) return;
     counting
