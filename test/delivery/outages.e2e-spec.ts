@@ -1,5 +1,14 @@
 import { CallsQueue } from '@app/queue';
-import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
+import {
+  agentGraph,
+  createOrganization,
+  seedSandboxConfiguration,
+  seedStrandedDialingRun,
+  seedWorkflow,
+  SeededWorkflow,
+  TestOrganization,
+} from '../support/fixtures';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createIsolatedResources, IsolatedResources } from '../support/isolated-resources';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -13,6 +22,8 @@ describe('outages of Redis and Postgres', () => {
     let org: TestOrganization;
     let uuid: string;
     let workflowId: number;
+    let workflow: SeededWorkflow;
+    let configurationId: number;
     let own: IsolatedResources;
 
     beforeAll(async () => {
@@ -21,8 +32,8 @@ describe('outages of Redis and Postgres', () => {
       own = await createIsolatedResources('redis_outage');
       apps = await startTestApps({ env: { ...own.env, REDIS_URL: `redis://127.0.0.1:${port}`, DISPATCH_INTERVAL_MS: '200' } });
       org = await createOrganization(apps.dataSource);
-      await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });
-      const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
+      configurationId = (await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } })).id;
+      workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
       uuid = workflow.triggerUuid;
       workflowId = workflow.workflowId;
     });
@@ -63,6 +74,65 @@ describe('outages of Redis and Postgres', () => {
         return current.is_completed ? current : undefined;
       });
       expect(run.status).toBe('completed');
+    });
+
+    it("answers a carrier's webhook 503 while Redis is away, remembering nothing, so its retry is taken", async () => {
+      const trigger = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
+      expect(trigger.status).toBe(200);
+      const url = `${apps.baseUrl}/api/v1/telephony/sandbox/status/${trigger.body.workflow_run_id}`;
+      const rawBody = Buffer.from(JSON.stringify({ status: 'ringing' }));
+      const timestamp = Date.now();
+      const headers = {
+        'content-type': 'application/json',
+        'x-sandbox-timestamp': String(timestamp),
+        'x-sandbox-signature': new SandboxSignature(apps.config.secretsKey).sign('POST', url, rawBody, timestamp),
+      };
+      const deliver = async () => {
+        const response = await fetch(url, { method: 'POST', headers, body: rawBody });
+        return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
+      };
+
+      await redis.cut();
+      const away = await deliver();
+      await redis.restore();
+      expect(away).toEqual({
+        status: 503,
+        retryAfter: '1',
+        body: { statusCode: 503, code: 'service_unavailable', message: 'The queue is unavailable; retry shortly', request_id: expect.any(String) },
+      });
+      // The gateway's Redis client reconnects by itself: the carrier's retry is taken once, and a copy after it is a replay.
+      const retried = await waitFor(async () => {
+        const answer = await deliver();
+        return answer.status === 503 ? undefined : answer;
+      });
+      expect(retried).toMatchObject({ status: 200, body: { received: true } });
+      expect(await deliver()).toMatchObject({ status: 403, body: { code: 'webhook_signature_invalid' } });
+    });
+
+    it("takes an agent's closing report while Redis is away: the report is stored, and only the dialers' nudge is lost", async () => {
+      const runId = await seedStrandedDialingRun(apps.dataSource, {
+        organizationId: org.organizationId,
+        workflow,
+        telephonyConfigurationId: configurationId,
+        provider: 'sandbox',
+        to: '+14155550100',
+        from: '+15005550006',
+        dialedSecondsAgo: 0,
+      });
+      const token = new AgentSessionTokens(apps.config.secretsKey).sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + 600 });
+      await redis.cut();
+      const ended = await apps.client.post(`/api/v1/agent-sessions/${encodeURIComponent(token)}/events`, {
+        events: [{ type: 'transcript', speaker: 'agent', text: 'Goodbye.', start_ms: 0, end_ms: 900 }, { type: 'session_ended' }],
+      });
+      await redis.restore();
+      expect(ended.status).toBe(200);
+      expect(ended.body).toEqual({ accepted: 2 });
+      const [stored] = await apps.dataSource.query(
+        `SELECT agent_session_ended_at IS NOT NULL AS ended, agent_transcript FROM workflow_runs WHERE id = $1`,
+        [runId],
+      );
+      expect(stored.ended).toBe(true);
+      expect(stored.agent_transcript).toEqual([{ speaker: 'agent', text: 'Goodbye.', start_ms: 0, end_ms: 900 }]);
     });
   });
 

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { urlForLog } from './create-root-logger';
 import { isDatabaseUnavailable } from './database-unavailable';
+import { isRedisUnavailable } from './redis-unavailable';
 import { DomainError } from './domain-error';
 import { ErrorBody } from './error-body';
 import { isUnstorableValue } from './unstorable-value';
@@ -82,6 +83,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     if (isDatabaseUnavailable(exception)) {
       return this.body(503, 'service_unavailable', 'The database is unavailable; retry shortly', requestId);
+    }
+    if (isRedisUnavailable(exception)) {
+      return this.body(503, 'service_unavailable', 'The queue is unavailable; retry shortly', requestId);
     }
     if (isUnstorableValue(exception)) {
       this.logger.warn({ err: exception, request_id: requestId }, 'a value the database cannot store');

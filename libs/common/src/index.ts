@@ -10,6 +10,7 @@ export * from './parse-stored-id';
 export * from './phone-number';
 export * from './close-on-signal';
 export * from './database-unavailable';
+export * from './redis-unavailable';
 export * from './with-timeout';
 export * from './batcher';
 export * from './concurrency-gate';

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { DomainError } from '@app/common';
@@ -18,6 +18,8 @@ const RECORDING_TYPES: Record<string, string> = { 'audio/wav': 'wav', 'audio/x-w
  */
 @Injectable()
 export class AgentSessionsService {
+  private readonly logger = new Logger(AgentSessionsService.name);
+
   constructor(
     private readonly dataSource: DataSource,
     private readonly tokens: AgentSessionTokens,
@@ -76,7 +78,13 @@ export class AgentSessionsService {
         `A run keeps at most ${AGENT_DATA_LIMITS.turns} transcript turns and ${AGENT_DATA_LIMITS.bytes / 1024 / 1024} MiB of transcript and gathered context; this report was not stored`,
       );
     }
-    if (report.ended) await this.nudgeArtifacts(run);
+    if (report.ended) {
+      // The report is stored and its session closed: failing the request would only get the runtime's retry a 410.
+      // Without the nudge a call that already ended is finished by the dialer's reaper, within a minute.
+      await this.nudgeArtifacts(run).catch((error: unknown) => {
+        this.logger.warn({ err: error, run_id: run.id }, 'could not tell the dialers an agent session ended; the reaper will finish the run');
+      });
+    }
     return { accepted: (body as { events: unknown[] }).events.length };
   }
 
