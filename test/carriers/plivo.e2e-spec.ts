@@ -282,40 +282,45 @@ describe('placing calls through Plivo', () => {
     expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' }, duration_seconds: 3 });
   });
 
-  it('keeps in the transcript the turns an agent reports while a machine it was talking to is hung up on', async () => {
+  it('stores, with a machine hung up on, every turn its agent was answered for, and refuses the turns after', async () => {
     const runId = await trigger(machineConfigId, '+14155550174');
     const call = await callFor(runId);
     await fake.ring(call.requestUuid);
     const answer = await fake.answer(call.requestUuid);
     const stream = /<Stream [^>]*>([^<]+)<\/Stream>/.exec(answer.body)?.[1].replace(/&amp;/g, '&');
     const token = new URL(stream!).searchParams.get('session_token')!;
-    // The agent's report lands between the collector's read of the run and its final update.
+    const report = async (turns: ReadonlyArray<Record<string, unknown>>) => {
+      const events = turns.map((turn) => ({ type: 'transcript', ...turn }));
+      const response = await apps.client.post(`/api/v1/agent-sessions/${encodeURIComponent(token)}/events`, { events });
+      return { status: response.status, code: response.body.code };
+    };
+    const late = [{ speaker: 'agent', text: 'Are you still there?', start_ms: 9_000, end_ms: 9_800 }];
+    // One report lands as the collector closes the agent's session, the next as it stores the run's artifacts.
+    const store = apps.dialer!.get(WorkflowRunStore);
+    const close = store.closeAgentSession.bind(store);
     const writes = apps.dialer!.get(GroupedRunWrites);
     const complete = writes.completeArtifacts.bind(writes);
-    const report = async (): Promise<number> => {
-      const events = AGENT_TURNS.map((turn) => ({ type: 'transcript', ...turn }));
-      return (await apps.client.post(`/api/v1/agent-sessions/${encodeURIComponent(token)}/events`, { events })).status;
-    };
-    // The verdict's job and the hang-up's may both finish the run: each waits for the one report.
-    let reported: Promise<number> | undefined;
-    const spy = jest.spyOn(writes, 'completeArtifacts').mockImplementation(async (id, keys) => {
-      if (id === runId) await (reported ??= report());
+    // The verdict's job and the hang-up's may both finish the run: each waits for the same reports.
+    let beforeClose: ReturnType<typeof report> | undefined;
+    let afterClose: ReturnType<typeof report> | undefined;
+    const closeSpy = jest.spyOn(store, 'closeAgentSession').mockImplementation(async (id) => {
+      if (id === runId) await (beforeClose ??= report(AGENT_TURNS));
+      return close(id);
+    });
+    const completeSpy = jest.spyOn(writes, 'completeArtifacts').mockImplementation(async (id, keys) => {
+      if (id === runId) await (afterClose ??= report(late));
       return complete(id, keys);
     });
     try {
       await fake.detectMachine(call.requestUuid, true);
-      // The amendment follows the run's completion (the report was stored before it, the transcript is replaced after):
-      // a read between the two sees the run complete, its amendment still to come.
-      const run = await runReaches(
-        runId,
-        (current) => current.is_completed === true && eventsOf(current).includes('artifacts.transcript_amended'),
-        'the run to end with its transcript amended',
-      );
-      expect(await reported).toBe(200);
+      // The first read that finds the run complete finds its final transcript: nothing is stored again after.
+      const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+      expect(await beforeClose).toEqual({ status: 200, code: undefined });
+      expect(await afterClose).toEqual({ status: 410, code: 'session_ended' });
       expect((await apps.client.get(run.transcript_url)).body.turns).toEqual(AGENT_TURNS);
-      expect(eventsOf(run)).toContain('artifacts.transcript_amended');
     } finally {
-      spy.mockRestore();
+      closeSpy.mockRestore();
+      completeSpy.mockRestore();
     }
   });
 

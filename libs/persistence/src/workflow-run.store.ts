@@ -680,9 +680,20 @@ export class WorkflowRunStore {
     return changed > 0;
   }
 
-  /** Points the run at a transcript stored again, with turns the agent reported after the first was stored. */
-  async replaceTranscript(runId: number, transcriptKey: string): Promise<void> {
-    await this.dataSource.query(`UPDATE workflow_runs SET transcript_key = $2, updated_at = now() WHERE id = $1`, [runId, transcriptKey]);
+  /**
+   * Closes the agent runtime's session of a run being finished without it (a
+   * machine hung up on, the reaper forcing it): from here its reports are
+   * refused (410), so the turns answered are the transcript's last. Null
+   * when the run is complete already.
+   */
+  async closeAgentSession(runId: number): Promise<Array<Record<string, unknown>> | null> {
+    const [rows]: [Array<{ agent_transcript: Array<Record<string, unknown>> }>, number] = await this.dataSource.query(
+      `UPDATE workflow_runs SET agent_session_ended_at = COALESCE(agent_session_ended_at, now()), updated_at = now()
+        WHERE id = $1 AND NOT is_completed
+        RETURNING agent_transcript`,
+      [runId],
+    );
+    return rows.length > 0 ? rows[0].agent_transcript : null;
   }
 
   /**

@@ -72,7 +72,6 @@ export class RunArtifactsCollector {
     if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return false;
     const provider = this.providerOf(run, config);
 
-    let turns: unknown[] = run.agentTranscript;
     let recordingKey: string | null = null;
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
       recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config).catch(async (error: unknown) => {
@@ -83,6 +82,14 @@ export class RunArtifactsCollector {
       });
       // The agent runtime's upload, stored while the carrier's was being fetched, is the run's one recording.
       if (recordingKey && !(await this.runs.recordRecordingIfNone(run.id, recordingKey))) recordingKey = null;
+    }
+    let turns: unknown[] = run.agentTranscript;
+    if (run.agentSessionStartedAt !== null && !run.agentSessionEndedAt) {
+      // Finished while the agent runtime still has its session (a machine hung up on, the reaper forcing it): closed
+      // first, so the transcript stored holds every turn it was answered for, and a report after that is refused.
+      const closed = await this.runs.closeAgentSession(run.id);
+      if (closed === null) return false;
+      turns = closed;
     }
     if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).
@@ -101,27 +108,12 @@ export class RunArtifactsCollector {
     }
 
     const transcriptKey = await this.storeTranscript(run.id, turns);
-    const completed = await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
-    // Finished while the agent runtime still had its session open (a machine hung up on, or the reaper forcing it):
-    // turns it reported after the read above are in the run but not in the file. Reports stop once the run is
-    // complete, so one more read sees the last of them.
-    if (completed && run.agentSessionStartedAt !== null && !run.agentSessionEndedAt) {
-      await this.amendTranscript(run.id, run.agentTranscript.length > 0 ? turns.length : 0);
-    }
-    return completed;
+    return this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
   }
 
   private async storeTranscript(runId: number, turns: unknown[]): Promise<string> {
     const transcript = Buffer.from(JSON.stringify({ run_id: runId, turns }, null, 2));
     return this.storage.put(artifactKey(runId, 'transcript', 'json'), transcript, 'application/json');
-  }
-
-  /** Stores the transcript again if the agent reported more turns than the `stored` ones taken from it. */
-  private async amendTranscript(runId: number, stored: number): Promise<void> {
-    const run = await this.reader.findById(runId);
-    if (!run || run.agentTranscript.length <= stored) return;
-    await this.runs.replaceTranscript(runId, await this.storeTranscript(runId, run.agentTranscript));
-    await this.runs.appendEvent(runId, 'artifacts.transcript_amended', { turns: run.agentTranscript.length });
   }
 
   /**
