@@ -62,8 +62,8 @@ export async function startTestApps(options: { dialer?: boolean; env?: Record<st
  * `CallPlacer` attempt by attempt, the way BullMQ would call it, and no
  * worker takes the jobs meanwhile.
  */
-export async function startTestAppsWithPausedWorkers(): Promise<TestApps> {
-  const apps = await startTestApps();
+export async function startTestAppsWithPausedWorkers(env: Record<string, string> = {}): Promise<TestApps> {
+  const apps = await startTestApps({ env });
   await apps.dialer!.get(PlaceCallProcessor).worker.pause(true);
   await apps.dialer!.get(CallEventsProcessor).worker.pause(true);
   return apps;

@@ -53,6 +53,12 @@ export interface AppConfig {
   readonly reconcileAfterSeconds: number;
   /** A run still dialing (no carrier answer) after this long ends failed. */
   readonly dialTimeoutSeconds: number;
+  /**
+   * How long after claiming a run a dialer may still send its dial. Past it
+   * (the process was stopped or blocked) the job's lock may have lapsed and the
+   * run gone to another dialer, so the claim is handed back instead.
+   */
+  readonly dialClaimLeaseMs: number;
   /** A run still ringing after this long ends failed. */
   readonly ringTimeoutSeconds: number;
   /** How long a carrier failure that may follow an answer (a Telnyx `unspecified` hang-up) waits for the answer. */

@@ -55,6 +55,8 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     reaperIntervalMs: reader.integer('REAPER_INTERVAL_MS', 5000, 50, 600000),
     reconcileAfterSeconds: reader.integer('RECONCILE_AFTER_SECONDS', 60, 1, 86400),
     dialTimeoutSeconds: reader.integer('DIAL_TIMEOUT_SECONDS', 120, 1, 86400),
+    // At most half of BullMQ's 30 s lock: a lock renewed every 15 s cannot lapse while a claim is younger than that.
+    dialClaimLeaseMs: reader.integer('DIAL_CLAIM_LEASE_MS', 10_000, 100, 15_000),
     ringTimeoutSeconds: reader.integer('RING_TIMEOUT_SECONDS', 180, 1, 86400),
     lateAnswerWaitMs: reader.integer('LATE_ANSWER_WAIT_MS', 20_000, 0, 120_000),
     carrierStorageNetworks: reader.networks('CARRIER_STORAGE_NETWORKS'),

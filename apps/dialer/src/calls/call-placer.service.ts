@@ -37,10 +37,11 @@ const MAX_CARRIER_RETRIES = 25;
 const UNSETTLED_RETRY_MS = 2_000;
 const CARRIER_BACKOFF_CAP_MS = 60_000;
 
-/** A run this job claimed, the claim's id, and the job's progress so far. */
+/** A run this job claimed, the claim's id and when it was sent (`performance.now()`), and the job's progress so far. */
 interface ClaimedDial {
   run: ClaimedRun;
   claimId: string;
+  claimedAt: number;
   progress: PlaceCallProgress;
 }
 
@@ -128,6 +129,9 @@ export class CallPlacer {
     // The claim answers the run as it moved it: the job's one read of the run, in the same statement. Its id, in its
     // log entry, lets a later attempt of this job know the claim for its own if this one cannot finish (`unsettled`).
     const claimId = randomUUID();
+    // From before the claim is sent: a dialer stopped while its claim was on the way reads the answer only when it
+    // resumes, whenever that is.
+    const claimedAt = performance.now();
     let run: ClaimedRun | null = null;
     if (progress.unsettledClaim !== undefined) {
       // Taking the claim up is a claim of its own, under a new id: once it commits, this job's earlier id (which a
@@ -155,7 +159,7 @@ export class CallPlacer {
       if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, runId);
       return done('skipped');
     }
-    const claimed: ClaimedDial = { run, claimId, progress };
+    const claimed: ClaimedDial = { run, claimId, claimedAt, progress };
     try {
       if (run.provider !== config.provider) {
         await this.runs.setProvider(run.id, config.provider, { from: run.provider, to: config.provider });
@@ -190,6 +194,15 @@ export class CallPlacer {
     fromNumber: string,
   ): Promise<PlaceDecision> {
     const { run } = claimed;
+    // A dialer stopped or blocked since its claim (a paused VM, SIGSTOP, an event loop held) may have lost its job's
+    // lock meanwhile, and the reaper handed the run to another dialer that placed the call: sending this dial would be
+    // a second one. A monotonic clock runs on while a process is stopped. Handed back, the claim is taken up again by
+    // this job's next attempt if it is still this job's, and by nobody otherwise.
+    const held = performance.now() - claimed.claimedAt;
+    if (held > this.config.dialClaimLeaseMs) {
+      const what = `the claim is ${Math.round(held)} ms old, past DIAL_CLAIM_LEASE_MS (the dialer was stopped or blocked); no dial sent`;
+      return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, claimed.progress, what);
+    }
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
@@ -377,9 +390,9 @@ export class CallPlacer {
     claim: Pick<PlaceCallProgress, 'unsettledClaim' | 'resumingAs'>,
     progress: PlaceCallProgress,
     what: string,
-    error: unknown,
+    error?: unknown,
   ): PlaceDecision {
-    this.logger.warn({ run_id: runId, err: error }, `${what}; the job comes back for its claim`);
+    this.logger.warn(error === undefined ? { run_id: runId } : { run_id: runId, err: error }, `${what}; the job comes back for its claim`);
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(UNSETTLED_RETRY_MS / 2, UNSETTLED_RETRY_MS),
