@@ -10,6 +10,7 @@ const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs'
 const { connect } = require('node:net');
 const { join, resolve } = require('node:path');
 const { API_NODE_FLAGS, DIALER_NODE_FLAGS } = require('./app-node-flags');
+const { forwardOutput } = require('./forward-output');
 
 const ROOT = join(__dirname, '..');
 const API_ENTRY = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
@@ -148,8 +149,10 @@ function startApp(name, entry, env, nodeFlags) {
   // Its output comes through this process rather than to the terminal itself,
   // so a terminal closed under it cannot fail the app's own writes.
   const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout.on('data', (chunk) => write(process.stdout, chunk));
-  child.stderr.on('data', (chunk) => write(process.stderr, chunk));
+  // Held back while this process's output is behind: an app's logs wait in its own pipe, not in this process.
+  const dropped = (target) => terminalGone && target.isTTY;
+  forwardOutput(child.stdout, process.stdout, dropped);
+  forwardOutput(child.stderr, process.stderr, dropped);
   apps.set(name, child);
   say(`${name} started (pid ${child.pid})`);
   // 'close', not 'exit': by then its pipes are drained, so its last lines (a "stopped", a failure's stack) are through.
@@ -188,7 +191,10 @@ async function waitUntilReady(name, url) {
 function onSignal(signal) {
   // The terminal is gone: writing to it would fail (and can crash Node), so nothing more is written to it, the apps'
   // logs included; they are still read, so the apps never block on a full pipe while they drain.
-  if (signal === 'SIGHUP') terminalGone = true;
+  if (signal === 'SIGHUP') {
+    terminalGone = true;
+    for (const stream of [process.stdout, process.stderr]) if (stream.isTTY) stream.emit('drain');
+  }
   if (!stopping) {
     say(`${signal}: stopping the api and the dialer`);
     stop(signal);
