@@ -149,10 +149,12 @@ function startApp(name, entry, env, nodeFlags) {
   // Its output comes through this process rather than to the terminal itself,
   // so a terminal closed under it cannot fail the app's own writes.
   const child = spawn(process.execPath, [...nodeFlags, entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  // Held back while this process's output is behind: an app's logs wait in its own pipe, not in this process.
+  // Always read, so an app never waits on its output; past a bound waiting for a slow reader, lines are dropped.
   const dropped = (target) => terminalGone && target.isTTY;
-  forwardOutput(child.stdout, process.stdout, dropped);
-  forwardOutput(child.stderr, process.stderr, dropped);
+  for (const [source, target, what] of [[child.stdout, process.stdout, 'stdout'], [child.stderr, process.stderr, 'stderr']]) {
+    const onDropped = (bytes) => say(`${bytes} bytes of the ${name}'s ${what} dropped: this output was read too slowly`);
+    forwardOutput(source, target, { dropped, onDropped });
+  }
   apps.set(name, child);
   say(`${name} started (pid ${child.pid})`);
   // 'close', not 'exit': by then its pipes are drained, so its last lines (a "stopped", a failure's stack) are through.
@@ -191,10 +193,7 @@ async function waitUntilReady(name, url) {
 function onSignal(signal) {
   // The terminal is gone: writing to it would fail (and can crash Node), so nothing more is written to it, the apps'
   // logs included; they are still read, so the apps never block on a full pipe while they drain.
-  if (signal === 'SIGHUP') {
-    terminalGone = true;
-    for (const stream of [process.stdout, process.stderr]) if (stream.isTTY) stream.emit('drain');
-  }
+  if (signal === 'SIGHUP') terminalGone = true;
   if (!stopping) {
     say(`${signal}: stopping the api and the dialer`);
     stop(signal);
