@@ -1,4 +1,4 @@
-import { CallsQueue } from '@app/queue';
+import { CallEventsQueue, CallsQueue } from '@app/queue';
 import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import {
   agentGraph,
@@ -120,17 +120,35 @@ describe('outages of Redis and Postgres', () => {
         dialedSecondsAgo: 0,
       });
       const token = new AgentSessionTokens(apps.config.secretsKey).sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + 600 });
-      await redis.cut();
-      const ended = await apps.client.post(`/api/v1/agent-sessions/${encodeURIComponent(token)}/events`, {
-        events: [{ type: 'transcript', speaker: 'agent', text: 'Goodbye.', start_ms: 0, end_ms: 900 }, { type: 'session_ended' }],
+      // What became of the nudge to the dialers: it must have been tried, and failed.
+      const events = apps.api.get(CallEventsQueue);
+      const enqueue = events.enqueueEvent.bind(events);
+      const nudges: Array<Promise<unknown>> = [];
+      const spy = jest.spyOn(events, 'enqueueEvent').mockImplementation((...args) => {
+        const attempt = enqueue(...args);
+        nudges.push(attempt.then(() => 'queued', (error: Error) => error.message));
+        return attempt;
       });
-      await redis.restore();
+      await redis.cut();
+      let ended;
+      try {
+        // No read of the session first: the runtime is waited for all the same.
+        ended = await apps.client.post(`/api/v1/agent-sessions/${encodeURIComponent(token)}/events`, {
+          events: [{ type: 'transcript', speaker: 'agent', text: 'Goodbye.', start_ms: 0, end_ms: 900 }, { type: 'session_ended' }],
+        });
+      } finally {
+        spy.mockRestore();
+        await redis.restore();
+      }
       expect(ended.status).toBe(200);
       expect(ended.body).toEqual({ accepted: 2 });
+      expect(await Promise.all(nudges)).toEqual([expect.stringMatching(/Stream isn't writeable|Connection is closed/)]);
       const [stored] = await apps.dataSource.query(
-        `SELECT agent_session_ended_at IS NOT NULL AS ended, agent_transcript FROM workflow_runs WHERE id = $1`,
+        `SELECT agent_session_started_at IS NOT NULL AS started, agent_session_ended_at IS NOT NULL AS ended, agent_transcript
+           FROM workflow_runs WHERE id = $1`,
         [runId],
       );
+      expect(stored.started).toBe(true);
       expect(stored.ended).toBe(true);
       expect(stored.agent_transcript).toEqual([{ speaker: 'agent', text: 'Goodbye.', start_ms: 0, end_ms: 900 }]);
     });

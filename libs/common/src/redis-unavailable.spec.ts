@@ -2,6 +2,7 @@ import { createServer, Server, Socket } from 'node:net';
 import Redis, { RedisOptions } from 'ioredis';
 import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
+import { testConfig } from '../../../test/support/test-config';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { waitFor } from '../../../test/support/wait-for';
 import { isRedisUnavailable } from './redis-unavailable';
@@ -72,7 +73,8 @@ describe('isRedisUnavailable', () => {
   describe('replies of a real Redis server', () => {
     let redis: Redis;
     beforeEach(() => {
-      redis = client({ port: 6379 });
+      const url = new URL(testConfig().redisUrl);
+      redis = client({ host: url.hostname, port: Number(url.port || 6379) });
     });
     /** The reply a server gives in that state, as Redis itself writes it, raised by a script. */
     const replyOf = (text: string) => failure(() => redis.eval(`return redis.error_reply(ARGV[1])`, 0, text));
@@ -82,6 +84,7 @@ describe('isRedisUnavailable', () => {
       ['a replica since a failover', "READONLY You can't write against a read only replica."],
       ['a script holding it', 'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.'],
       ['out of its memory', "OOM command not allowed when used memory > 'maxmemory'."],
+      ['refusing writes since a save failed', 'MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.'],
     ])('takes %s', async (_state, text) => {
       const error = await replyOf(text);
       expect(error.name).toBe('ReplyError');

@@ -1,22 +1,22 @@
 /**
  * ioredis' own rejections of a command it could not send, or whose answer
  * never came: no connection and no offline queue (the gateway's clients),
- * the connection lost with the command in flight, its retries spent.
+ * the connection lost with the command in flight (a socket timeout too ends
+ * so), its retries spent, its own timeout passed.
  */
 const CLIENT_MESSAGES = [
   "Stream isn't writeable",
   'Connection is closed',
   'Reached the max retries per request limit',
   'Command timed out',
-  'Socket timeout',
 ];
 
 /**
  * Replies of a Redis server that cannot serve now but will: loading its data
  * after a restart, a replica since a failover, a script holding it, out of
- * the memory it may use.
+ * the memory it may use, refusing writes since a save to disk failed.
  */
-const SERVER_REPLIES = /^(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|OOM) /;
+const SERVER_REPLIES = /^(LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|OOM|MISCONF) /;
 
 /**
  * True when `error` says Redis cannot serve this now, not that the command is

@@ -647,6 +647,8 @@ export class WorkflowRunStore {
               cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
               agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
+              -- A runtime that reports without having read its session first is waited for all the same.
+              agent_session_started_at = COALESCE(agent_session_started_at, now()),
               updated_at = now()
         WHERE id = $1 AND NOT is_completed AND agent_session_ended_at IS NULL
           AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6

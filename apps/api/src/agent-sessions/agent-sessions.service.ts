@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
-import { DomainError } from '@app/common';
+import { DomainError, isRedisUnavailable } from '@app/common';
 import { AGENT_DATA_LIMITS, WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CallEventsQueue } from '@app/queue';
 import { AgentSessionTokens } from '@app/telephony';
@@ -82,7 +82,10 @@ export class AgentSessionsService {
       // The report is stored and its session closed: failing the request would only get the runtime's retry a 410.
       // Without the nudge a call that already ended is finished by the dialer's reaper, within a minute.
       await this.nudgeArtifacts(run).catch((error: unknown) => {
-        this.logger.warn({ err: error, run_id: run.id }, 'could not tell the dialers an agent session ended; the reaper will finish the run');
+        const line = { err: error, run_id: run.id };
+        const what = 'could not tell the dialers an agent session ended; the reaper will finish the run';
+        if (isRedisUnavailable(error)) this.logger.warn(line, what);
+        else this.logger.error(line, what);
       });
     }
     return { accepted: (body as { events: unknown[] }).events.length };

@@ -86,8 +86,13 @@ export class TelephonyWebhooksService {
     try {
       return await this.accept(provider, providerName, kind, run, config, parsed);
     } catch (error) {
-      // Not handled: the carrier's retry of this very request must get through.
-      if (replayKey) await this.redis.redis.del(replayKey);
+      // Not handled: the carrier's retry of this very request must get through. The error answered is the handling's:
+      // with Redis gone since the check, the delivery stays remembered, and its retry is refused as a replay.
+      if (replayKey) {
+        await this.redis.redis.del(replayKey).catch((forgetError: unknown) => {
+          this.logger.warn({ err: forgetError, provider: providerName, run_id: run.id }, "could not forget a delivery that failed; the carrier's retry of it is refused");
+        });
+      }
       throw error;
     }
   }
