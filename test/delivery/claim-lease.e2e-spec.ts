@@ -1,20 +1,24 @@
 import { WorkflowRunStore } from '@app/persistence';
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { placeCallJobId, QueueName } from '@app/queue';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
-const LEASE_MS = 300;
+/** Long enough that a dialer that is not stopped claims and dials well within it, however busy the machine. */
+const LEASE_MS = 2_000;
 
 /**
- * A dialer stopped or blocked between its claim and its dial (a paused VM,
- * SIGSTOP) sends no dial once its claim is older than DIAL_CLAIM_LEASE_MS:
- * its job's lock may have lapsed meanwhile and the run gone to another
- * dialer. These drive the dialer's `CallPlacer` attempt by attempt, with the
- * workers paused, the way BullMQ would call it; the stop is the claim's
- * answer held back past the lease.
+ * A dialer stopped or blocked between sending its claim and its dial (a
+ * paused VM, SIGSTOP) sends no dial once its claim is older than
+ * DIAL_CLAIM_LEASE_MS: its job's lock may have lapsed meanwhile and the run
+ * gone to another dialer. These drive the dialer's `CallPlacer` attempt by
+ * attempt, with the workers paused, the way BullMQ would call it; the stop
+ * is the claim's answer held back past the lease.
  */
-describe("a dial job whose claim outlived its lease", () => {
+describe('a dial job whose claim outlived its lease', () => {
   let apps: TestApps;
 
   beforeAll(async () => {
@@ -32,71 +36,97 @@ describe("a dial job whose claim outlived its lease", () => {
   }
 
   /** Holds back the answer of the next claim of `runId` until `meanwhile` has run and the lease has passed. */
-  function stopAfterTheClaim(runId: number, meanwhile: () => Promise<void> = async () => undefined) {
+  async function placeStoppedAfterTheClaim(job: { runId: number; organizationId: number }, meanwhile: () => Promise<void> = async () => undefined) {
     const writes = apps.dialer!.get(GroupedRunWrites);
     const claim = writes.claim.bind(writes);
     const spy = jest.spyOn(writes, 'claim').mockImplementation(async (id, ...rest) => {
       const claimed = await claim(id, ...rest);
-      if (id !== runId) return claimed;
+      if (id !== job.runId) return claimed;
       spy.mockRestore();
+      const stoppedAt = Date.now();
       await meanwhile();
-      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 200));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, LEASE_MS + 200 - (Date.now() - stoppedAt))));
       return claimed;
     });
-    return spy;
+    try {
+      return await apps.dialer!.get(CallPlacer).place(job, {});
+    } finally {
+      spy.mockRestore();
+    }
   }
 
   const dialsOf = async (runId: number) => (await sandboxDialsByRun(apps.dataSource, [runId])).get(runId);
-  const statusOf = async (runId: number) => (await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]))[0].status;
+  const runOf = async (runId: number) =>
+    (
+      await apps.dataSource.query(
+        `SELECT status, logs->'events'->-1->>'event' AS last_event, logs->'events'->-1->'detail'->>'claim' AS last_claim
+           FROM workflow_runs WHERE id = $1`,
+        [runId],
+      )
+    )[0];
+  const claimsOf = async (runId: number): Promise<string[]> =>
+    (
+      await apps.dataSource.query(
+        `SELECT entry->'detail'->>'claim' AS claim FROM workflow_runs, jsonb_array_elements(logs->'events') AS entry
+          WHERE id = $1 AND entry->>'event' = 'dialer.dialing'`,
+        [runId],
+      )
+    ).map((row: { claim: string }) => row.claim);
 
-  it('sends no dial on the lapsed claim, and dials once when its job comes back for it', async () => {
+  it('sends no dial on the lapsed claim and hands the run back, and its job dials it once when it comes back', async () => {
     const job = await queuedRun();
     const placer = apps.dialer!.get(CallPlacer);
-    const spy = stopAfterTheClaim(job.runId);
-    let first;
-    try {
-      first = await placer.place(job, {});
-    } finally {
-      spy.mockRestore();
-    }
-    expect(first).toMatchObject({ kind: 'delay', reason: 'claim_unsettled', progress: { unsettledClaim: expect.any(String) } });
-    expect(await dialsOf(job.runId)).toBe(0);
-    expect(await statusOf(job.runId)).toBe('dialing');
 
-    // Nobody else took the run meanwhile: the claim is still this job's, taken up again and dialed at once.
-    const second = await placer.place(job, first.kind === 'delay' ? first.progress : {});
-    expect(second).toEqual({ kind: 'done', outcome: 'placed' });
+    const lapsed = await placeStoppedAfterTheClaim(job);
+
+    expect(lapsed).toMatchObject({ kind: 'delay', reason: 'claim_lapsed', progress: {} });
+    expect(lapsed.kind === 'delay' && lapsed.progress.unsettledClaim).toBeFalsy();
+    expect(await dialsOf(job.runId)).toBe(0);
+    const [claim] = await claimsOf(job.runId);
+    expect(await runOf(job.runId)).toEqual({ status: 'queued', last_event: 'dialer.claim_lapsed', last_claim: claim });
+
+    expect(await placer.place(job, lapsed.kind === 'delay' ? lapsed.progress : {})).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
   });
 
-  it('sends nothing, then or later, when the run was handed to another dialer while this one was stopped', async () => {
+  it('sends nothing, and leaves the run alone, when another dialer claimed it while this one was stopped', async () => {
     const job = await queuedRun();
     const placer = apps.dialer!.get(CallPlacer);
-    // While this dialer is stopped its lock lapses: the reaper finds no call at the carrier, queues the run again,
-    // and the job, handed back by BullMQ as stalled, is placed by another dialer.
-    const spy = stopAfterTheClaim(job.runId, async () => {
-      const requeued = await apps.dialer!.get(WorkflowRunStore).transition(
-        job.runId,
-        'queued',
-        'reaper.requeued',
-        {},
-        { reason: 'carrier_has_no_call' },
-        ['dialing'],
-      );
-      expect(requeued).not.toBeNull();
-      expect(await placer.place(job, {})).toEqual({ kind: 'done', outcome: 'placed' });
-    });
-    let stopped;
-    try {
-      stopped = await placer.place(job, {});
-    } finally {
-      spy.mockRestore();
-    }
-    expect(stopped).toMatchObject({ kind: 'delay', reason: 'claim_unsettled' });
-    expect(await dialsOf(job.runId)).toBe(1);
 
-    // Its job coming back for the claim (had its lock held) finds it another's.
-    expect(await placer.place(job, stopped.kind === 'delay' ? stopped.progress : {})).toEqual({ kind: 'done', outcome: 'skipped' });
+    // While this dialer is stopped its lock lapses: the reaper finds no call at the carrier and queues the run again,
+    // and another dialer claims it, its dial not sent yet.
+    const stopped = await placeStoppedAfterTheClaim(job, async () => {
+      const guard = { withoutCallId: true };
+      const requeued = await apps.dialer!.get(WorkflowRunStore).transition(job.runId, 'queued', 'reaper.requeued', {}, {}, ['dialing'], guard);
+      expect(requeued).not.toBeNull();
+      const other = await apps.dialer!.get(GroupedRunWrites).claim(job.runId, 'dialer.dialing', { fromNumber: '+15005550006' }, { claim: 'another-dialer' });
+      expect(other).not.toBeNull();
+    });
+
+    expect(stopped).toEqual({ kind: 'done', outcome: 'skipped' });
+    expect(await dialsOf(job.runId)).toBe(0);
+    expect(await runOf(job.runId)).toEqual({ status: 'dialing', last_event: 'dialer.dialing', last_claim: 'another-dialer' });
+    // The other dialer's dial goes out, once.
+    expect(await placer.place(job, { unsettledClaim: 'another-dialer' })).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('gives the run a job again when a copy of its job ended meanwhile, finding the run claimed', async () => {
+    const job = await queuedRun();
+    const placer = apps.dialer!.get(CallPlacer);
+    const calls = apps.dialer!.get<Queue>(getQueueToken(QueueName.Calls));
+    const jobId = placeCallJobId(job.runId);
+
+    // The stalled copy of the job, run by another dialer while this one is stopped, finds the run claimed and ends.
+    const stopped = await placeStoppedAfterTheClaim(job, async () => {
+      expect(await placer.place(job, {})).toEqual({ kind: 'done', outcome: 'skipped' });
+      const queued = await calls.getJob(jobId);
+      await queued?.remove();
+    });
+
+    expect(stopped).toMatchObject({ kind: 'delay', reason: 'claim_lapsed' });
+    expect((await runOf(job.runId)).status).toBe('queued');
+    expect(await calls.getJob(jobId)).toBeDefined();
+    expect(await dialsOf(job.runId)).toBe(0);
   });
 });

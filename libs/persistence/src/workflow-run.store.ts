@@ -39,6 +39,16 @@ export interface TransitionGuard {
   unmovedSince?: Date;
   /** Only a run the carrier has given no call id. */
   withoutCallId?: boolean;
+  /** Only a run whose latest claim (its `dialer.dialing` entry, or a resume's, logged as `resumeEvent`) is one of `ids`. */
+  latestClaim?: { ids: readonly string[]; resumeEvent: string };
+}
+
+/** The id of a run's latest claim: its `dialer.dialing` log entry's or, when later, a resume's (logged as `resumeEvent`). */
+function latestClaimOf(resumeEvent: string): string {
+  return `(SELECT claim.entry->'detail'->>'claim'
+             FROM jsonb_array_elements(workflow_runs.logs->'events') WITH ORDINALITY AS claim (entry, n)
+            WHERE claim.entry->>'event' IN ('dialer.dialing', ${resumeEvent})
+            ORDER BY claim.n DESC LIMIT 1)`;
 }
 
 /** Columns a transition may set besides the status. */
@@ -369,6 +379,10 @@ export class WorkflowRunStore {
       conditions.push(`date_trunc('milliseconds', status_changed_at) = $${params.length}::timestamptz`);
     }
     if (guard.withoutCallId) conditions.push('provider_call_id IS NULL');
+    if (guard.latestClaim) {
+      params.push(guard.latestClaim.ids, guard.latestClaim.resumeEvent);
+      conditions.push(`${latestClaimOf(`$${params.length}`)} = ANY($${params.length - 1}::text[])`);
+    }
     const sets = ['status = $2', 'updated_at = now()', 'status_changed_at = now()'];
     for (const [key, value] of Object.entries(fields) as Array<[keyof RunTransitionFields, unknown]>) {
       if (value === undefined) continue;
@@ -444,11 +458,7 @@ export class WorkflowRunStore {
       `UPDATE workflow_runs
           SET updated_at = now(), status_changed_at = now(), from_number = $5, definition_id = COALESCE($6::integer, definition_id),
               logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
-        WHERE id = $1 AND status = 'dialing' AND provider_call_id IS NULL
-          AND (SELECT claim.entry->'detail'->>'claim'
-                 FROM jsonb_array_elements(workflow_runs.logs->'events') WITH ORDINALITY AS claim (entry, n)
-                WHERE claim.entry->>'event' IN ('dialer.dialing', $4)
-                ORDER BY claim.n DESC LIMIT 1) = ANY($2::text[])
+        WHERE id = $1 AND status = 'dialing' AND provider_call_id IS NULL AND ${latestClaimOf('$4')} = ANY($2::text[])
         RETURNING ${CLAIMED_RUN_RETURNING}`,
       [runId, held, JSON.stringify([entry]), event, fields.fromNumber, fields.definitionId ?? null],
     );

@@ -19,6 +19,7 @@ import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-admission';
+import { RunDispatcher } from '../recovery/run-dispatcher.service';
 import { DefinitionPicker } from './definition-picker.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -35,6 +36,8 @@ const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
 /** How soon a job whose claim is unsettled (the database away) comes back for it. */
 const UNSETTLED_RETRY_MS = 2_000;
+/** The log entry of a claim taken up again (`resumeClaim`). */
+const CLAIM_RESUMED = 'dialer.claim_resumed';
 const CARRIER_BACKOFF_CAP_MS = 60_000;
 
 /** A run this job claimed, the claim's id and when it was sent (`performance.now()`), and the job's progress so far. */
@@ -68,6 +71,7 @@ export class CallPlacer {
     private readonly slots: ConcurrencyLimiter,
     private readonly admission: DialAdmission,
     private readonly sessions: AgentSessionTokens,
+    private readonly dispatcher: RunDispatcher,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -139,7 +143,7 @@ export class CallPlacer {
       const resumes = progress.resumingAs ?? [];
       try {
         const fields = { fromNumber, definitionId: definition?.id };
-        run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, 'dialer.claim_resumed', fields);
+        run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, CLAIM_RESUMED, fields);
       } catch (error) {
         const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...resumes, claimId] };
         return this.unsettled(runId, claim, progress, 'taking the claim up got no answer', error);
@@ -194,15 +198,9 @@ export class CallPlacer {
     fromNumber: string,
   ): Promise<PlaceDecision> {
     const { run } = claimed;
-    // A dialer stopped or blocked since its claim (a paused VM, SIGSTOP, an event loop held) may have lost its job's
-    // lock meanwhile, and the reaper handed the run to another dialer that placed the call: sending this dial would be
-    // a second one. A monotonic clock runs on while a process is stopped. Handed back, the claim is taken up again by
-    // this job's next attempt if it is still this job's, and by nobody otherwise.
+    // A monotonic clock, which runs on while a process is stopped.
     const held = performance.now() - claimed.claimedAt;
-    if (held > this.config.dialClaimLeaseMs) {
-      const what = `the claim is ${Math.round(held)} ms old, past DIAL_CLAIM_LEASE_MS (the dialer was stopped or blocked); no dial sent`;
-      return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, claimed.progress, what);
-    }
+    if (held > this.config.dialClaimLeaseMs) return this.handBackLapsedClaim(claimed, config, held);
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
@@ -233,6 +231,40 @@ export class CallPlacer {
     // id still arrives with the call's status events (or the reaper's look-up).
     await this.writes.recordProviderCallId(run.id, result.providerCallId);
     return done('placed');
+  }
+
+  /**
+   * A dialer stopped or blocked since it sent its claim (a paused VM,
+   * SIGSTOP, an event loop held) may have lost its job's lock meanwhile, and
+   * the reaper handed the run to another dialer that placed the call: this
+   * dial would be a second one. It is not sent. The run goes back to
+   * `queued`, provided it is still `dialing` without a call under this very
+   * claim (another dialer's claim since is left alone), its slot is freed,
+   * and its job made sure of: a copy of it that ran on another dialer while
+   * this one's lock had lapsed may have ended, finding the run claimed. When
+   * the run cannot be handed back (the database away), the job comes back
+   * for its claim.
+   */
+  private async handBackLapsedClaim(claimed: ClaimedDial, config: TelephonyConfiguration, heldMs: number): Promise<PlaceDecision> {
+    const { run, claimId, progress } = claimed;
+    const held_ms = Math.round(heldMs);
+    this.logger.warn({ run_id: run.id, held_ms }, 'claim older than DIAL_CLAIM_LEASE_MS (the dialer was stopped or blocked): no dial sent');
+    let moved;
+    try {
+      const guard = { withoutCallId: true, latestClaim: { ids: [claimId], resumeEvent: CLAIM_RESUMED } };
+      moved = await this.runs.transition(run.id, 'queued', 'dialer.claim_lapsed', {}, { claim: claimId, held_ms }, ['dialing'], guard);
+    } catch (error) {
+      return this.unsettled(run.id, { unsettledClaim: claimId }, progress, 'a claim past its lease could not be handed back', error);
+    }
+    if (!moved) return done('skipped');
+    await this.slots.release(config.id, run.id);
+    await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
+    return {
+      kind: 'delay',
+      untilMs: Date.now() + jitter(UNSETTLED_RETRY_MS / 2, UNSETTLED_RETRY_MS),
+      progress: { carrierRetries: progress.carrierRetries },
+      reason: 'claim_lapsed',
+    };
   }
 
   /**
@@ -390,9 +422,9 @@ export class CallPlacer {
     claim: Pick<PlaceCallProgress, 'unsettledClaim' | 'resumingAs'>,
     progress: PlaceCallProgress,
     what: string,
-    error?: unknown,
+    error: unknown,
   ): PlaceDecision {
-    this.logger.warn(error === undefined ? { run_id: runId } : { run_id: runId, err: error }, `${what}; the job comes back for its claim`);
+    this.logger.warn({ run_id: runId, err: error }, `${what}; the job comes back for its claim`);
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(UNSETTLED_RETRY_MS / 2, UNSETTLED_RETRY_MS),
