@@ -4,7 +4,8 @@ import { Queue } from 'bullmq';
 import { placeCallJobId, QueueName } from '@app/queue';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
-import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { sandboxDialsByRun } from '../support/fixtures';
+import { queuedSandboxRun } from '../support/queued-sandbox-run';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /** Long enough that a dialer that is not stopped claims and dials well within it, however busy the machine. */
@@ -26,14 +27,7 @@ describe('a dial job whose claim outlived its lease', () => {
   });
   afterAll(() => apps.close());
 
-  async function queuedRun() {
-    const org = await createOrganization(apps.dataSource);
-    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 } });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
-    expect(response.status).toBe(200);
-    return { runId: response.body.workflow_run_id as number, organizationId: org.organizationId };
-  }
+  const queuedRun = () => queuedSandboxRun(apps);
 
   /** Holds back the answer of the next claim of `runId` until `meanwhile` has run and the lease has passed. */
   async function placeStoppedAfterTheClaim(job: { runId: number; organizationId: number }, meanwhile: () => Promise<void> = async () => undefined) {

@@ -5,8 +5,9 @@ import { TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
-import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { sandboxDialsByRun } from '../support/fixtures';
 import { loseNextAnswer } from '../support/lose-next-answer';
+import { queuedSandboxRun } from '../support/queued-sandbox-run';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /**
@@ -28,15 +29,7 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
   });
   afterAll(() => apps.close());
 
-  /** A queued run and its job as the trigger enqueued it. */
-  async function queuedRun() {
-    const org = await createOrganization(apps.dataSource);
-    await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 } });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    const response = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
-    expect(response.status).toBe(200);
-    return { runId: response.body.workflow_run_id as number, organizationId: org.organizationId };
-  }
+  const queuedRun = () => queuedSandboxRun(apps);
 
   /** One attempt whose claim commits and whose answer is lost; the job keeps what it noted, as the processor does. */
   async function claimAnswerLost(job: { runId: number; organizationId: number }) {
