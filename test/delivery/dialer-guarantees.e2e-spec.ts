@@ -55,9 +55,11 @@ describe('every accepted trigger becomes exactly one call attempt', () => {
   });
 
   it('retries throttled and not-processed dial requests without failing the run or dialing twice', async () => {
-    // Each dial is refused 40% of the time; the backoff doubles from 0.5 s, so a long unlucky streak takes a while.
-    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, throttle_rate: 0.25, error_rate: 0.15 });
-    const runIds = await trigger(org, workflow.triggerUuid, 12);
+    // Each dial is refused 25% of the time, at random. With 40 runs, that none is refused happens about once in 100,000
+    // runs of this test (0.75⁴⁰), and that one is refused 8 times in a row, whose backoffs (doubling from 0.5 s) would
+    // take it past the wait below, about once in 1,500 (40 × 0.25⁸).
+    const { org, workflow } = await orgWithSandbox({ ring_ms: 20, talk_ms: 50, throttle_rate: 0.15, error_rate: 0.1 });
+    const runIds = await trigger(org, workflow.triggerUuid, 40);
     const runs = await runsWhenComplete(apps.dataSource, runIds, 85000);
     expect(runs.map((run) => run.status)).toEqual(runIds.map(() => 'completed'));
     const dials = await sandboxDialsByRun(apps.dataSource, runIds);
