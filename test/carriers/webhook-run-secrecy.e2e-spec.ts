@@ -1,13 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { TelephonyConfiguration } from '@app/persistence';
-import { SandboxSignature } from '@app/telephony';
 import { LoopbackWebhook } from '../fakes/loopback-http-fake';
 import { PlivoFake } from '../fakes/plivo-fake';
 import { TelnyxFake } from '../fakes/telnyx-fake';
 import { TwilioFake } from '../fakes/twilio-fake';
 import { VonageFake } from '../fakes/vonage-fake';
 import { agentGraph, createOrganization, seedStrandedDialingRun, seedWorkflow, SeededWorkflow, TestOrganization } from '../support/fixtures';
+import { sandboxSigned } from '../support/sandbox-webhook';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { CALLEE, FROM } from './carrier-harness';
 
@@ -53,16 +53,6 @@ const telnyxEventFor = (url: string) => {
 const vonageEvent = { status: 'ringing', uuid: 'u', conversation_uuid: 'c', timestamp: new Date().toISOString() };
 
 let sandboxKey: Buffer;
-function sandboxSigned(url: string, key: Buffer): LoopbackWebhook {
-  const rawBody = Buffer.from(JSON.stringify({ status: 'ringing' }));
-  const timestamp = Date.now();
-  const headers = {
-    'content-type': 'application/json',
-    'x-sandbox-timestamp': String(timestamp),
-    'x-sandbox-signature': new SandboxSignature(key).sign('POST', url, rawBody, timestamp),
-  };
-  return { method: 'POST', url, headers, rawBody };
-}
 
 const SIGNERS: Signer[] = [
   {

@@ -1,5 +1,5 @@
 import { CallEventsQueue, CallsQueue } from '@app/queue';
-import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
+import { AgentSessionTokens } from '@app/telephony';
 import {
   agentGraph,
   createOrganization,
@@ -9,6 +9,7 @@ import {
   SeededWorkflow,
   TestOrganization,
 } from '../support/fixtures';
+import { sandboxSigned } from '../support/sandbox-webhook';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createIsolatedResources, IsolatedResources } from '../support/isolated-resources';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -79,16 +80,9 @@ describe('outages of Redis and Postgres', () => {
     it("answers a carrier's webhook 503 while Redis is away, remembering nothing, so its retry is taken", async () => {
       const trigger = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
       expect(trigger.status).toBe(200);
-      const url = `${apps.baseUrl}/api/v1/telephony/sandbox/status/${trigger.body.workflow_run_id}`;
-      const rawBody = Buffer.from(JSON.stringify({ status: 'ringing' }));
-      const timestamp = Date.now();
-      const headers = {
-        'content-type': 'application/json',
-        'x-sandbox-timestamp': String(timestamp),
-        'x-sandbox-signature': new SandboxSignature(apps.config.secretsKey).sign('POST', url, rawBody, timestamp),
-      };
+      const webhook = sandboxSigned(`${apps.baseUrl}/api/v1/telephony/sandbox/status/${trigger.body.workflow_run_id}`, apps.config.secretsKey);
       const deliver = async () => {
-        const response = await fetch(url, { method: 'POST', headers, body: rawBody });
+        const response = await fetch(webhook.url, { method: webhook.method, headers: webhook.headers, body: webhook.rawBody });
         return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
       };
 

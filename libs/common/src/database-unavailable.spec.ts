@@ -1,9 +1,9 @@
-import { createServer, Server, Socket } from 'node:net';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { createDataSource } from '../../persistence/src/create-data-source';
 import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
+import { closeLoopbackServer, loopbackServer } from '../../../test/support/loopback-server';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { waitFor } from '../../../test/support/wait-for';
 import { isDatabaseUnavailable } from './database-unavailable';
@@ -27,21 +27,6 @@ describe('isDatabaseUnavailable', () => {
     return url.toString();
   };
 
-  /** A loopback server that accepts connections and then does `onData` to the first bytes sent, or nothing. */
-  async function loopbackServer(onData?: (socket: Socket) => void): Promise<{ server: Server; port: number; sockets: Set<Socket> }> {
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      if (onData) socket.once('data', () => onData(socket));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return { server, port: (server.address() as { port: number }).port, sockets };
-  }
-  const closeServer = (running: { server: Server; sockets: Set<Socket> }) => {
-    for (const socket of running.sockets) socket.destroy();
-    return new Promise<void>((resolve) => running.server.close(() => resolve()));
-  };
 
   describe('Postgres out of reach', () => {
     it('is true when the data source cannot connect: the socket error, unwrapped', async () => {
@@ -59,7 +44,7 @@ describe('isDatabaseUnavailable', () => {
         expect(isDatabaseUnavailable(error)).toBe(true);
       } finally {
         await pool.end();
-        await closeServer(silent);
+        await closeLoopbackServer(silent);
       }
     });
 
@@ -127,7 +112,7 @@ describe('isDatabaseUnavailable', () => {
         expect(fetchError).toMatchObject({ name: 'TypeError', cause: { code: 'ECONNRESET' } });
         expect(isDatabaseUnavailable(new Error('Telnyx POST /v2/calls/x/actions/hangup failed', { cause: fetchError }))).toBe(false);
       } finally {
-        await closeServer(resetting);
+        await closeLoopbackServer(resetting);
       }
     });
   });

@@ -1,7 +1,7 @@
-import { createServer, Server, Socket } from 'node:net';
 import Redis, { RedisOptions } from 'ioredis';
 import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
+import { closeLoopbackServer, LoopbackServer, loopbackServer } from '../../../test/support/loopback-server';
 import { testConfig } from '../../../test/support/test-config';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { waitFor } from '../../../test/support/wait-for';
@@ -18,26 +18,18 @@ describe('isRedisUnavailable', () => {
     clients.push(redis);
     return redis;
   };
-  let silent: { server: Server; port: number; sockets: Set<Socket> };
+  /** Accepts connections and never answers a byte. */
+  let silent: LoopbackServer;
 
   beforeAll(async () => {
-    // Accepts connections and never answers a byte.
-    const sockets = new Set<Socket>();
-    const server = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    silent = { server, port: (server.address() as { port: number }).port, sockets };
+    silent = await loopbackServer();
   });
   afterEach(() => {
     for (const redis of clients.splice(0)) redis.disconnect();
     for (const socket of silent.sockets) socket.destroy();
     silent.sockets.clear();
   });
-  afterAll(async () => {
-    await new Promise((resolve) => silent.server.close(resolve));
-  });
+  afterAll(() => closeLoopbackServer(silent));
 
   it("takes a command refused for want of a connection, with the gateway's fail-fast options", async () => {
     const redis = client({ port: await freePort(), enableOfflineQueue: false, maxRetriesPerRequest: 1 });
