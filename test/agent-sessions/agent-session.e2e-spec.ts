@@ -3,6 +3,8 @@ import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
+import { RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
+import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 
 describe('the agent-session contract with the voice-agent runtime', () => {
   let apps: TestApps;
@@ -341,6 +343,72 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     const response = await apps.client.get(session(tokenFor(runId)));
     expect(response.status).toBe(410);
     await expect(uploadHead(`${session(tokenFor(runId))}/recording`, 'audio/wav')).resolves.toMatchObject({ status: 410, code: 'session_ended' });
+  });
+
+  describe('a runtime that reports without reading its session (as one streaming from the dial on may)', () => {
+    const reportTurns = (runId: number, turns: unknown[]) =>
+      apps.client.post(`${session(tokenFor(runId))}/events`, { events: turns.map((turn) => ({ type: 'transcript', ...(turn as object) })) });
+    let shortCallConfigId: number;
+    let writes: GroupedRunWrites;
+    let complete: GroupedRunWrites['completeArtifacts'];
+
+    beforeAll(async () => {
+      shortCallConfigId = (
+        await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 200, builtin_agent: false }, isDefaultOutbound: false })
+      ).id;
+      writes = apps.dialer!.get(GroupedRunWrites);
+      complete = writes.completeArtifacts.bind(writes);
+    });
+
+    /** Has `turns` reported for the run as its artifacts are completed: after it was read, without a session, for it. */
+    const reportAsCompleted = (runOf: () => number, turns: unknown[]) => {
+      const raced: { report?: Promise<{ status: number }> } = {};
+      const spy = jest.spyOn(writes, 'completeArtifacts').mockImplementation(async (id, artifacts) => {
+        if (id === runOf()) await (raced.report ??= reportTurns(id, turns));
+        return complete(id, artifacts);
+      });
+      return { raced, spy };
+    };
+
+    it("keeps its turns when one lands as the run's transcript is stored: the run waits for it instead", async () => {
+      const turns = [{ speaker: 'user', text: 'Hello?', start_ms: 0, end_ms: 400 }];
+      let runId = 0;
+      const { raced, spy } = reportAsCompleted(() => runId, turns);
+      try {
+        runId = await trigger(shortCallConfigId);
+        const report = await waitFor(async () => raced.report);
+        expect((await report).status).toBe(200);
+        // The run now waits for the runtime it has heard from, which ends its session.
+        const ended = await apps.client.post(`${session(tokenFor(runId))}/events`, { events: [{ type: 'session_ended' }] });
+        expect(ended.status).toBe(200);
+        const completed = await waitFor(async () => ((await run(runId)).body.is_completed ? (await run(runId)).body : undefined));
+        expect((await apps.client.get(completed.transcript_url)).body.turns).toEqual(turns);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+
+    it('finishes a run forced complete at once when one lands as its transcript is stored, the report included', async () => {
+      const turns = [{ speaker: 'user', text: 'Who is calling?', start_ms: 0, end_ms: 500 }];
+      const collector = apps.dialer!.get(RunArtifactsCollector);
+      const collect = collector.collect.bind(collector);
+      let runId = 0;
+      // The call's own events leave the run to the reaper, which forces it complete (here, the test in its place).
+      const collectSpy = jest.spyOn(collector, 'collect').mockImplementation(async (id, force, giveUp) => (id === runId && !force ? false : collect(id, force, giveUp)));
+      const { raced, spy } = reportAsCompleted(() => runId, turns);
+      try {
+        runId = await trigger(shortCallConfigId);
+        await waitFor(async () => ((await run(runId)).body.status === 'completed' ? true : undefined));
+        expect(await collector.collect(runId, true)).toBe(true);
+        expect((await raced.report!).status).toBe(200);
+        const completed = (await run(runId)).body;
+        expect(completed.is_completed).toBe(true);
+        expect((await apps.client.get(completed.transcript_url)).body.turns).toEqual(turns);
+      } finally {
+        collectSpy.mockRestore();
+        spy.mockRestore();
+      }
+    });
   });
 
   describe('the sandbox carrier webhooks', () => {

@@ -218,11 +218,11 @@ describe('WorkflowRunStore grouped writes', () => {
     await store.transition(completed, 'completed', 'carrier.completed', { endedAt: new Date() });
 
     const done = await store.completeArtifactsMany([
-      { runId: completed, transcriptKey: `runs/${completed}/transcript.json`, recordingKey: null },
-      { runId: ringing, transcriptKey: `runs/${ringing}/transcript.json`, recordingKey: null },
+      { runId: completed, transcriptKey: `runs/${completed}/transcript.json`, recordingKey: null, agentTurns: 0 },
+      { runId: ringing, transcriptKey: `runs/${ringing}/transcript.json`, recordingKey: null, agentTurns: 0 },
     ]);
     expect(done).toEqual([completed]);
-    const again = await store.completeArtifactsMany([{ runId: completed, transcriptKey: 'other', recordingKey: null }]);
+    const again = await store.completeArtifactsMany([{ runId: completed, transcriptKey: 'other', recordingKey: null, agentTurns: 0 }]);
     expect(again).toEqual([]);
     const byId = new Map((await store.findManyById([completed, ringing])).map((run) => [run.id, run]));
     expect(byId.get(completed)).toMatchObject({ isCompleted: true, transcriptKey: `runs/${completed}/transcript.json` });
@@ -322,6 +322,26 @@ describe('WorkflowRunStore grouped writes', () => {
     });
   });
 
+  it('leaves a run incomplete when its agent turns are no longer those its transcript was made from, alone or grouped', async () => {
+    const [alone, grouped] = await queuedRuns(2);
+    for (const id of [alone, grouped]) {
+      await store.transition(id, 'dialing', 'dialer.dialing');
+      await store.transition(id, 'completed', 'carrier.completed', { endedAt: new Date() }, undefined, ['dialing']);
+      // A runtime that never read its session reports after the collector read the run (no turns then).
+      expect(await store.recordAgentReport(id, { turns: [{ speaker: 'user', text: 'Still there?' }] })).toBe('stored');
+    }
+
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: null, agentTurns: 0 })).toBe(false);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: null, agentTurns: 0 }])).toEqual([]);
+    const before = await store.findManyById([alone, grouped]);
+    expect(before.map((run) => [run.id, run.isCompleted]).sort()).toEqual([[alone, false], [grouped, false]].sort());
+
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't2', recordingKey: null, agentTurns: 1 })).toBe(true);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't2', recordingKey: null, agentTurns: 1 }])).toEqual([grouped]);
+    const byId = new Map((await store.findManyById([alone, grouped])).map((run) => [run.id, run]));
+    for (const id of [alone, grouped]) expect(byId.get(id)).toMatchObject({ isCompleted: true, transcriptKey: 't2' });
+  });
+
   it('keeps a recording the run already has when its artifacts are completed, alone or grouped', async () => {
     const [alone, grouped] = await queuedRuns(2);
     for (const id of [alone, grouped]) {
@@ -331,8 +351,8 @@ describe('WorkflowRunStore grouped writes', () => {
       expect(await store.recordRecordingIfNone(id, `runs/${id}-second.wav`)).toBe(false);
     }
 
-    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: 'runs/carrier.wav' })).toBe(true);
-    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: 'runs/carrier.wav' }])).toEqual([grouped]);
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: 'runs/carrier.wav', agentTurns: 0 })).toBe(true);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: 'runs/carrier.wav', agentTurns: 0 }])).toEqual([grouped]);
 
     const byId = new Map((await store.findManyById([alone, grouped])).map((run) => [run.id, run]));
     expect(byId.get(alone)).toMatchObject({ isCompleted: true, recordingKey: `runs/${alone}-agent.wav`, transcriptKey: 't' });

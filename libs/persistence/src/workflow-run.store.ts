@@ -5,6 +5,14 @@ import { WorkflowRun } from './entities/workflow-run.entity';
 import { preparedQuery } from './prepared-query';
 import { FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
 
+/** What completes a finished run's record: its artifacts' keys, and the agent turns its transcript was made from. */
+export interface RunArtifacts {
+  transcriptKey: string | null;
+  recordingKey: string | null;
+  /** The length of the run's `agent_transcript` the stored transcript was made from (0 when it came from the carrier). */
+  agentTurns: number;
+}
+
 export interface NewRun {
   organizationId: number;
   workflowId: number;
@@ -601,23 +609,24 @@ export class WorkflowRunStore {
   /**
    * Stores artifact keys and marks a completed run complete; a no-op when
    * already done. A recording the run already has (the agent runtime's
-   * upload) is kept.
+   * upload) is kept. `agentTurns`: how many of the agent runtime's turns the
+   * stored transcript was made from; a run that holds another number by now
+   * (a runtime that reported without reading its session first, while the
+   * transcript was being stored) is left incomplete, to be collected again.
    */
-  async completeArtifacts(runId: number, artifacts: { transcriptKey: string | null; recordingKey: string | null }): Promise<boolean> {
+  async completeArtifacts(runId: number, artifacts: RunArtifacts): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs
           SET transcript_key = COALESCE($2, transcript_key), recording_key = COALESCE(recording_key, $3),
               is_completed = true, updated_at = now()
-        WHERE id = $1 AND status = 'completed' AND NOT is_completed`,
-      [runId, artifacts.transcriptKey, artifacts.recordingKey],
+        WHERE id = $1 AND status = 'completed' AND NOT is_completed AND jsonb_array_length(agent_transcript) = $4`,
+      [runId, artifacts.transcriptKey, artifacts.recordingKey, artifacts.agentTurns],
     );
     return affected > 0;
   }
 
   /** `completeArtifacts` for many runs in one statement; answers the ids it completed. */
-  async completeArtifactsMany(
-    unordered: Array<{ runId: number; transcriptKey: string | null; recordingKey: string | null }>,
-  ): Promise<number[]> {
+  async completeArtifactsMany(unordered: Array<RunArtifacts & { runId: number }>): Promise<number[]> {
     if (unordered.length === 0) return [];
     const runs = byRunId(unordered);
     const rows = await preparedQuery<{ id: number }>(
@@ -626,10 +635,11 @@ export class WorkflowRunStore {
           SET transcript_key = COALESCE(input.transcript_key, workflow_runs.transcript_key),
               recording_key = COALESCE(workflow_runs.recording_key, input.recording_key),
               is_completed = true, updated_at = now()
-         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS input (id, transcript_key, recording_key)
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) AS input (id, transcript_key, recording_key, agent_turns)
         WHERE workflow_runs.id = input.id AND workflow_runs.status = 'completed' AND NOT workflow_runs.is_completed
+          AND jsonb_array_length(workflow_runs.agent_transcript) = input.agent_turns
         RETURNING workflow_runs.id`,
-      [runs.map((run) => run.runId), runs.map((run) => run.transcriptKey), runs.map((run) => run.recordingKey)],
+      [runs.map((run) => run.runId), runs.map((run) => run.transcriptKey), runs.map((run) => run.recordingKey), runs.map((run) => run.agentTurns)],
     );
     return rows.map((row) => row.id);
   }

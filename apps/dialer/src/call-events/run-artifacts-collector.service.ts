@@ -57,19 +57,27 @@ export class RunArtifactsCollector {
    * this call finished the run.
    */
   async collect(runId: number, force = false, giveUpOnCarrierRecording = false): Promise<boolean> {
+    const outcome = await this.collectOnce(runId, force, giveUpOnCarrierRecording);
+    if (outcome !== 'turns_arrived') return outcome === 'completed';
+    // An agent runtime that had not read its session reported while the transcript was being stored, which lacks
+    // turns it was answered 200 for. Collected again: the run now waits for that runtime, or closes its session first.
+    return (await this.collectOnce(runId, force, giveUpOnCarrierRecording)) === 'completed';
+  }
+
+  private async collectOnce(runId: number, force: boolean, giveUpOnCarrierRecording: boolean): Promise<'completed' | 'not_completed' | 'turns_arrived'> {
     const run = await this.reader.findById(runId);
-    if (!run || run.status !== 'completed' || run.isCompleted) return false;
+    if (!run || run.status !== 'completed' || run.isCompleted) return 'not_completed';
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
     const config = await this.configurations.find(run.telephonyConfigurationId);
     // A machine the configuration hangs up on had nothing to say to the agent: no report is coming.
     const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && hangsUpOnMachines(config?.settings ?? {});
     const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt && !hungUpOnMachine;
-    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return false;
+    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_completed';
     // Carriers announce their recording after the hang-up: wait for it (its event collects again; the reaper forces).
     // A completed call was answered even when its answer is not applied yet (the events' jobs run side by side) or
     // was lost, so `answered_at` cannot tell whether a recording is coming.
     const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl;
-    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return false;
+    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_completed';
     const provider = this.providerOf(run, config);
 
     let recordingKey: string | null = null;
@@ -88,9 +96,10 @@ export class RunArtifactsCollector {
       // Finished while the agent runtime still has its session (a machine hung up on, the reaper forcing it): closed
       // first, so the transcript stored holds every turn it was answered for, and a report after that is refused.
       const closed = await this.runs.closeAgentSession(run.id);
-      if (closed === null) return false;
+      if (closed === null) return 'not_completed';
       turns = closed;
     }
+    const agentTurns = turns.length;
     if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).
       const fallback = await provider.collectArtifacts({
@@ -108,7 +117,11 @@ export class RunArtifactsCollector {
     }
 
     const transcriptKey = await this.storeTranscript(run.id, turns);
-    return this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey });
+    if (await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey, agentTurns })) return 'completed';
+    // Not completed: another job did it, or a report came in after the read (only a session not yet read takes one).
+    const now = await this.reader.findById(run.id);
+    const turnsArrived = now !== null && now.status === 'completed' && !now.isCompleted && now.agentTranscript.length !== agentTurns;
+    return turnsArrived ? 'turns_arrived' : 'not_completed';
   }
 
   private async storeTranscript(runId: number, turns: unknown[]): Promise<string> {

@@ -3,6 +3,7 @@ import { Batcher, failingAlone } from '@app/common';
 import {
   ClaimedRun,
   PassedStatus,
+  RunArtifacts,
   RUN_TRANSITIONS,
   RunMove,
   RunStatus,
@@ -30,7 +31,7 @@ export class GroupedRunWrites {
     GROUPING,
   );
 
-  private readonly artifacts = new Batcher<{ runId: number; transcriptKey: string | null; recordingKey: string | null }, boolean>(
+  private readonly artifacts = new Batcher<RunArtifacts & { runId: number }, boolean>(
     failingAlone(async (runs) => {
       const completed = new Set(await this.runs.completeArtifactsMany(runs));
       return runs.map((run) => completed.has(run.runId));
@@ -86,9 +87,13 @@ export class GroupedRunWrites {
     return this.providerCallIds.submit({ runId, providerCallId });
   }
 
-  /** Stores artifact keys and marks a completed run complete; false when it was not (or already) completable. */
-  completeArtifacts(runId: number, keys: { transcriptKey: string | null; recordingKey: string | null }): Promise<boolean> {
-    return this.artifacts.submit({ runId, ...keys });
+  /**
+   * Stores artifact keys and marks a completed run complete; false when it
+   * was not (or already) completable, or its agent turns are no longer those
+   * its transcript was made from (`WorkflowRunStore.completeArtifacts`).
+   */
+  completeArtifacts(runId: number, artifacts: RunArtifacts): Promise<boolean> {
+    return this.artifacts.submit({ runId, ...artifacts });
   }
 }
 
