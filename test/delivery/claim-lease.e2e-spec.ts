@@ -3,6 +3,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { placeCallJobId, QueueName } from '@app/queue';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
+import { PlaceCallProgress } from '../../apps/dialer/src/calls/place-decision';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { sandboxDialsByRun } from '../support/fixtures';
 import { queuedSandboxRun } from '../support/queued-sandbox-run';
@@ -30,7 +31,11 @@ describe('a dial job whose claim outlived its lease', () => {
   const queuedRun = () => queuedSandboxRun(apps);
 
   /** Holds back the answer of the next claim of `runId` until `meanwhile` has run and the lease has passed. */
-  async function placeStoppedAfterTheClaim(job: { runId: number; organizationId: number }, meanwhile: () => Promise<void> = async () => undefined) {
+  async function placeStoppedAfterTheClaim(
+    job: { runId: number; organizationId: number },
+    meanwhile: () => Promise<void> = async () => undefined,
+    progress: PlaceCallProgress = {},
+  ) {
     const writes = apps.dialer!.get(GroupedRunWrites);
     const claim = writes.claim.bind(writes);
     const spy = jest.spyOn(writes, 'claim').mockImplementation(async (id, ...rest) => {
@@ -43,7 +48,7 @@ describe('a dial job whose claim outlived its lease', () => {
       return claimed;
     });
     try {
-      return await apps.dialer!.get(CallPlacer).place(job, {});
+      return await apps.dialer!.get(CallPlacer).place(job, progress);
     } finally {
       spy.mockRestore();
     }
@@ -81,6 +86,31 @@ describe('a dial job whose claim outlived its lease', () => {
 
     expect(await placer.place(job, lapsed.kind === 'delay' ? lapsed.progress : {})).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('waits twice as long after each lapse of the same job, up to a minute', async () => {
+    const job = await queuedRun();
+    const waitOf = async (progress: PlaceCallProgress) => {
+      const before = Date.now();
+      const lapsed = await placeStoppedAfterTheClaim(job, undefined, progress);
+      if (lapsed.kind !== 'delay' || lapsed.reason !== 'claim_lapsed') throw new Error(`not handed back: ${JSON.stringify(lapsed)}`);
+      // Measured from when the claim was handed back, which is after the lease held past.
+      return { waitMs: lapsed.untilMs - before - (LEASE_MS + 200), progress: lapsed.progress };
+    };
+
+    const first = await waitOf({});
+    expect(first.progress.claimLapses).toBe(1);
+    expect(first.waitMs).toBeGreaterThanOrEqual(1_000 - 100);
+    expect(first.waitMs).toBeLessThanOrEqual(2_000 + 1_000);
+    const second = await waitOf(first.progress);
+    expect(second.progress.claimLapses).toBe(2);
+    expect(second.waitMs).toBeGreaterThanOrEqual(2_000 - 100);
+    expect(second.waitMs).toBeLessThanOrEqual(4_000 + 1_000);
+    const many = await waitOf({ claimLapses: 12 });
+    expect(many.progress.claimLapses).toBe(13);
+    expect(many.waitMs).toBeGreaterThanOrEqual(30_000 - 100);
+    expect(many.waitMs).toBeLessThanOrEqual(60_000 + 1_000);
+    expect(await dialsOf(job.runId)).toBe(0);
   });
 
   it('sends nothing, and leaves the run alone, when another dialer claimed it while this one was stopped', async () => {

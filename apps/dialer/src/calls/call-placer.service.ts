@@ -36,6 +36,8 @@ const LEASE_SLACK_MS = 120_000;
 const MAX_CARRIER_RETRIES = 25;
 /** How soon a job whose claim is unsettled (the database away) comes back for it. */
 const UNSETTLED_RETRY_MS = 2_000;
+/** The longest a job whose claims keep lapsing waits before claiming again (`PlaceCallProgress.claimLapses`). */
+const MAX_LAPSED_CLAIM_WAIT_MS = 60_000;
 /** The log entry of a claim taken up again (`resumeClaim`). */
 const CLAIM_RESUMED = 'dialer.claim_resumed';
 const CARRIER_BACKOFF_CAP_MS = 60_000;
@@ -259,10 +261,12 @@ export class CallPlacer {
     if (!moved) return done('skipped');
     await this.slots.release(config.id, run.id);
     await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
+    const lapses = (progress.claimLapses ?? 0) + 1;
+    const waitMs = Math.min(UNSETTLED_RETRY_MS * 2 ** (lapses - 1), MAX_LAPSED_CLAIM_WAIT_MS);
     return {
       kind: 'delay',
-      untilMs: Date.now() + jitter(UNSETTLED_RETRY_MS / 2, UNSETTLED_RETRY_MS),
-      progress: { carrierRetries: progress.carrierRetries },
+      untilMs: Date.now() + jitter(waitMs / 2, waitMs),
+      progress: { carrierRetries: progress.carrierRetries, claimLapses: lapses },
       reason: 'claim_lapsed',
     };
   }

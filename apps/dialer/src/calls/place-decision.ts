@@ -20,6 +20,13 @@ export interface PlaceCallProgress {
    * left (a retry after an error, a copy of a stalled job) holds none of them.
    */
   resumingAs?: string[];
+  /**
+   * Claims of this job's that lapsed before their dial (`DIAL_CLAIM_LEASE_MS`):
+   * each hands the run back and waits twice as long as the one before, up to
+   * a minute, so a database slower than the lease does not have the run
+   * claimed and handed back (two log entries each time) every two seconds.
+   */
+  claimLapses?: number;
 }
 
 export type PlaceDecision =
