@@ -360,11 +360,15 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       complete = writes.completeArtifacts.bind(writes);
     });
 
-    /** Has `turns` reported for the run as its artifacts are completed: after it was read, without a session, for it. */
-    const reportAsCompleted = (runOf: () => number, turns: unknown[]) => {
+    /**
+     * Has `turns` reported for the run `triggered` answers as its artifacts are
+     * completed: after it was read, without a session, for it. (The run may be
+     * collected before its trigger is answered: any run waits for that answer.)
+     */
+    const reportAsCompleted = (triggered: Promise<number>, turns: unknown[]) => {
       const raced: { report?: Promise<{ status: number }> } = {};
       const spy = jest.spyOn(writes, 'completeArtifacts').mockImplementation(async (id, artifacts) => {
-        if (id === runOf()) await (raced.report ??= reportTurns(id, turns));
+        if (id === (await triggered)) await (raced.report ??= reportTurns(id, turns));
         return complete(id, artifacts);
       });
       return { raced, spy };
@@ -372,10 +376,10 @@ describe('the agent-session contract with the voice-agent runtime', () => {
 
     it("keeps its turns when one lands as the run's transcript is stored: the run waits for it instead", async () => {
       const turns = [{ speaker: 'user', text: 'Hello?', start_ms: 0, end_ms: 400 }];
-      let runId = 0;
-      const { raced, spy } = reportAsCompleted(() => runId, turns);
+      const triggered = trigger(shortCallConfigId);
+      const { raced, spy } = reportAsCompleted(triggered, turns);
       try {
-        runId = await trigger(shortCallConfigId);
+        const runId = await triggered;
         const report = await waitFor(async () => raced.report);
         expect((await report).status).toBe(200);
         // The run now waits for the runtime it has heard from, which ends its session.
@@ -392,12 +396,14 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const turns = [{ speaker: 'user', text: 'Who is calling?', start_ms: 0, end_ms: 500 }];
       const collector = apps.dialer!.get(RunArtifactsCollector);
       const collect = collector.collect.bind(collector);
-      let runId = 0;
+      const triggered = trigger(shortCallConfigId);
       // The call's own events leave the run to the reaper, which forces it complete (here, the test in its place).
-      const collectSpy = jest.spyOn(collector, 'collect').mockImplementation(async (id, force, giveUp) => (id === runId && !force ? false : collect(id, force, giveUp)));
-      const { raced, spy } = reportAsCompleted(() => runId, turns);
+      const collectSpy = jest
+        .spyOn(collector, 'collect')
+        .mockImplementation(async (id, force, giveUp) => (id === (await triggered) && !force ? false : collect(id, force, giveUp)));
+      const { raced, spy } = reportAsCompleted(triggered, turns);
       try {
-        runId = await trigger(shortCallConfigId);
+        const runId = await triggered;
         await waitFor(async () => ((await run(runId)).body.status === 'completed' ? true : undefined));
         expect(await collector.collect(runId, true)).toBe(true);
         expect((await raced.report!).status).toBe(200);

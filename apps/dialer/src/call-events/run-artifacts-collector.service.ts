@@ -58,26 +58,33 @@ export class RunArtifactsCollector {
    */
   async collect(runId: number, force = false, giveUpOnCarrierRecording = false): Promise<boolean> {
     const outcome = await this.collectOnce(runId, force, giveUpOnCarrierRecording);
-    if (outcome !== 'turns_arrived') return outcome === 'completed';
-    // An agent runtime that had not read its session reported while the transcript was being stored, which lacks
-    // turns it was answered 200 for. Collected again: the run now waits for that runtime, or closes its session first.
+    if (outcome !== 'not_stored') return outcome === 'completed';
+    // Another job completed the run meanwhile (the next pass reads it so and stops), or an agent runtime that had not
+    // read its session reported while the transcript was being stored, which lacks turns it was answered 200 for:
+    // collected again, the run now waits for that runtime, or closes its session first. (That pass stores its
+    // transcript again, and a recording the carrier's fallback gave: the first pass's copies are left unused.)
     return (await this.collectOnce(runId, force, giveUpOnCarrierRecording)) === 'completed';
   }
 
-  private async collectOnce(runId: number, force: boolean, giveUpOnCarrierRecording: boolean): Promise<'completed' | 'not_completed' | 'turns_arrived'> {
+  /**
+   * `not_ready`: nothing stored (the run not finished, complete already, or
+   * waiting for a report or a recording); `not_stored`: the final write found
+   * the run completed meanwhile, or holding agent turns since its read.
+   */
+  private async collectOnce(runId: number, force: boolean, giveUpOnCarrierRecording: boolean): Promise<'completed' | 'not_ready' | 'not_stored'> {
     const run = await this.reader.findById(runId);
-    if (!run || run.status !== 'completed' || run.isCompleted) return 'not_completed';
+    if (!run || run.status !== 'completed' || run.isCompleted) return 'not_ready';
     const sinceEnd = Date.now() - (run.endedAt ?? run.statusChangedAt).getTime();
     const config = await this.configurations.find(run.telephonyConfigurationId);
     // A machine the configuration hangs up on had nothing to say to the agent: no report is coming.
     const hungUpOnMachine = run.gatheredContext?.answered_by === 'machine' && hangsUpOnMachines(config?.settings ?? {});
     const agentStillReporting = run.agentSessionStartedAt !== null && !run.agentSessionEndedAt && !hungUpOnMachine;
-    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_completed';
+    if (!force && agentStillReporting && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_ready';
     // Carriers announce their recording after the hang-up: wait for it (its event collects again; the reaper forces).
     // A completed call was answered even when its answer is not applied yet (the events' jobs run side by side) or
     // was lost, so `answered_at` cannot tell whether a recording is coming.
     const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl;
-    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_completed';
+    if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_ready';
     const provider = this.providerOf(run, config);
 
     let recordingKey: string | null = null;
@@ -96,7 +103,7 @@ export class RunArtifactsCollector {
       // Finished while the agent runtime still has its session (a machine hung up on, the reaper forcing it): closed
       // first, so the transcript stored holds every turn it was answered for, and a report after that is refused.
       const closed = await this.runs.closeAgentSession(run.id);
-      if (closed === null) return 'not_completed';
+      if (closed === null) return 'not_ready';
       turns = closed;
     }
     const agentTurns = turns.length;
@@ -117,11 +124,7 @@ export class RunArtifactsCollector {
     }
 
     const transcriptKey = await this.storeTranscript(run.id, turns);
-    if (await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey, agentTurns })) return 'completed';
-    // Not completed: another job did it, or a report came in after the read (only a session not yet read takes one).
-    const now = await this.reader.findById(run.id);
-    const turnsArrived = now !== null && now.status === 'completed' && !now.isCompleted && now.agentTranscript.length !== agentTurns;
-    return turnsArrived ? 'turns_arrived' : 'not_completed';
+    return (await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey, agentTurns })) ? 'completed' : 'not_stored';
   }
 
   private async storeTranscript(runId: number, turns: unknown[]): Promise<string> {

@@ -251,17 +251,19 @@ export class CallPlacer {
     const { run, claimId, progress } = claimed;
     const held_ms = Math.round(heldMs);
     this.logger.warn({ run_id: run.id, held_ms }, 'claim older than DIAL_CLAIM_LEASE_MS (the dialer was stopped or blocked): no dial sent');
+    const lapses = (progress.claimLapses ?? 0) + 1;
     let moved;
     try {
       const guard = { withoutCallId: true, latestClaim: { ids: [claimId], resumeEvent: CLAIM_RESUMED } };
       moved = await this.runs.transition(run.id, 'queued', 'dialer.claim_lapsed', {}, { claim: claimId, held_ms }, ['dialing'], guard);
     } catch (error) {
-      return this.unsettled(run.id, { unsettledClaim: claimId }, progress, 'a claim past its lease could not be handed back', error);
+      // Counted all the same: a database slower than the lease is the likeliest reason this write failed.
+      const counted = { ...progress, claimLapses: lapses };
+      return this.unsettled(run.id, { unsettledClaim: claimId }, counted, 'a claim past its lease could not be handed back', error);
     }
     if (!moved) return done('skipped');
     await this.slots.release(config.id, run.id);
     await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
-    const lapses = (progress.claimLapses ?? 0) + 1;
     const waitMs = Math.min(UNSETTLED_RETRY_MS * 2 ** (lapses - 1), MAX_LAPSED_CLAIM_WAIT_MS);
     return {
       kind: 'delay',

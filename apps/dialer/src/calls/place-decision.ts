@@ -25,6 +25,8 @@ export interface PlaceCallProgress {
    * each hands the run back and waits twice as long as the one before, up to
    * a minute, so a database slower than the lease does not have the run
    * claimed and handed back (two log entries each time) every two seconds.
+   * Dropped once a dial goes out; kept in the job's data only, so a copy of
+   * the job made after a lost lock starts again from none.
    */
   claimLapses?: number;
 }
