@@ -12,6 +12,7 @@ export * from './close-on-signal';
 export * from './database-unavailable';
 export * from './redis-unavailable';
 export * from './with-timeout';
+export * from './doubling-delay';
 export * from './batcher';
 export * from './concurrency-gate';
 export * from './failing-alone';

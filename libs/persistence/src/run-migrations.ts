@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, Migration, MigrationExecutor } from 'typeorm';
+// Relative, not '@app/common': the tests' global setup runs migrations where the path aliases are not mapped.
+import { doublingDelay } from '../../common/src/doubling-delay';
 
 /** Any constant works; every process that migrates must use the same one. */
 const MIGRATION_LOCK_ID = 727_011_001;
@@ -36,7 +38,7 @@ export interface MigrationOptions {
 export async function runMigrations(dataSource: DataSource, options: MigrationOptions = {}): Promise<Migration[]> {
   const lockTimeoutMs = options.lockTimeoutMs ?? 5_000;
   const attempts = options.attempts ?? 10;
-  const retryDelayMs = options.retryDelayMs ?? ((attempt: number) => Math.min(30_000, 2_000 * 2 ** (attempt - 1)));
+  const retryDelayMs = options.retryDelayMs ?? ((attempt: number) => doublingDelay(2_000, attempt, 30_000));
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {

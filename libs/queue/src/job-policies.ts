@@ -1,4 +1,5 @@
 import { JobsOptions } from 'bullmq';
+import { doublingDelay } from '@app/common';
 
 /** Name of the backoff strategy the workers register (see `cappedExponentialBackoff`). */
 export const CAPPED_EXPONENTIAL = 'capped-exponential';
@@ -27,6 +28,6 @@ const BACKOFF_CAP_MS = 30_000;
  * to at most 30 s so a long outage is ridden out instead of failing the job.
  */
 export function cappedExponentialBackoff(attemptsMade: number): number {
-  const base = Math.min(BACKOFF_CAP_MS, 1000 * 2 ** Math.max(0, attemptsMade - 1));
+  const base = doublingDelay(1000, Math.max(1, attemptsMade), BACKOFF_CAP_MS);
   return Math.round(base * (0.5 + Math.random() * 0.5));
 }

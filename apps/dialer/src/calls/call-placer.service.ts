@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { doublingDelay } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ClaimedRun, isFinalRunStatus, LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter, PlaceCallJob, PlaceCallRoute } from '@app/queue';
@@ -264,7 +265,7 @@ export class CallPlacer {
     if (!moved) return done('skipped');
     await this.slots.release(config.id, run.id);
     await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
-    const waitMs = Math.min(UNSETTLED_RETRY_MS * 2 ** (lapses - 1), MAX_LAPSED_CLAIM_WAIT_MS);
+    const waitMs = doublingDelay(UNSETTLED_RETRY_MS, lapses, MAX_LAPSED_CLAIM_WAIT_MS);
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(waitMs / 2, waitMs),
@@ -408,7 +409,7 @@ export class CallPlacer {
     if (!moved) return done('skipped');
     await this.slots.release(config.id, run.id);
     if (gaveUp) return done('failed');
-    const backoff = Math.max(retryAfterMs ?? 0, Math.min(CARRIER_BACKOFF_CAP_MS, 500 * 2 ** (retries - 1)));
+    const backoff = Math.max(retryAfterMs ?? 0, doublingDelay(500, retries, CARRIER_BACKOFF_CAP_MS));
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(backoff * 0.5, backoff),

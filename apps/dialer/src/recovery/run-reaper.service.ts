@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { RecentMap } from '@app/common';
+import { doublingDelay, RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
@@ -105,7 +105,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         this.failures.delete(candidate.id);
       } catch (error) {
         const count = (this.failures.get(candidate.id)?.count ?? 0) + 1;
-        const waitMs = Math.min(RETRY_CAP_MS, RETRY_FIRST_MS * 2 ** (count - 1));
+        const waitMs = doublingDelay(RETRY_FIRST_MS, count, RETRY_CAP_MS);
         this.failures.set(candidate.id, { count, retryAt: Date.now() + waitMs });
         this.logger.warn({ err: error, run_id: candidate.id, failures: count, retry_in_ms: waitMs }, 'could not reap run');
       }
