@@ -7,7 +7,10 @@
  * measures and prints markdown tables of medians over repeated rounds.
  *
  * Scenarios, in the order they run (names for BENCH_ONLY):
- *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon);
+ *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon); then the same
+ *                       route offered 250 requests/s and each BENCH_LATENCY_RATE by the latency scenario's
+ *                       fixed-rate client, BENCH_SECONDS each, for its CPU per request when requests come one at a
+ *                       time against its CPU at full speed (this machine charges lone requests several times more);
  *   floor               the framework floor: a NestJS-on-Fastify route under the trigger's path that takes the
  *                       trigger's own requests (guard on X-API-Key, JSON body parsed) and answers constant JSON,
  *                       with the apps' Node flags (scripts/bench/floor-server.js): what the framework costs a
@@ -31,7 +34,9 @@
  *                       worth of them, so "answered/s" shows what the API kept up with. A second table splits
  *                       the time by stage: stored→queued (run insert → BullMQ job added), queued→taken (→ a
  *                       dialer took the job), taken→claiming (run read, pacing, slot, definition → the claim
- *                       asked for), claiming→dialed (claim, render, carrier ledger insert);
+ *                       asked for), claiming→dialed (claim, render, carrier ledger insert). A third gives the
+ *                       CPU each process (API, dialer, Postgres, Redis) spent per trigger, its call included, from
+ *                       the load's start until every call was dialed and the servers idle again;
  *   soak                API (and dialer) RSS every BENCH_SOAK_SAMPLE_SECONDS while triggers arrive at half
  *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope,
  *                       Theil–Sen (the verdict: RSS is a sawtooth, scripts/bench/soak.js) and least squares
@@ -94,14 +99,23 @@ const { join } = require('node:path');
 const { seed, recentRunIds, listCursors, triggerBodies } = require('./bench/api-client');
 const { dialerThroughput } = require('./bench/dialer-throughput');
 const { insertHistory, sampledRunIds } = require('./bench/history');
-const { alternatingRounds, sendAmount, throughputRounds } = require('./bench/load');
+const { alternatingRounds, fixedRateCpu, sendAmount, throughputRounds } = require('./bench/load');
 const { freePort, killAll, startNode, waitUp } = require('./bench/processes');
-const { dialerTable, historyTable, httpTable, latencyStagesTable, latencyTable, soakTable } = require('./bench/report');
+const {
+  ceilingByRateTable,
+  dialerTable,
+  historyTable,
+  httpTable,
+  latencyCpuTable,
+  latencyStagesTable,
+  latencyTable,
+  soakTable,
+} = require('./bench/report');
 const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
 const { TARGETS, targetsTable } = require('./bench/targets');
-const { STAGES, triggerToDial } = require('./bench/trigger-to-dial');
+const { CPU_PARTS, STAGES, triggerToDial } = require('./bench/trigger-to-dial');
 const { API_NODE_FLAGS } = require('./app-node-flags');
 
 const SCENARIOS = ['ceiling', 'floor', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'list-runs', 'latency', 'soak', 'dialer', 'history'];
@@ -122,6 +136,8 @@ const knobs = {
   historyRounds: integer('BENCH_HISTORY_ROUNDS', 5),
   dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
 };
+/** A rate at which requests come one at a time (4 ms apart), for the ceiling's CPU by arrival rate. */
+const LONE_REQUEST_RATE = 250;
 const GET_RUN_IDS = 2000;
 const RSS_SAMPLE_MS = 250;
 const LIST_PAGE_SIZE = 50;
@@ -168,7 +184,7 @@ async function main() {
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
   const apiHarness = { ...harness, ...measuredApi(stack) };
   // `roles` names the rows the targets judge (scripts/bench/targets.js).
-  const report = { http: [], roles: {}, dialer: [], latency: [], soak: null, historySize: null, history: [] };
+  const report = { http: [], ceilingByRate: null, roles: {}, dialer: [], latency: [], soak: null, historySize: null, history: [] };
   let ceilingRps = null;
   let triggerRps = null;
 
@@ -193,6 +209,13 @@ async function main() {
       ...harness,
       pid: ceiling.child.pid,
     });
+    const byRate = [];
+    for (const rate of [...new Set([LONE_REQUEST_RATE, ...knobs.latencyRates])].sort((a, b) => a - b)) {
+      const result = await fixedRateCpu({ url: `${ceiling.url}/`, method: 'GET', rate, seconds: knobs.seconds, connections: knobs.connections, pid: ceiling.child.pid });
+      log(`ceiling at a fixed ${rate}/s: answered ${Math.round(result.answeredPerSecond)}/s, server CPU ${Math.round(result.cpuMicros)} µs/request`);
+      byRate.push(result);
+    }
+    report.ceilingByRate = { rows: byRate, fullSpeed: row };
     ceiling.child.kill('SIGKILL');
     ceilingRps = row.rps;
     report.http.push(row);
@@ -342,6 +365,7 @@ async function main() {
 function print(report, ceilingRps, apiPeak, rssPeaks) {
   const out = [];
   if (report.http.length) out.push(httpTable(report.http, ceilingRps));
+  if (report.ceilingByRate) out.push(ceilingByRateTable(report.ceilingByRate.rows, report.ceilingByRate.fullSpeed));
   if (report.historySize) {
     out.push(
       `History: workflow_runs ${report.historySize} with ${knobs.historyRuns} finished runs; against a twin without them, ` +
@@ -350,7 +374,9 @@ function print(report, ceilingRps, apiPeak, rssPeaks) {
     out.push(historyTable(report.history, TARGETS.historyTolerance));
   }
   if (report.dialer.length) out.push(dialerTable(report.dialer));
-  if (report.latency.length) out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES));
+  if (report.latency.length) {
+    out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES), latencyCpuTable(report.latency, CPU_PARTS));
+  }
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
   out.push(
     'Targets (README, "Performance"), judged on this run alone:',

@@ -193,6 +193,18 @@ async function fixedRate({ url, method = 'POST', headers = {}, body = '', setupR
   return { start, seconds, rate, answers, shed };
 }
 
+/**
+ * A fixedRate round against a server of ours, with the server's CPU time per
+ * answered request (utime + stime of `pid` over the round).
+ */
+async function fixedRateCpu({ pid, ...options }) {
+  const cpuFrom = cpuSeconds(pid);
+  const load = await fixedRate(options);
+  const cpu = cpuSeconds(pid) - cpuFrom;
+  const summary = summarizeFixedRate(load);
+  return { rate: options.rate, seconds: options.seconds, ...summary, cpuMicros: summary.ok > 0 ? (cpu * 1e6) / summary.ok : NaN };
+}
+
 /** The figures of a fixedRate result: answered per second, latency from due time, failures. */
 function summarizeFixedRate({ start, answers, shed }) {
   const ok = answers.filter((answer) => answer.status >= 200 && answer.status < 300);
@@ -208,4 +220,4 @@ function summarizeFixedRate({ start, answers, shed }) {
   };
 }
 
-module.exports = { throughputRounds, alternatingRounds, sendAmount, fixedRate, summarizeFixedRate };
+module.exports = { throughputRounds, alternatingRounds, sendAmount, fixedRate, fixedRateCpu, summarizeFixedRate };

@@ -70,6 +70,36 @@ function latencyStagesTable(rows, stages) {
   ].join('\n');
 }
 
+/** What a trigger and its call cost each process at each offered rate (medians of the rounds). */
+function latencyCpuTable(rows, parts) {
+  return [
+    `| trigger→dial, CPU ms per trigger, its call included | offered/s | ${parts.join(' | ')} | together | CPU % machine (${cpus().length * 100} = all cores busy) |`,
+    `|---|---:|${parts.map(() => '---:').join('|')}|---:|---:|`,
+    ...rows.map((r) => {
+      const together = parts.reduce((sum, part) => sum + (Number.isFinite(r.cpuMs[part]) ? r.cpuMs[part] : 0), 0);
+      return `| ${r.seconds} s per round | ${r.rate} | ${parts.map((part) => cell(r.cpuMs[part], 2)).join(' | ')} | ${cell(together, 2)} | ${cell(r.machinePercent)} |`;
+    }),
+  ].join('\n');
+}
+
+/**
+ * The bare route's CPU per request as requests arrive at a fixed rate, one at
+ * a time, against the same route at full speed (the ceiling's rounds): what
+ * this machine charges for work that comes a request at a time, which the
+ * latency scenario's rates pay on every process of a call.
+ */
+function ceilingByRateTable(rows, fullSpeed) {
+  return [
+    '| bare Fastify route, server CPU per request by how requests arrive | offered/s | answered/s | server CPU µs per request | × full speed |',
+    '|---|---:|---:|---:|---:|',
+    ...rows.map(
+      (r) =>
+        `| fixed rate, ${r.seconds} s | ${r.rate} | ${cell(r.answeredPerSecond)} | ${cell(r.cpuMicros)} | ${cell(r.cpuMicros / fullSpeed.cpuMicros, 1)} |`,
+    ),
+    `| full speed (the ceiling's rounds, median) | – | ${cell(fullSpeed.rps)} | ${cell(fullSpeed.cpuMicros)} | 1.0 |`,
+  ].join('\n');
+}
+
 /**
  * Each figure with the history against the same figure measured just before
  * it was inserted, and whether any of the judged ones got worse by more than
@@ -105,4 +135,4 @@ function soakTable(r, growingThreshold) {
   ].join('\n');
 }
 
-module.exports = { httpTable, dialerTable, historyTable, latencyTable, latencyStagesTable, soakTable };
+module.exports = { ceilingByRateTable, httpTable, dialerTable, historyTable, latencyCpuTable, latencyTable, latencyStagesTable, soakTable };

@@ -4,7 +4,9 @@
 // − (when the client received the answer). Both clocks are this machine's:
 // Date.now() here, Postgres' now() in the sandbox ledger.
 
+const { cpus } = require('node:os');
 const { fixedRate, summarizeFixedRate } = require('./load');
+const { busyPercent, cpuSeconds, machineCpu } = require('./processes');
 const { median, percentile } = require('./stats');
 
 /** Triggers due in the first this many ms are warm-up and left out of the figures. */
@@ -15,6 +17,7 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
   for (let round = 0; round < rounds; round++) {
     await stack.waitDrained();
     const workFrom = await stack.workCounts();
+    const cpuFrom = await cpuReading(stack);
     const load = await fixedRate({ ...trigger, rate, seconds, connections });
     const answered = summarizeFixedRate(load);
     const measured = load.answers.filter((answer) => answer.runId !== null && answer.dueAt >= load.start + WARMUP_MS);
@@ -22,9 +25,11 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id = ANY($1::bigint[])`, [runIds], runIds.length);
     // Every call of the round finished, and Postgres' counts published (within a second of its backends idling).
     await stack.pollDrained(30000);
+    const cpu = await cpuSince(stack, cpuFrom);
     await sleep(1500);
     const workTo = await stack.workCounts();
     const triggers = load.answers.filter((answer) => answer.runId !== null).length;
+    const msPerTrigger = (seconds) => (triggers ? (seconds * 1000) / triggers : NaN);
     const timeline = await runTimeline(stack, runIds);
     const dialedAt = new Map([...timeline].map(([runId, run]) => [runId, run.dialedAt]));
     const lags = measured.filter((answer) => dialedAt.has(answer.runId)).map((answer) => dialedAt.get(answer.runId) - answer.answeredAt);
@@ -38,6 +43,8 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
       stages: stagesOf(timeline, await stack.placeCallJobTimes(runIds)),
       statementsPerTrigger: triggers ? (workTo.transactions - workFrom.transactions) / triggers : NaN,
       scriptsPerTrigger: triggers ? (workTo.scripts - workFrom.scripts) / triggers : NaN,
+      cpuMs: Object.fromEntries(Object.entries(cpu.seconds).map(([name, value]) => [name, msPerTrigger(value)])),
+      machinePercent: cpu.machinePercent,
     };
     log(
       `trigger→dial round ${round + 1}: offered ${rate}/s, answered ${Math.round(result.answeredPerSecond)}/s ` +
@@ -45,7 +52,9 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
         `p99 ${Math.round(result.dialP99)} ms, ${result.dialed}/${result.measured} dialed; p50 by stage: ` +
         STAGES.map(({ name }) => `${name} ${Math.round(result.stages[name].p50)} ms`).join(', ') +
         `; per trigger, its call included (API and dialer): ${result.statementsPerTrigger.toFixed(1)} Postgres statements, ` +
-        `${result.scriptsPerTrigger.toFixed(1)} Redis scripts`,
+        `${result.scriptsPerTrigger.toFixed(1)} Redis scripts, CPU ms ` +
+        CPU_PARTS.map((part) => `${part} ${result.cpuMs[part].toFixed(2)}`).join(', ') +
+        `; the machine ${Math.round(result.machinePercent)} % busy (of ${cpus().length * 100})`,
     );
     results.push(result);
   }
@@ -64,6 +73,8 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     dialed: sum('dialed'),
     shed: sum('shed'),
     failed: sum('failed'),
+    cpuMs: Object.fromEntries(CPU_PARTS.map((part) => [part, median(results.map((r) => r.cpuMs[part]).filter(Number.isFinite))])),
+    machinePercent: mid('machinePercent'),
     stages: Object.fromEntries(
       STAGES.map(({ name }) => [name, { p50: median(results.map((r) => r.stages[name].p50)), p99: median(results.map((r) => r.stages[name].p99)) }]),
     ),
@@ -81,6 +92,43 @@ const STAGES = [
   { name: 'taken→claiming', from: 'takenAt', to: 'claimingAt' },
   { name: 'claiming→dialed', from: 'claimingAt', to: 'dialedAt' },
 ];
+
+/**
+ * What a trigger and its call cost each process at this rate, from the load's
+ * start until every call of the round was dialed and the servers idle again:
+ * set against the throughput scenarios' CPU per trigger and per call, it shows
+ * how much dearer work is when it comes a request at a time rather than in a
+ * stream (the ceiling scenario's table by arrival rate shows the same for a
+ * bare route).
+ */
+const CPU_PARTS = ['API', 'dialer', 'Postgres', 'Redis'];
+
+async function cpuReading(stack) {
+  const redisPid = await stack.redisPid();
+  return {
+    redisPid,
+    api: cpuSeconds(stack.api.pid),
+    dialers: new Map([...stack.dialers].map((child) => [child, cpuSeconds(child.pid)])),
+    postgres: await stack.postgresCpu(),
+    redis: cpuSeconds(redisPid),
+    machine: machineCpu(),
+  };
+}
+
+async function cpuSince(stack, from) {
+  let dialer = 0;
+  for (const [child, seconds] of from.dialers) dialer += cpuSeconds(child.pid) - seconds;
+  return {
+    seconds: {
+      API: cpuSeconds(stack.api.pid) - from.api,
+      dialer,
+      Postgres: await stack.postgresCpuSince(from.postgres),
+      // NaN when Redis runs elsewhere (its pid is not one of this machine's processes).
+      Redis: cpuSeconds(from.redisPid) - from.redis,
+    },
+    machinePercent: busyPercent(from.machine, machineCpu()),
+  };
+}
 
 /** Per run: stored (insert), claiming (the dialer asked to move it to `dialing`), dialed (carrier ledger). */
 async function runTimeline(stack, runIds) {
@@ -114,4 +162,4 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-module.exports = { triggerToDial, STAGES };
+module.exports = { triggerToDial, STAGES, CPU_PARTS };

@@ -1,0 +1,46 @@
+'use strict';
+
+const { ceilingByRateTable, latencyCpuTable } = require('./report');
+
+const lines = (table) => table.split('\n');
+const cells = (line) => line.split('|').slice(1, -1).map((text) => text.trim());
+
+describe('ceilingByRateTable', () => {
+  it('sets the CPU per request at each fixed rate against the full-speed rounds', () => {
+    const table = ceilingByRateTable(
+      [
+        { rate: 250, seconds: 10, answeredPerSecond: 249.6, cpuMicros: 432 },
+        { rate: 1000, seconds: 10, answeredPerSecond: 1000, cpuMicros: 132 },
+      ],
+      { rps: 15204, cpuMicros: 72 },
+    );
+    const [, , lone, steady, full] = lines(table);
+    expect(cells(lone)).toEqual(['fixed rate, 10 s', '250', '250', '432', '6.0']);
+    expect(cells(steady)).toEqual(['fixed rate, 10 s', '1000', '1000', '132', '1.8']);
+    expect(cells(full)).toEqual(["full speed (the ceiling's rounds, median)", '–', '15204', '72', '1.0']);
+  });
+
+  it('shows a dash, not a ratio, where a figure is missing', () => {
+    const table = ceilingByRateTable([{ rate: 250, seconds: 5, answeredPerSecond: 0, cpuMicros: NaN }], { rps: 15000, cpuMicros: 70 });
+    expect(cells(lines(table)[2])).toEqual(['fixed rate, 5 s', '250', '0', '–', '–']);
+  });
+});
+
+describe('latencyCpuTable', () => {
+  const parts = ['API', 'dialer', 'Postgres', 'Redis'];
+
+  it('gives each process its CPU per trigger and adds them up', () => {
+    const table = latencyCpuTable(
+      [{ seconds: 15, rate: 1000, cpuMs: { API: 0.59, dialer: 1.07, Postgres: 0.52, Redis: 0.69 }, machinePercent: 190.4 }],
+      parts,
+    );
+    const [header, , row] = lines(table);
+    expect(cells(header).slice(2, 7)).toEqual([...parts, 'together']);
+    expect(cells(row)).toEqual(['15 s per round', '1000', '0.59', '1.07', '0.52', '0.69', '2.87', '190']);
+  });
+
+  it('adds up what was measured when Redis runs on another machine', () => {
+    const table = latencyCpuTable([{ seconds: 15, rate: 250, cpuMs: { API: 2, dialer: 2.5, Postgres: 1.5, Redis: NaN }, machinePercent: 150 }], parts);
+    expect(cells(lines(table)[2]).slice(5, 7)).toEqual(['–', '6.00']);
+  });
+});
