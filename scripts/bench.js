@@ -36,7 +36,8 @@
  *                       dialer took the job), taken→claiming (run read, pacing, slot, definition → the claim
  *                       asked for), claiming→dialed (claim, render, carrier ledger insert). A third gives the
  *                       CPU each process (API, dialer, Postgres, Redis) spent per trigger, its call included, from
- *                       the load's start until every call was dialed and the servers idle again;
+ *                       the load's start until every call was dialed and the servers idle again, under what the
+ *                       same processes spend per second over 5 s with no triggers at all (measured first);
  *   soak                API (and dialer) RSS every BENCH_SOAK_SAMPLE_SECONDS while triggers arrive at half
  *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope,
  *                       Theil–Sen (the verdict: RSS is a sawtooth, scripts/bench/soak.js) and least squares
@@ -115,7 +116,7 @@ const { GROWING_MIB_PER_MINUTE, soak } = require('./bench/soak');
 const { BenchStack } = require('./bench/stack');
 const { cell } = require('./bench/stats');
 const { TARGETS, targetsTable } = require('./bench/targets');
-const { CPU_PARTS, STAGES, triggerToDial } = require('./bench/trigger-to-dial');
+const { CPU_PARTS, STAGES, idleCpu, triggerToDial } = require('./bench/trigger-to-dial');
 const { API_NODE_FLAGS } = require('./app-node-flags');
 
 const SCENARIOS = ['ceiling', 'floor', 'trigger', 'trigger-alone', 'trigger-idempotent', 'get-run', 'list-runs', 'latency', 'soak', 'dialer', 'history'];
@@ -138,6 +139,8 @@ const knobs = {
 };
 /** A rate at which requests come one at a time (4 ms apart), for the ceiling's CPU by arrival rate. */
 const LONE_REQUEST_RATE = 250;
+/** Seconds the latency scenario first measures the stack's CPU with no triggers, the floor its CPU per trigger stands on. */
+const IDLE_SECONDS = 5;
 const GET_RUN_IDS = 2000;
 const RSS_SAMPLE_MS = 250;
 const LIST_PAGE_SIZE = 50;
@@ -184,7 +187,7 @@ async function main() {
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
   const apiHarness = { ...harness, ...measuredApi(stack) };
   // `roles` names the rows the targets judge (scripts/bench/targets.js).
-  const report = { http: [], ceilingByRate: null, roles: {}, dialer: [], latency: [], soak: null, historySize: null, history: [] };
+  const report = { http: [], ceilingByRate: null, roles: {}, dialer: [], latency: [], latencyIdle: null, soak: null, historySize: null, history: [] };
   let ceilingRps = null;
   let triggerRps = null;
 
@@ -278,6 +281,12 @@ async function main() {
     report.http.push(await throughputRounds(`GET run list, ${LIST_PAGE_SIZE} a page (${cursors.length} pages)`, listRuns, apiHarness));
   }
   if (starts('latency')) {
+    report.latencyIdle = await idleCpu(stack, IDLE_SECONDS);
+    log(
+      `idle, no triggers, ${IDLE_SECONDS} s: CPU ms per second ` +
+        CPU_PARTS.map((part) => `${part} ${report.latencyIdle.msPerSecond[part].toFixed(1)}`).join(', ') +
+        `; the machine ${Math.round(report.latencyIdle.machinePercent)} % busy`,
+    );
     for (const rate of knobs.latencyRates) {
       report.latency.push(
         await triggerToDial(stack, trigger, { rate, seconds: knobs.latencySeconds, rounds: knobs.rounds, connections: knobs.connections, log }),
@@ -375,7 +384,7 @@ function print(report, ceilingRps, apiPeak, rssPeaks) {
   }
   if (report.dialer.length) out.push(dialerTable(report.dialer));
   if (report.latency.length) {
-    out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES), latencyCpuTable(report.latency, CPU_PARTS));
+    out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES), latencyCpuTable(report.latency, CPU_PARTS, report.latencyIdle));
   }
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
   out.push(

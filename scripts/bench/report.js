@@ -70,15 +70,21 @@ function latencyStagesTable(rows, stages) {
   ].join('\n');
 }
 
-/** What a trigger and its call cost each process at each offered rate (medians of the rounds). */
-function latencyCpuTable(rows, parts) {
+/**
+ * What a trigger and its call cost each process at each offered rate (medians
+ * of the rounds), under the same processes' CPU with no triggers at all (per
+ * second, not per trigger) when `idle` was measured.
+ */
+function latencyCpuTable(rows, parts, idle = null) {
+  const line = (label, rate, figures, machinePercent) => {
+    const together = parts.reduce((sum, part) => sum + (Number.isFinite(figures[part]) ? figures[part] : 0), 0);
+    return `| ${label} | ${rate} | ${parts.map((part) => cell(figures[part], 2)).join(' | ')} | ${cell(together, 2)} | ${cell(machinePercent)} |`;
+  };
   return [
     `| trigger→dial, CPU ms per trigger, its call included | offered/s | ${parts.join(' | ')} | together | CPU % machine (${cpus().length * 100} = all cores busy) |`,
     `|---|---:|${parts.map(() => '---:').join('|')}|---:|---:|`,
-    ...rows.map((r) => {
-      const together = parts.reduce((sum, part) => sum + (Number.isFinite(r.cpuMs[part]) ? r.cpuMs[part] : 0), 0);
-      return `| ${r.seconds} s per round | ${r.rate} | ${parts.map((part) => cell(r.cpuMs[part], 2)).join(' | ')} | ${cell(together, 2)} | ${cell(r.machinePercent)} |`;
-    }),
+    ...(idle ? [line(`idle: CPU ms per second, no triggers, ${idle.seconds} s`, 0, idle.msPerSecond, idle.machinePercent)] : []),
+    ...rows.map((r) => line(`${r.seconds} s per round`, r.rate, r.cpuMs, r.machinePercent)),
   ].join('\n');
 }
 

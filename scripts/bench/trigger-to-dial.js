@@ -130,6 +130,24 @@ async function cpuSince(stack, from) {
   };
 }
 
+/**
+ * What the stack costs each process with no triggers at all, in CPU ms per
+ * second over `seconds` once every call is done (timers and pollers): the
+ * floor the figures per trigger stand on.
+ */
+async function idleCpu(stack, seconds) {
+  await stack.waitDrained();
+  await sleep(1000); // past the drain's VACUUM
+  const from = await cpuReading(stack);
+  await sleep(seconds * 1000);
+  const cpu = await cpuSince(stack, from);
+  return {
+    seconds,
+    msPerSecond: Object.fromEntries(Object.entries(cpu.seconds).map(([name, value]) => [name, (value * 1000) / seconds])),
+    machinePercent: cpu.machinePercent,
+  };
+}
+
 /** Per run: stored (insert), claiming (the dialer asked to move it to `dialing`), dialed (carrier ledger). */
 async function runTimeline(stack, runIds) {
   const rows = await stack.query(
@@ -162,4 +180,4 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-module.exports = { triggerToDial, STAGES, CPU_PARTS };
+module.exports = { triggerToDial, idleCpu, STAGES, CPU_PARTS };
