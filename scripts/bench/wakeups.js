@@ -4,6 +4,9 @@
 // flight at a time (every message wakes the other side: the latency
 // scenario's low rates), then with more in flight (each wake-up carries many:
 // a stream). Prints, per message, the wall time and the CPU each side used.
+// With N in flight the first N bytes go out as one N-byte write, and each
+// reply is written back as it arrives, so a wake-up reads whatever bytes have
+// piled up: this measures a byte stream, not N separate writes.
 //
 //   node scripts/bench/wakeups.js [messages]          as the OS places the two processes (20000 × in flight a round)
 //   taskset -c 0 node scripts/bench/wakeups.js        both on one core
@@ -24,11 +27,15 @@ const ROUNDS = 3;
 
 if (process.argv[2] === 'echo') {
   const socket = net.connect(process.argv[3]);
-  socket.setNoDelay(true);
   socket.on('data', (chunk) => socket.write(chunk));
   socket.on('close', () => process.exit(0));
 } else {
-  main(Number(process.argv[2] || 20000)).catch((error) => {
+  const messages = Number(process.argv[2] || 20000);
+  if (!Number.isInteger(messages) || messages < 1) {
+    console.error(`messages must be a whole number of at least 1, got ${process.argv[2]}`);
+    process.exit(2);
+  }
+  main(messages).catch((error) => {
     console.error(error);
     process.exit(1);
   });
@@ -40,33 +47,34 @@ async function main(messages) {
   const server = net.createServer();
   await new Promise((resolve) => server.listen(path, resolve));
   const child = spawn(process.execPath, [__filename, 'echo', path], { stdio: 'inherit' });
-  const [socket] = await new Promise((resolve) => server.once('connection', (...args) => resolve(args)));
-  socket.setNoDelay(true);
+  let socket;
   try {
-    await exchange(socket, 1, Math.min(messages, 2000)); // warm-up
+    socket = await connected(server, child);
+    await exchange(socket, child, 1, Math.min(messages, 2000)); // warm-up
     console.log(`| in flight | wall µs per message | CPU µs per message: this side | the other side | both |`);
     console.log(`|---:|---:|---:|---:|---:|`);
     for (const inFlight of IN_FLIGHT) {
       const rounds = [];
       // As many more messages as there are in flight, so each round lasts long enough for /proc's 10 ms ticks.
-      for (let round = 0; round < ROUNDS; round++) rounds.push(await measured(socket, child.pid, inFlight, messages * inFlight));
+      for (let round = 0; round < ROUNDS; round++) rounds.push(await measured(socket, child, inFlight, messages * inFlight));
       const mid = (key) => median(rounds.map((r) => r[key]));
       console.log(`| ${inFlight} | ${fmt(mid('wall'))} | ${fmt(mid('self'))} | ${fmt(mid('other'))} | ${fmt(mid('self') + mid('other'))} |`);
     }
-    console.log(`(medians of ${ROUNDS} rounds of ${messages} × in flight messages; CPU from /proc, 10 ms ticks)`);
+    console.log(`(medians of ${ROUNDS} rounds of ${messages} × in flight messages; "both" is the sum of the two medians; CPU from /proc, 10 ms ticks)`);
   } finally {
-    socket.destroy();
+    socket?.destroy();
     server.close();
     child.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function measured(socket, otherPid, inFlight, messages) {
+async function measured(socket, child, inFlight, messages) {
+  const otherPid = child.pid;
   const otherFrom = cpuSeconds(otherPid);
   const selfFrom = cpuSeconds(process.pid);
   const started = process.hrtime.bigint();
-  await exchange(socket, inFlight, messages);
+  await exchange(socket, child, inFlight, messages);
   const wallMicros = Number(process.hrtime.bigint() - started) / 1000;
   return {
     wall: wallMicros / messages,
@@ -75,16 +83,41 @@ async function measured(socket, otherPid, inFlight, messages) {
   };
 }
 
-/** Sends `messages` bytes, keeping `inFlight` of them unanswered; resolves when all came back. */
-function exchange(socket, inFlight, messages) {
-  return new Promise((resolve) => {
+/** The echo side's connection; rejects if the child exits before it connects. */
+function connected(server, child) {
+  return new Promise((resolve, reject) => {
+    const onExit = (code) => reject(new Error(`the echo process exited (${code}) before it connected`));
+    child.once('exit', onExit);
+    server.once('connection', (socket) => {
+      child.off('exit', onExit);
+      resolve(socket);
+    });
+  });
+}
+
+/**
+ * Sends `messages` bytes, keeping `inFlight` of them unanswered; resolves when
+ * all came back, rejects if the socket fails or closes or the echo process exits first.
+ */
+function exchange(socket, child, inFlight, messages) {
+  return new Promise((resolve, reject) => {
     let sent = Math.min(inFlight, messages);
     let received = 0;
+    const settle = (error) => {
+      socket.off('data', onData);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+      child.off('exit', onExit);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onError = (error) => settle(error);
+    const onClose = () => settle(new Error(`the socket closed after ${received} of ${messages} bytes came back`));
+    const onExit = (code) => settle(new Error(`the echo process exited (${code}) after ${received} of ${messages} bytes came back`));
     const onData = (chunk) => {
       received += chunk.length;
       if (received >= messages) {
-        socket.off('data', onData);
-        resolve();
+        settle();
         return;
       }
       const more = Math.min(chunk.length, messages - sent);
@@ -94,6 +127,9 @@ function exchange(socket, inFlight, messages) {
       }
     };
     socket.on('data', onData);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+    child.on('exit', onExit);
     socket.write(Buffer.alloc(sent, 1));
   });
 }
