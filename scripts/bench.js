@@ -10,7 +10,7 @@
  *   ceiling             a bare Fastify route answering constant JSON, same harness (autocannon); then the same
  *                       route offered 250 requests/s and each BENCH_LATENCY_RATE by the latency scenario's
  *                       fixed-rate client, BENCH_SECONDS each, for its CPU per request when requests come one at a
- *                       time against its CPU at full speed (this machine charges lone requests several times more);
+ *                       time, set against its CPU at full speed;
  *   floor               the framework floor: a NestJS-on-Fastify route under the trigger's path that takes the
  *                       trigger's own requests (guard on X-API-Key, JSON body parsed) and answers constant JSON,
  *                       with the apps' Node flags (scripts/bench/floor-server.js): what the framework costs a
@@ -36,8 +36,11 @@
  *                       dialer took the job), taken→claiming (run read, pacing, slot, definition → the claim
  *                       asked for), claiming→dialed (claim, render, carrier ledger insert). A third gives the
  *                       CPU each process (API, dialer, Postgres, Redis) spent per trigger, its call included, from
- *                       the load's start until every call was dialed and the servers idle again, under what the
- *                       same processes spend per second over 5 s with no triggers at all (measured first);
+ *                       the load's start until every run of the round finished, with their sum ("together", NaN when
+ *                       the API's, the dialer's or Postgres' is missing), under what the same processes spend per
+ *                       second over 30 s with no triggers at all (measured first). Postgres here is the backends
+ *                       serving the bench database, not its WAL writer or checkpointer; the machine's % is over
+ *                       the same span, every process on it included;
  *   soak                API (and dialer) RSS every BENCH_SOAK_SAMPLE_SECONDS while triggers arrive at half
  *                       the trigger req/s for BENCH_SOAK_SECONDS: first, last, max and the last half's slope,
  *                       Theil–Sen (the verdict: RSS is a sawtooth, scripts/bench/soak.js) and least squares
@@ -140,7 +143,7 @@ const knobs = {
 /** A rate at which requests come one at a time (4 ms apart), for the ceiling's CPU by arrival rate. */
 const LONE_REQUEST_RATE = 250;
 /** Seconds the latency scenario first measures the stack's CPU with no triggers, the floor its CPU per trigger stands on. */
-const IDLE_SECONDS = 5;
+const IDLE_SECONDS = 30;
 const GET_RUN_IDS = 2000;
 const RSS_SAMPLE_MS = 250;
 const LIST_PAGE_SIZE = 50;

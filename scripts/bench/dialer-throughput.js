@@ -87,7 +87,7 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const cpuFrom = dialers.map((child) => cpuSeconds(child.pid));
   const postgresFrom = await stack.postgresCpu();
   const redisPid = await stack.redisPid();
-  const redisFrom = cpuSeconds(redisPid);
+  const redisFrom = cpuSeconds(redisPid, 'redis-server');
   const machineFrom = machineCpu();
   const workFrom = await stack.workCounts();
   const busyFrom = Date.now();
@@ -98,13 +98,13 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const machinePercent = busyPercent(machineFrom, machineCpu());
   const postgresPercent = ((await stack.postgresCpuSince(postgresFrom)) / busySeconds) * 100;
   // NaN when Redis runs elsewhere (its pid is not one of this machine's processes).
-  const redisPercent = ((cpuSeconds(redisPid) - redisFrom) / busySeconds) * 100;
+  const redisPercent = ((cpuSeconds(redisPid, 'redis-server') - redisFrom) / busySeconds) * 100;
   await stack.waitForCount(`SELECT count(*)::int AS n FROM workflow_runs WHERE id > $1 AND is_completed`, [before], queued);
   // The whole cost of a call (dial, events, artifacts) to the dialers, Postgres and Redis, from ready to the last run
   // finished: steadier than the rates, and where each millisecond of a call goes.
   const dialerSeconds = dialers.reduce((sum, child, i) => sum + cpuSeconds(child.pid) - cpuFrom[i], 0);
   const postgresSeconds = await stack.postgresCpuSince(postgresFrom);
-  const redisSeconds = cpuSeconds(redisPid) - redisFrom;
+  const redisSeconds = cpuSeconds(redisPid, 'redis-server') - redisFrom;
   await stack.stopDialers(dialers);
   await sleep(STATS_DELAY_MS);
   const workTo = await stack.workCounts();

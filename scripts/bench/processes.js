@@ -53,11 +53,19 @@ function memoryMiB(pid, field) {
   }
 }
 
-/** CPU time (user + system) a live process has used, in seconds; assumes the usual 100 clock ticks per second. */
-function cpuSeconds(pid) {
+/**
+ * CPU time (user + system) a live process has used, in seconds; assumes the
+ * usual 100 clock ticks per second. With `command`, NaN unless the process's
+ * command name is that one: a pid learnt from a server (Redis' INFO, Postgres'
+ * pg_stat_activity) names a process of this machine only when the server runs here.
+ */
+function cpuSeconds(pid, command) {
   try {
-    // Fields after the command name, which sits in parentheses and may hold spaces: utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // The command name sits in parentheses and may hold spaces; of the fields after it, utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    if (command !== undefined && stat.slice(stat.indexOf('(') + 1, close) !== command) return NaN;
+    const fields = stat.slice(close + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return NaN;

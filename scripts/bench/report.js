@@ -72,14 +72,12 @@ function latencyStagesTable(rows, stages) {
 
 /**
  * What a trigger and its call cost each process at each offered rate (medians
- * of the rounds), under the same processes' CPU with no triggers at all (per
+ * of the rounds), and all of them together (`figures.together`), under the same processes' CPU with no triggers at all (per
  * second, not per trigger) when `idle` was measured.
  */
 function latencyCpuTable(rows, parts, idle = null) {
-  const line = (label, rate, figures, machinePercent) => {
-    const together = parts.reduce((sum, part) => sum + (Number.isFinite(figures[part]) ? figures[part] : 0), 0);
-    return `| ${label} | ${rate} | ${parts.map((part) => cell(figures[part], 2)).join(' | ')} | ${cell(together, 2)} | ${cell(machinePercent)} |`;
-  };
+  const line = (label, rate, figures, machinePercent) =>
+    `| ${label} | ${rate} | ${parts.map((part) => cell(figures[part], 2)).join(' | ')} | ${cell(figures.together, 2)} | ${cell(machinePercent)} |`;
   return [
     `| trigger→dial, CPU ms per trigger, its call included | offered/s | ${parts.join(' | ')} | together | CPU % machine (${cpus().length * 100} = all cores busy) |`,
     `|---|---:|${parts.map(() => '---:').join('|')}|---:|---:|`,

@@ -29,9 +29,9 @@ describe('ceilingByRateTable', () => {
 describe('latencyCpuTable', () => {
   const parts = ['API', 'dialer', 'Postgres', 'Redis'];
 
-  it('gives each process its CPU per trigger and adds them up', () => {
+  it('gives each process its CPU per trigger and their sum', () => {
     const table = latencyCpuTable(
-      [{ seconds: 15, rate: 1000, cpuMs: { API: 0.59, dialer: 1.07, Postgres: 0.52, Redis: 0.69 }, machinePercent: 190.4 }],
+      [{ seconds: 15, rate: 1000, cpuMs: { API: 0.59, dialer: 1.07, Postgres: 0.52, Redis: 0.69, together: 2.87 }, machinePercent: 190.4 }],
       parts,
     );
     const [header, , row] = lines(table);
@@ -40,15 +40,19 @@ describe('latencyCpuTable', () => {
   });
 
   it('sets the CPU per second with no triggers above the rates', () => {
-    const idle = { seconds: 5, msPerSecond: { API: 1.25, dialer: 8, Postgres: 0.5, Redis: 2 }, machinePercent: 4.2 };
-    const table = latencyCpuTable([{ seconds: 15, rate: 50, cpuMs: { API: 2.63, dialer: 5.99, Postgres: 2.75, Redis: 1.51 }, machinePercent: 72 }], parts, idle);
+    const idle = { seconds: 5, msPerSecond: { API: 1.25, dialer: 8, Postgres: 0.5, Redis: 2, together: 11.75 }, machinePercent: 4.2 };
+    const table = latencyCpuTable(
+      [{ seconds: 15, rate: 50, cpuMs: { API: 2.63, dialer: 5.99, Postgres: 2.75, Redis: 1.51, together: 12.88 }, machinePercent: 72 }],
+      parts,
+      idle,
+    );
     const [, , idleRow, row] = lines(table);
     expect(cells(idleRow)).toEqual(['idle: CPU ms per second, no triggers, 5 s', '0', '1.25', '8.00', '0.50', '2.00', '11.75', '4']);
     expect(cells(row)[1]).toBe('50');
   });
 
-  it('adds up what was measured when Redis runs on another machine', () => {
-    const table = latencyCpuTable([{ seconds: 15, rate: 250, cpuMs: { API: 2, dialer: 2.5, Postgres: 1.5, Redis: NaN }, machinePercent: 150 }], parts);
-    expect(cells(lines(table)[2]).slice(5, 7)).toEqual(['–', '6.00']);
+  it('shows a dash for a figure that is missing, the sum included', () => {
+    const table = latencyCpuTable([{ seconds: 15, rate: 250, cpuMs: { API: 2, dialer: NaN, Postgres: 1.5, Redis: NaN, together: NaN }, machinePercent: 150 }], parts);
+    expect(cells(lines(table)[2]).slice(2, 7)).toEqual(['2.00', '–', '1.50', '–', '–']);
   });
 });

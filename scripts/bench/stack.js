@@ -168,7 +168,7 @@ class BenchStack {
   /** CPU seconds used so far by each Postgres backend serving the bench database (same machine), by pid. */
   async postgresCpu() {
     const rows = await this.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
-    return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid)]).filter(([, seconds]) => Number.isFinite(seconds)));
+    return new Map(rows.map((row) => [row.pid, cpuSeconds(row.pid, 'postgres')]).filter(([, seconds]) => Number.isFinite(seconds)));
   }
 
   /** CPU seconds the bench database's backends used since a postgresCpu() reading (a backend new since then: all of its). */

@@ -24,8 +24,9 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     const runIds = measured.map((answer) => answer.runId);
     await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id = ANY($1::bigint[])`, [runIds], runIds.length);
     // Every call of the round finished, and Postgres' counts published (within a second of its backends idling).
-    await stack.pollDrained(30000);
+    const drained = await stack.pollDrained(30000);
     const cpu = await cpuSince(stack, cpuFrom);
+    if (!drained) log(`trigger→dial round ${round + 1}: runs still unfinished, so its CPU per trigger leaves out their remaining work`);
     await sleep(1500);
     const workTo = await stack.workCounts();
     const triggers = load.answers.filter((answer) => answer.runId !== null).length;
@@ -43,7 +44,7 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
       stages: stagesOf(timeline, await stack.placeCallJobTimes(runIds)),
       statementsPerTrigger: triggers ? (workTo.transactions - workFrom.transactions) / triggers : NaN,
       scriptsPerTrigger: triggers ? (workTo.scripts - workFrom.scripts) / triggers : NaN,
-      cpuMs: Object.fromEntries(Object.entries(cpu.seconds).map(([name, value]) => [name, msPerTrigger(value)])),
+      cpuMs: withTogether(Object.fromEntries(Object.entries(cpu.seconds).map(([name, value]) => [name, msPerTrigger(value)]))),
       machinePercent: cpu.machinePercent,
     };
     log(
@@ -73,7 +74,8 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     dialed: sum('dialed'),
     shed: sum('shed'),
     failed: sum('failed'),
-    cpuMs: Object.fromEntries(CPU_PARTS.map((part) => [part, median(results.map((r) => r.cpuMs[part]).filter(Number.isFinite))])),
+    // Each column the median of its own rounds; "together" too (the median of the rounds' sums, not the sum of the medians).
+    cpuMs: Object.fromEntries([...CPU_PARTS, 'together'].map((part) => [part, median(results.map((r) => r.cpuMs[part]).filter(Number.isFinite))])),
     machinePercent: mid('machinePercent'),
     stages: Object.fromEntries(
       STAGES.map(({ name }) => [name, { p50: median(results.map((r) => r.stages[name].p50)), p99: median(results.map((r) => r.stages[name].p99)) }]),
@@ -95,13 +97,27 @@ const STAGES = [
 
 /**
  * What a trigger and its call cost each process at this rate, from the load's
- * start until every call of the round was dialed and the servers idle again:
+ * start until every run of the round finished (BullMQ's bookkeeping of the
+ * last jobs, after their runs' commit, may fall just outside):
  * set against the throughput scenarios' CPU per trigger and per call, it shows
  * how much dearer work is when it comes a request at a time rather than in a
  * stream (the ceiling scenario's table by arrival rate shows the same for a
  * bare route).
  */
 const CPU_PARTS = ['API', 'dialer', 'Postgres', 'Redis'];
+
+/**
+ * The figures with `together`, their sum: NaN when the API's, the dialer's or
+ * Postgres' figure is missing; Redis' left out (not counted as 0 in a figure
+ * that claims to hold it: the table shows its dash) when Redis runs on another machine.
+ */
+function withTogether(figures) {
+  const required = CPU_PARTS.filter((part) => part !== 'Redis');
+  const together = required.every((part) => Number.isFinite(figures[part]))
+    ? CPU_PARTS.reduce((sum, part) => sum + (Number.isFinite(figures[part]) ? figures[part] : 0), 0)
+    : NaN;
+  return { ...figures, together };
+}
 
 async function cpuReading(stack) {
   const redisPid = await stack.redisPid();
@@ -110,7 +126,7 @@ async function cpuReading(stack) {
     api: cpuSeconds(stack.api.pid),
     dialers: new Map([...stack.dialers].map((child) => [child, cpuSeconds(child.pid)])),
     postgres: await stack.postgresCpu(),
-    redis: cpuSeconds(redisPid),
+    redis: cpuSeconds(redisPid, 'redis-server'),
     machine: machineCpu(),
   };
 }
@@ -123,8 +139,8 @@ async function cpuSince(stack, from) {
       API: cpuSeconds(stack.api.pid) - from.api,
       dialer,
       Postgres: await stack.postgresCpuSince(from.postgres),
-      // NaN when Redis runs elsewhere (its pid is not one of this machine's processes).
-      Redis: cpuSeconds(from.redisPid) - from.redis,
+      // NaN when Redis runs elsewhere (its pid is not a redis-server of this machine).
+      Redis: cpuSeconds(from.redisPid, 'redis-server') - from.redis,
     },
     machinePercent: busyPercent(from.machine, machineCpu()),
   };
@@ -133,17 +149,18 @@ async function cpuSince(stack, from) {
 /**
  * What the stack costs each process with no triggers at all, in CPU ms per
  * second over `seconds` once every call is done (timers and pollers): the
- * floor the figures per trigger stand on.
+ * floor the figures per trigger stand on. /proc counts CPU in 10 ms ticks, so
+ * over 30 s a process's figure is good to about 0.3 ms a second; 30 s also
+ * spans BullMQ's stalled-job check (every 30 s by default) once.
  */
 async function idleCpu(stack, seconds) {
   await stack.waitDrained();
-  await sleep(1000); // past the drain's VACUUM
   const from = await cpuReading(stack);
   await sleep(seconds * 1000);
   const cpu = await cpuSince(stack, from);
   return {
     seconds,
-    msPerSecond: Object.fromEntries(Object.entries(cpu.seconds).map(([name, value]) => [name, (value * 1000) / seconds])),
+    msPerSecond: withTogether(Object.fromEntries(Object.entries(cpu.seconds).map(([name, value]) => [name, (value * 1000) / seconds]))),
     machinePercent: cpu.machinePercent,
   };
 }
@@ -180,4 +197,4 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-module.exports = { triggerToDial, idleCpu, STAGES, CPU_PARTS };
+module.exports = { triggerToDial, idleCpu, withTogether, STAGES, CPU_PARTS };
