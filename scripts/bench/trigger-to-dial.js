@@ -151,7 +151,11 @@ async function cpuSince(stack, from) {
  * second over `seconds` once every call is done (timers and pollers): the
  * floor the figures per trigger stand on. /proc counts CPU in 10 ms ticks, so
  * over 30 s a process's figure is good to about 0.3 ms a second; 30 s also
- * spans BullMQ's stalled-job check (every 30 s by default) once.
+ * spans BullMQ's stalled-job check (every 30 s by default) once. Most of the
+ * API's and the dialer's figures here are V8's memory reducer, which collects
+ * the heap in bursts of about 100 ms some seconds after a process goes quiet
+ * (BENCH_NODE_FLAGS=--no-memory-reducer brings them to about 0 and 3 ms a
+ * second): a process under load does not pay it.
  */
 async function idleCpu(stack, seconds) {
   await stack.waitDrained();
