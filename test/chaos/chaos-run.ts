@@ -13,12 +13,27 @@ import { waitUntilUp } from './wait-until-up';
 
 export interface ChaosOptions {
   triggers: number;
-  /** Triggers are spread evenly over this many seconds, while the chaos goes on. */
+  /**
+   * Triggers are spread evenly over this many seconds, while the chaos goes on.
+   * At full speed they are fired as fast as they are answered, and the chaos
+   * goes on for this many seconds, or until the last trigger is answered if that is later.
+   */
   fireSeconds: number;
+  /**
+   * Full speed: the bench's carrier settings (no ring, no talk, 10,000 calls a
+   * second and at once, so pacing never binds), the dialers' own default
+   * concurrency, triggers fired back to back with 100 in flight, and a dialer
+   * stopped every 2–4 s. Otherwise calls that ring and talk beside instant
+   * ones, 20 dials a dialer at once, triggers spread over `fireSeconds` with
+   * 16 in flight, and a dialer stopped every 0.6–1.4 s.
+   */
+  fullSpeed?: boolean;
   dialers: number;
   /** How long to wait for every accepted run to end after the last trigger. */
   settleTimeoutMs: number;
   redisRestarts: number;
+  /** Leave the database in place afterwards, to look into a failed run (its URL is logged). */
+  keepData?: boolean;
   log: (line: string) => void;
 }
 
@@ -32,7 +47,11 @@ export interface ChaosResult {
   gracefulStops: number;
   uncleanShutdowns: number;
   redisRestarts: number;
+  /** Accepted runs not yet complete at each Redis restart: the work the restart cut into. */
+  openAtRedisRestarts: number[];
   triggerRetries: number;
+  /** Triggers answered per second, from the first trigger to the last answer. */
+  triggersPerSecond: number;
   statuses: Record<string, number>;
   seconds: number;
 }
@@ -75,8 +94,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     DIAL_TIMEOUT_SECONDS: '60',
     RING_TIMEOUT_SECONDS: '60',
     SHUTDOWN_GRACE_MS: '3000',
-    DIALER_CONCURRENCY: '20',
   };
+  // At full speed the dialers run with their own default concurrency.
+  if (options.fullSpeed) delete env.DIALER_CONCURRENCY;
+  else env.DIALER_CONCURRENCY = '20';
   const api = new ManagedProcess('api', process.execPath, [API_MAIN], env);
   const dialers: ManagedProcess[] = [];
   let dataSource: DataSource | null = null;
@@ -100,47 +121,62 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     }
 
     // Calls that ring and talk, their status events one job each; and calls over at once without the built-in
-    // agent, whose events come in one job and move the run once. Triggers alternate between the two.
+    // agent, whose events come in one job and move the run once. Triggers alternate between the two. At full speed
+    // both are over at once, one with the built-in agent and one without, and pacing never binds.
     const faults = { throttle_rate: 0.15, error_rate: 0.1, timeout_rate: 0.05 };
+    const organizations = options.fullSpeed
+      ? ([
+          ['Chaos, full speed', { ring_ms: 0, talk_ms: 0, ...faults }],
+          ['Chaos, full speed without agent', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...faults }],
+        ] as const)
+      : ([
+          ['Chaos', { ring_ms: 100, talk_ms: 300, ...faults }],
+          ['Chaos, instant calls', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...faults }],
+        ] as const);
+    const pacing = options.fullSpeed
+      ? { callsPerSecond: 10_000, maxConcurrentCalls: 10_000 }
+      : { callsPerSecond: 200, maxConcurrentCalls: 60 };
     const targets: TriggerTarget[] = [];
-    for (const [name, settings] of [
-      ['Chaos', { ring_ms: 100, talk_ms: 300, ...faults }],
-      ['Chaos, instant calls', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...faults }],
-    ] as const) {
+    for (const [name, settings] of organizations) {
       const org = await createOrganization(dataSource, name);
-      await seedSandboxConfiguration(dataSource, org.organizationId, {
-        settings,
-        callsPerSecond: 200,
-        maxConcurrentCalls: 60,
-        maxCallDurationSeconds: 30,
-      });
+      await seedSandboxConfiguration(dataSource, org.organizationId, { settings, ...pacing, maxCallDurationSeconds: 30 });
       const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
       targets.push({ uuid: workflow.triggerUuid, key: org.adminKey });
     }
 
     let firing = true;
+    const chaosUntil = Date.now() + options.fireSeconds * 1000;
+    const openAtRedisRestarts: number[] = [];
+    const store = dataSource;
     let dialerKills = 0;
     let uncleanShutdowns = 0;
     let gracefulStops = 0;
     let redisRestarts = 0;
     const chaos = (async () => {
       let round = 0;
-      while (firing) {
-        await sleep(600 + Math.random() * 800);
-        if (!firing) break;
+      const goesOn = () => firing || Date.now() < chaosUntil;
+      while (goesOn()) {
+        // At full speed a stop every 2–4 s, so the dialers spend most of their time dialing rather than starting up.
+        await sleep(options.fullSpeed ? 2000 + Math.random() * 2000 : 600 + Math.random() * 800);
+        if (!goesOn()) break;
         round++;
         const victim = dialers[Math.floor(Math.random() * dialers.length)];
         // Deploys stop dialers that are up and working; one still loading its modules just dies.
         const graceful = round % 4 === 0 && Date.now() - victim.startedAt > 3000;
         const code = await victim.stop(graceful ? 'SIGTERM' : 'SIGKILL');
         if (graceful) gracefulStops++;
-        if (graceful && code !== 0) uncleanShutdowns++;
+        if (graceful && code !== 0) {
+          uncleanShutdowns++;
+          options.log(`chaos: ${victim.name} exited ${code} after SIGTERM; its last output:\n${victim.tail(15)}`);
+        }
         dialerKills++;
         options.log(`chaos: stopped ${victim.name}`);
         await sleep(150);
         victim.start();
         if (redisRestarts < options.redisRestarts && round % 3 === 2) {
-          options.log('chaos: restarting redis');
+          const [row] = await store.query(`SELECT count(*)::int AS open FROM workflow_runs WHERE NOT is_completed`);
+          openAtRedisRestarts.push(row.open);
+          options.log(`chaos: restarting redis, ${row.open} runs open`);
           await redis.stop('SIGTERM');
           await sleep(300);
           redis.start();
@@ -152,6 +188,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
 
     const fired = await fireTriggers(apiPort, targets, options, options.log);
     firing = false;
+    options.log(`fired: ${fired.accepted.length} accepted in ${fired.seconds.toFixed(1)} s`);
     await chaos;
     for (const dialer of dialers) if (!dialer.running) dialer.start();
     options.log(`fired: ${fired.accepted.length} accepted, ${fired.retries} client retries; waiting for runs to end`);
@@ -183,7 +220,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       gracefulStops,
       uncleanShutdowns,
       redisRestarts,
+      openAtRedisRestarts,
       triggerRetries: fired.retries,
+      triggersPerSecond: Math.round(accepted.length / fired.seconds),
       statuses,
       seconds: Math.round((Date.now() - started) / 1000),
     };
@@ -196,7 +235,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await api.stop('SIGKILL');
     await redis.stop('SIGKILL');
     if (dataSource?.isInitialized) await dataSource.destroy();
-    await dropDatabase(databaseUrl).catch(() => undefined);
+    if (options.keepData) options.log(`kept the database: ${databaseUrl}`);
+    else await dropDatabase(databaseUrl).catch(() => undefined);
     rmSync(workDir, { recursive: true, force: true });
   }
 }
@@ -208,14 +248,15 @@ interface TriggerTarget {
 }
 
 /**
- * Fires the triggers spread over `fireSeconds`, up to 16 in flight, at the
- * targets in turn; each retries with its Idempotency-Key until it gets an
- * answer, as a bulk caller's script would.
+ * Fires the triggers spread over `fireSeconds` with up to 16 in flight, or at
+ * full speed back to back with 100 in flight, at the targets in turn; each
+ * retries with its Idempotency-Key until it gets an answer, as a bulk
+ * caller's script would.
  */
 async function fireTriggers(
   port: number,
   targets: TriggerTarget[],
-  options: Pick<ChaosOptions, 'triggers' | 'fireSeconds'>,
+  options: Pick<ChaosOptions, 'triggers' | 'fireSeconds' | 'fullSpeed'>,
   log: (line: string) => void,
 ) {
   const count = options.triggers;
@@ -223,7 +264,7 @@ async function fireTriggers(
   let retries = 0;
   let next = 0;
   const start = Date.now();
-  const spacingMs = (options.fireSeconds * 1000) / count;
+  const spacingMs = options.fullSpeed ? 0 : (options.fireSeconds * 1000) / count;
   const worker = async () => {
     while (next < count) {
       const index = next++;
@@ -253,9 +294,10 @@ async function fireTriggers(
       }
     }
   };
-  await Promise.all(Array.from({ length: 16 }, worker));
+  await Promise.all(Array.from({ length: options.fullSpeed ? 100 : 16 }, worker));
+  const seconds = (Date.now() - start) / 1000;
   if (new Set(accepted).size !== accepted.length) log('warning: the same run id was answered for two different keys');
-  return { accepted: [...new Set(accepted)], retries };
+  return { accepted: [...new Set(accepted)], retries, seconds };
 }
 
 async function waitForRedis(port: number): Promise<void> {

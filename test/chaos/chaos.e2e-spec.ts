@@ -1,13 +1,18 @@
 import { runChaos } from './chaos-run';
 
 /**
- * `npm test` runs a small version; `npm run chaos` a larger one
- * (CHAOS_TRIGGERS, CHAOS_SECONDS, CHAOS_DIALERS, CHAOS_REDIS_RESTARTS override it).
+ * `npm test` runs a small version; `npm run chaos` a larger one, and `npm run
+ * chaos:full-speed` one at the bench's pace (CHAOS_TRIGGERS, CHAOS_SECONDS,
+ * CHAOS_DIALERS, CHAOS_REDIS_RESTARTS, CHAOS_SETTLE_SECONDS, CHAOS_FULL_SPEED override it;
+ * CHAOS_KEEP_DATA=1 leaves its database in place).
  */
 const triggers = Number(process.env.CHAOS_TRIGGERS ?? 60);
 const fireSeconds = Number(process.env.CHAOS_SECONDS ?? 8);
 const dialers = Number(process.env.CHAOS_DIALERS ?? 2);
 const redisRestarts = Number(process.env.CHAOS_REDIS_RESTARTS ?? 1);
+const settleSeconds = Number(process.env.CHAOS_SETTLE_SECONDS ?? 120);
+const fullSpeed = process.env.CHAOS_FULL_SPEED === '1';
+const keepData = process.env.CHAOS_KEEP_DATA === '1';
 
 describe('chaos: dialers killed, Redis restarted, carrier throttling and failing', () => {
   it(
@@ -16,20 +21,24 @@ describe('chaos: dialers killed, Redis restarted, carrier throttling and failing
       const result = await runChaos({
         triggers,
         fireSeconds,
+        fullSpeed,
+        keepData,
         dialers,
         redisRestarts,
-        settleTimeoutMs: 120_000,
+        settleTimeoutMs: settleSeconds * 1000,
         log: (line) => process.stdout.write(`${line}\n`),
       });
       process.stdout.write(
-        `chaos: accepted=${result.accepted} dialer_stops=${result.dialerKills} (sigterm=${result.gracefulStops}, not_exit_0=${result.uncleanShutdowns}) redis_restarts=${result.redisRestarts} ` +
+        `chaos: accepted=${result.accepted} triggers_per_second=${result.triggersPerSecond} dialer_stops=${result.dialerKills} (sigterm=${result.gracefulStops}, not_exit_0=${result.uncleanShutdowns}) redis_restarts=${result.redisRestarts} ` +
+          `open_at_redis_restarts=${result.openAtRedisRestarts.join(',')} ` +
           `client_retries=${result.triggerRetries} statuses=${JSON.stringify(result.statuses)} seconds=${result.seconds}\n` +
           `lost=${result.lost} duplicated=${result.duplicated} stuck=${result.stuck}\n`,
       );
       expect(result.accepted).toBe(triggers);
-      // The chaos happened: a round (every 0.6–1.4 s while triggers are fired) stops a dialer, and every third one,
-      // from the second on, restarts Redis until it has been restarted as often as asked. The fire window (8 s here,
-      // 40 s for `npm run chaos`) holds the rounds that takes; a shorter CHAOS_SECONDS may not, and fails here.
+      // The chaos happened: a round (every 0.6–1.4 s while triggers are fired; at full speed every 2–4 s, while they
+      // are fired and for CHAOS_SECONDS at least) stops a dialer, and every third one, from the second on, restarts
+      // Redis until it has been restarted as often as asked. The window (8 s here, 40 s for `npm run chaos`, 30 s at
+      // full speed) holds the rounds that takes; a shorter CHAOS_SECONDS may not, and fails here.
       expect(result.dialerKills).toBeGreaterThan(0);
       expect(result.redisRestarts).toBe(redisRestarts);
       // A dialer asked to stop with SIGTERM drains and exits 0. Not every run asks one: only every fourth round does,

@@ -1,4 +1,3 @@
-import { DataSource } from 'typeorm';
 import { SandboxCall, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
@@ -9,51 +8,16 @@ import {
   sandboxDialsByRun,
   seedSandboxConfiguration,
   seedWorkflow,
+  StrandedRunSeed,
+  strandedRun,
 } from '../support/fixtures';
 import { RunDispatcher } from '../../apps/dialer/src/recovery/run-dispatcher.service';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
-/**
- * A run as a dialer would leave it when it died in the middle of its work.
- * `beforeStale` sets up whatever else that moment left behind (a carrier's
- * record of the call) while the run is still fresh, so the reaper, which
- * polls every 200 ms, cannot look at the run before the scene is complete.
- */
-async function strandedRun(
-  dataSource: DataSource,
-  seed: { organizationId: number; workflowId: number; triggerUuid: string; configId: number; definitionId: number | null },
-  status: 'dialing' | 'ringing' | 'in_progress' | 'completed',
-  providerCallId: string | null,
-  beforeStale: (runId: number) => Promise<unknown> = async () => undefined,
-  stoppedAgo = '10 minutes',
-): Promise<number> {
-  const run = await dataSource.getRepository(WorkflowRun).save({
-    organizationId: seed.organizationId,
-    workflowId: seed.workflowId,
-    name: 'pending',
-    status,
-    environment: 'production',
-    triggerUuid: seed.triggerUuid,
-    telephonyConfigurationId: seed.configId,
-    provider: 'sandbox',
-    definitionId: seed.definitionId,
-    phoneNumber: '+14155550100',
-    fromNumber: '+15005550006',
-    providerCallId,
-    logs: { events: [] },
-  });
-  await beforeStale(run.id);
-  await dataSource.query(
-    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - $2::interval WHERE id = $1`,
-    [run.id, stoppedAgo],
-  );
-  return run.id;
-}
-
 describe('the reaper ends or repairs runs that stopped moving', () => {
   let apps: TestApps;
-  let seed: { organizationId: number; workflowId: number; triggerUuid: string; configId: number; definitionId: number | null };
+  let seed: StrandedRunSeed;
 
   beforeAll(async () => {
     apps = await startTestApps({

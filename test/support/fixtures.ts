@@ -152,3 +152,49 @@ export async function seedStrandedDialingRun(
   );
   return run.id;
 }
+
+/** What a stranded run belongs to: its organization, workflow and trigger, sandbox configuration and definition. */
+export interface StrandedRunSeed {
+  organizationId: number;
+  workflowId: number;
+  triggerUuid: string;
+  configId: number;
+  definitionId: number | null;
+}
+
+/**
+ * A run as a dialer would leave it when it died in the middle of its work.
+ * `beforeStale` sets up whatever else that moment left behind (a carrier's
+ * record of the call) while the run is still fresh, so the reaper, which
+ * polls every 200 ms, cannot look at the run before the scene is complete.
+ */
+export async function strandedRun(
+  dataSource: DataSource,
+  seed: StrandedRunSeed,
+  status: 'dialing' | 'ringing' | 'in_progress' | 'completed',
+  providerCallId: string | null,
+  beforeStale: (runId: number) => Promise<unknown> = async () => undefined,
+  stoppedAgo = '10 minutes',
+): Promise<number> {
+  const run = await dataSource.getRepository(WorkflowRun).save({
+    organizationId: seed.organizationId,
+    workflowId: seed.workflowId,
+    name: 'pending',
+    status,
+    environment: 'production',
+    triggerUuid: seed.triggerUuid,
+    telephonyConfigurationId: seed.configId,
+    provider: 'sandbox',
+    definitionId: seed.definitionId,
+    phoneNumber: '+14155550100',
+    fromNumber: '+15005550006',
+    providerCallId,
+    logs: { events: [] },
+  });
+  await beforeStale(run.id);
+  await dataSource.query(
+    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - $2::interval WHERE id = $1`,
+    [run.id, stoppedAgo],
+  );
+  return run.id;
+}

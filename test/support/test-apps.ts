@@ -38,6 +38,10 @@ export async function startTestApps(options: { dialer?: boolean; env?: Record<st
     const dialerConfig = { ...testConfig({ PORT: String(port), PUBLIC_BASE_URL: baseUrl, ...options.env, ...env }) };
     const app = await createDialerApp(dialerConfig, logger);
     await app.init();
+    // A test may stop a dialer itself (a shutdown under test): closing the apps afterwards does not close it again.
+    const close = app.close.bind(app);
+    let closing: Promise<void> | null = null;
+    app.close = () => (closing ??= close());
     dialers.push(app);
     return app;
   };

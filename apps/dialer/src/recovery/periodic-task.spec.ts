@@ -25,4 +25,60 @@ describe('PeriodicTask', () => {
 
     expect(otherRan).toBe(false);
   });
+
+  it('tells the round in flight to stop when the task stops, waits for it to return, and runs no round after', async () => {
+    const name = `task-${Date.now()}-stop`;
+    let rounds = 0;
+    let itemsDone = 0;
+    let abortedInRound = false;
+    let started!: () => void;
+    const firstRound = new Promise<void>((resolve) => (started = resolve));
+    // A round of 50 items of 50 ms each (2.5 s), which checks its signal between items.
+    const task = new PeriodicTask(name, 50, client, async (stopping) => {
+      rounds++;
+      started();
+      for (let item = 0; item < 50; item++) {
+        if (stopping.aborted) {
+          abortedInRound = true;
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        itemsDone++;
+      }
+    });
+    task.start();
+    await firstRound;
+    await new Promise((resolve) => setTimeout(resolve, 120));
+
+    await task.stop();
+    const doneAtStop = itemsDone;
+    await new Promise((resolve) => setTimeout(resolve, 300)); // past the interval: no round is scheduled any more
+
+    expect(abortedInRound).toBe(true);
+    expect(doneAtStop).toBeGreaterThan(0);
+    expect(doneAtStop).toBeLessThan(50);
+    expect(itemsDone).toBe(doneAtStop);
+    expect(rounds).toBe(1);
+  });
+
+  it('starts again after a stop with a signal not aborted', async () => {
+    const name = `task-${Date.now()}-restart`;
+    const seen: boolean[] = [];
+    let ran!: () => void;
+    let round = new Promise<void>((resolve) => (ran = resolve));
+    const task = new PeriodicTask(name, 50, client, async (stopping) => {
+      seen.push(stopping.aborted);
+      ran();
+    });
+    task.start();
+    await round;
+    await task.stop();
+    round = new Promise<void>((resolve) => (ran = resolve));
+    task.start();
+    await round;
+    await task.stop();
+
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(seen.every((aborted) => !aborted)).toBe(true);
+  });
 });

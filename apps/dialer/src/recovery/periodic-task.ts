@@ -9,30 +9,36 @@ const MAX_RENEWED_ROUND_MS = 10 * 60_000;
  * Runs `work` every `intervalMs`, never overlapping itself, and on one dialer
  * replica at a time (a short Redis lease): replicas take over from each other
  * when one stops. A failed round is logged and the next one runs as usual.
+ *
+ * `work` gets a signal that is aborted when the task stops: a round of many
+ * items (the reaper's 200 runs, each a carrier look-up) checks it between
+ * them, so a stopping dialer waits for the item in hand, not for the rest
+ * of the round, which the next round on another replica does.
  */
 export class PeriodicTask {
   private readonly logger: Logger;
   private readonly owner = randomUUID();
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
-  private stopped = false;
+  private stopping = new AbortController();
 
   constructor(
     private readonly name: string,
     private readonly intervalMs: number,
     private readonly client: RedisClient,
-    private readonly work: () => Promise<void>,
+    private readonly work: (stopping: AbortSignal) => Promise<void>,
   ) {
     this.logger = new Logger(name);
   }
 
   start(): void {
-    this.stopped = false;
+    if (this.stopping.signal.aborted) this.stopping = new AbortController();
     this.schedule(0);
   }
 
+  /** Stops scheduling rounds, tells the round in flight to stop, and waits for it to return. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping.abort();
     if (this.timer) clearTimeout(this.timer);
     await this.running;
   }
@@ -56,14 +62,14 @@ export class PeriodicTask {
     }, this.intervalMs);
     renewal.unref();
     try {
-      await this.work();
+      await this.work(this.stopping.signal);
     } finally {
       clearInterval(renewal);
     }
   }
 
   private schedule(delayMs: number): void {
-    if (this.stopped) return;
+    if (this.stopping.signal.aborted) return;
     this.timer = setTimeout(() => {
       this.running = this.runOnce()
         .catch((error: unknown) => this.logger.warn({ err: error }, `${this.name} round failed`))

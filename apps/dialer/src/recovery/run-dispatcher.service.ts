@@ -49,7 +49,7 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     @InjectQueue(QueueName.Calls) private readonly queue: Queue,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.task = new PeriodicTask('run-dispatcher', config.dispatchIntervalMs, client, () => this.round());
+    this.task = new PeriodicTask('run-dispatcher', config.dispatchIntervalMs, client, (stopping) => this.round(stopping));
   }
 
   onApplicationBootstrap(): void {
@@ -60,19 +60,24 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     await this.task.stop();
   }
 
-  /** One round: the runs created since the last one, or all queued runs when a full sweep is due. */
-  async round(): Promise<void> {
+  /**
+   * One round: the runs created since the last one, or all queued runs when a
+   * full sweep is due. `stopping` (the dialer shutting down) ends it after the
+   * page in hand; a sweep cut short is not counted as done.
+   */
+  async round(stopping?: AbortSignal): Promise<void> {
     try {
       const full = this.fullSweepDue || Date.now() - this.lastFullSweep > FULL_SWEEP_EVERY_MS;
       let enqueued = 0;
       if (full) {
         const mark = await this.settledMark();
-        enqueued = await this.sweep();
+        enqueued = await this.sweep(stopping);
+        if (stopping?.aborted) return;
         this.checkedUpTo = Math.max(this.checkedUpTo ?? 0, mark);
         this.fullSweepDue = false;
         this.lastFullSweep = Date.now();
       } else {
-        enqueued = await this.checkNewRuns();
+        enqueued = await this.checkNewRuns(stopping);
       }
       if (enqueued > 0) this.logger.log({ enqueued, full }, 'enqueued queued runs that had no dial job');
     } catch (error) {
@@ -92,9 +97,10 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /** Walks the runs after the mark in id order, up to the first one not yet settled. */
-  private async checkNewRuns(): Promise<number> {
+  private async checkNewRuns(stopping?: AbortSignal): Promise<number> {
     let enqueued = 0;
     for (;;) {
+      if (stopping?.aborted) return enqueued;
       const page: NewRunRow[] = await this.dataSource.query(
         `SELECT id, organization_id, status = 'queued' AND NOT is_completed AS queued,
                 created_at < now() - make_interval(secs => $2) AS settled
@@ -110,10 +116,11 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
-  private async sweep(): Promise<number> {
+  private async sweep(stopping?: AbortSignal): Promise<number> {
     let afterId = 0;
     let enqueued = 0;
     for (;;) {
+      if (stopping?.aborted) return enqueued;
       const page: QueuedRun[] = await this.dataSource.query(
         `SELECT id, organization_id FROM workflow_runs
           WHERE status = 'queued' AND NOT is_completed AND id > $1

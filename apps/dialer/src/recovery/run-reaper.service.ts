@@ -73,7 +73,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     private readonly callsQueue: CallsQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.task = new PeriodicTask('run-reaper', config.reaperIntervalMs, client, () => this.round());
+    this.task = new PeriodicTask('run-reaper', config.reaperIntervalMs, client, (stopping) => this.round(stopping));
   }
 
   onApplicationBootstrap(): void {
@@ -84,8 +84,12 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     await this.task.stop();
   }
 
-  async round(): Promise<void> {
-    for (const [runId, configurationId] of [...this.unreleased]) await this.releaseSlot(configurationId, runId);
+  /** One round; `stopping` (the dialer shutting down) ends it after the run in hand: the rest are the next round's. */
+  async round(stopping?: AbortSignal): Promise<void> {
+    for (const [runId, configurationId] of [...this.unreleased]) {
+      if (stopping?.aborted) return;
+      await this.releaseSlot(configurationId, runId);
+    }
     const stale: StaleRun[] = await this.dataSource.query(
       `SELECT r.id, r.status, EXTRACT(EPOCH FROM now() - r.status_changed_at)::float AS age_seconds, r.status_changed_at,
               c.max_call_duration_seconds
@@ -100,6 +104,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       [this.config.reconcileAfterSeconds, IN_PROGRESS_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH, this.waiting()],
     );
     for (const candidate of stale) {
+      if (stopping?.aborted) return;
       try {
         await this.reap(candidate);
         this.failures.delete(candidate.id);
