@@ -1,5 +1,5 @@
 import { TelephonyProviders } from '@app/telephony';
-import { agentGraph, createOrganization, runsWhenComplete, seedSandboxConfiguration, seedWorkflow, StrandedRunSeed, strandedRun } from '../support/fixtures';
+import { runsWhenComplete, seedForStrandedRuns, StrandedRunSeed, strandedRun } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
@@ -23,16 +23,7 @@ describe('a dialer stopping in the middle of a reaper round', () => {
       dialer: false,
       env: { REAPER_INTERVAL_MS: '200', RECONCILE_AFTER_SECONDS: '1', RING_TIMEOUT_SECONDS: '2' },
     });
-    const org = await createOrganization(apps.dataSource);
-    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 } });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    seed = {
-      organizationId: org.organizationId,
-      workflowId: workflow.workflowId,
-      triggerUuid: workflow.triggerUuid,
-      configId: config.id,
-      definitionId: workflow.publishedId,
-    };
+    seed = await seedForStrandedRuns(apps.dataSource);
   });
   afterAll(() => apps.close());
 

@@ -2,12 +2,10 @@ import { SandboxCall, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierWebhooks, TelephonyProvider, TelephonyProviders } from '@app/telephony';
 import {
-  agentGraph,
-  createOrganization,
   runsWhenComplete,
   sandboxDialsByRun,
+  seedForStrandedRuns,
   seedSandboxConfiguration,
-  seedWorkflow,
   StrandedRunSeed,
   strandedRun,
 } from '../support/fixtures';
@@ -23,19 +21,7 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     apps = await startTestApps({
       env: { REAPER_INTERVAL_MS: '200', RECONCILE_AFTER_SECONDS: '1', DIAL_TIMEOUT_SECONDS: '2', RING_TIMEOUT_SECONDS: '2' },
     });
-    const org = await createOrganization(apps.dataSource);
-    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
-      settings: { ring_ms: 20, talk_ms: 50 },
-      maxCallDurationSeconds: 10,
-    });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    seed = {
-      organizationId: org.organizationId,
-      workflowId: workflow.workflowId,
-      triggerUuid: workflow.triggerUuid,
-      configId: config.id,
-      definitionId: workflow.publishedId,
-    };
+    seed = await seedForStrandedRuns(apps.dataSource, 10);
   });
   afterAll(() => apps.close());
 

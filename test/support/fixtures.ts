@@ -162,6 +162,23 @@ export interface StrandedRunSeed {
   definitionId: number | null;
 }
 
+/** An organization with a sandbox configuration (ring 20 ms, talk 50 ms) and a published agent, for stranded runs. */
+export async function seedForStrandedRuns(dataSource: DataSource, maxCallDurationSeconds?: number): Promise<StrandedRunSeed> {
+  const org = await createOrganization(dataSource);
+  const config = await seedSandboxConfiguration(dataSource, org.organizationId, {
+    settings: { ring_ms: 20, talk_ms: 50 },
+    maxCallDurationSeconds,
+  });
+  const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
+  return {
+    organizationId: org.organizationId,
+    workflowId: workflow.workflowId,
+    triggerUuid: workflow.triggerUuid,
+    configId: config.id,
+    definitionId: workflow.publishedId,
+  };
+}
+
 /**
  * A run as a dialer would leave it when it died in the middle of its work.
  * `beforeStale` sets up whatever else that moment left behind (a carrier's
