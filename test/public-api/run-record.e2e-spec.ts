@@ -142,6 +142,13 @@ describe('run record: GET /api/v1/workflow/{workflow_id}/runs/{run_id}', () => {
       expectError(await apps.client.get(path(), { key: 'vak_unknown', bearer: true }), 401, 'unauthorized');
     });
 
+    it('checks X-API-Key when both headers are sent: an unknown one is 401 beside a valid Bearer key', async () => {
+      const headers = { 'x-api-key': 'vak_unknown', authorization: `Bearer ${main.org.adminKey}` };
+      expectError(await apps.client.get(path(), { headers }), 401, 'unauthorized');
+      const swapped = { 'x-api-key': main.org.adminKey, authorization: 'Bearer vak_unknown' };
+      expect((await apps.client.get(path(), { headers: swapped })).status).toBe(200);
+    });
+
     it('is readable with a trigger key allowed for the workflow, in X-API-Key or Authorization: Bearer', async () => {
       const { key } = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [main.workflow.workflowId] });
       expect((await apps.client.get(path(), { key })).status).toBe(200);

@@ -156,17 +156,32 @@ describe('trigger endpoints: status codes', () => {
       await expectRejected(() => apps.client.post(triggerPath(randomUUID()), BODY), 401, 'unauthorized');
     });
 
-    it('answers 401 for an unknown key, in X-API-Key or Authorization: Bearer', async () => {
+    it.each(['production', 'test'] as const)('answers 401 for an unknown key, in X-API-Key or Authorization: Bearer (%s URL)', async (environment) => {
       await expectRejected(
-        () => apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key: 'vak_not-a-real-key' }),
+        () => apps.client.post(triggerPath(main.workflow.triggerUuid, environment), BODY, { key: 'vak_not-a-real-key' }),
         401,
         'unauthorized',
       );
       await expectRejected(
-        () => apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key: 'vak_not-a-real-key', bearer: true }),
+        () => apps.client.post(triggerPath(main.workflow.triggerUuid, environment), BODY, { key: 'vak_not-a-real-key', bearer: true }),
         401,
         'unauthorized',
       );
+    });
+
+    it('checks X-API-Key when both headers are sent: an unknown one is 401 beside a valid Bearer key, and a valid one is taken beside an unknown Bearer key', async () => {
+      await expectRejected(
+        () =>
+          apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, {
+            headers: { 'x-api-key': 'vak_not-a-real-key', authorization: `Bearer ${main.org.adminKey}` },
+          }),
+        401,
+        'unauthorized',
+      );
+      const accepted = await apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, {
+        headers: { 'x-api-key': main.org.adminKey, authorization: 'Bearer vak_not-a-real-key' },
+      });
+      expect(accepted.status).toBe(200);
     });
 
     it('answers 401 for an Authorization header that is not a Bearer key', async () => {
@@ -179,17 +194,14 @@ describe('trigger endpoints: status codes', () => {
       }
     });
 
-    it('answers 401 for a revoked key', async () => {
+    it.each(['production', 'test'] as const)('answers 401 for a revoked key (%s URL)', async (environment) => {
       const { id, key } = await issueKey(apps.dataSource, main.org.organizationId);
-      const accepted = await apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key });
+      const path = triggerPath(main.workflow.triggerUuid, environment);
+      const accepted = await apps.client.post(path, BODY, { key });
       expect(accepted.status).toBe(200);
       await apps.dataSource.getRepository(ApiKey).update({ id }, { revokedAt: new Date() });
-      await expectRejected(() => apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key }), 401, 'unauthorized');
-      await expectRejected(
-        () => apps.client.post(triggerPath(main.workflow.triggerUuid), BODY, { key, bearer: true }),
-        401,
-        'unauthorized',
-      );
+      await expectRejected(() => apps.client.post(path, BODY, { key }), 401, 'unauthorized');
+      await expectRejected(() => apps.client.post(path, BODY, { key, bearer: true }), 401, 'unauthorized');
     });
   });
 
@@ -241,6 +253,18 @@ describe('trigger endpoints: status codes', () => {
         state: 'only a draft without the trigger',
         unrunnable: ['production', 'test'],
         seed: () => seedWorkflow(apps.dataSource, main.org.organizationId, { draft: () => agentGraph(randomUUID()) }),
+      },
+      {
+        state: 'its trigger deactivated',
+        unrunnable: ['production', 'test'],
+        seed: async () => {
+          const workflow = await seedWorkflow(apps.dataSource, main.org.organizationId, {
+            published: (uuid) => agentGraph(uuid),
+            draft: (uuid) => agentGraph(uuid),
+          });
+          await apps.dataSource.getRepository(ApiTrigger).update({ uuid: workflow.triggerUuid }, { isActive: false });
+          return workflow;
+        },
       },
       {
         state: 'every definition archived',

@@ -90,8 +90,9 @@ export class TriggerCallService {
     environment: RunEnvironment,
     body: TriggerCallDto,
   ): Promise<NewRun> {
-    const trigger = await this.lookups.activeTrigger(uuid);
-    // Access before the agent's state: a key without it gets one 403 whether the agent is published or not.
+    const trigger = await this.lookups.trigger(uuid);
+    // Access before the trigger's and the agent's state: a key without it gets one 403 whether the trigger is active
+    // and the agent published or not.
     if (trigger.organizationId !== key.organizationId) {
       throw Errors.forbidden('This API key belongs to another organization than the agent');
     }

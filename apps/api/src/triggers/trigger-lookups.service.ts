@@ -39,21 +39,23 @@ export class TriggerLookups {
   }
 
   /**
-   * The active trigger a UUID names, whatever its definitions hold; a 404
-   * otherwise. Whether its agent can run is `assertRunnable`'s to say, once
-   * the caller is known to have access: the definitions' state is not for
-   * another organization's key to read.
+   * The trigger a UUID names, active or not, whatever its definitions hold;
+   * a 404 when none does. Whether it can run (active, and in the definition
+   * the environment runs) is `assertRunnable`'s to say, once the caller is
+   * known to have access: that state is not for another organization's key
+   * to read.
    */
-  async activeTrigger(uuid: string): Promise<TriggerTarget> {
+  async trigger(uuid: string): Promise<TriggerTarget> {
     if (!UUID.test(uuid)) throw triggerNotFound();
     const key = uuid.toLowerCase();
     const target = await this.targets.get(key, () => this.loadTarget(key));
-    if (!target || !target.isActive) throw triggerNotFound();
+    if (!target) throw triggerNotFound();
     return target;
   }
 
-  /** Throws the 404 that says why the environment's definition cannot run this trigger; read from the target, no query. */
+  /** Throws the 404 that says why this trigger cannot run in the environment; read from the target, no query. */
   assertRunnable(target: TriggerTarget, environment: RunEnvironment): void {
+    if (!target.isActive) throw triggerNotFound();
     // Production runs the published definition; test runs the draft, else the published one.
     const hasTrigger =
       environment === 'test' ? (target.draftHasTrigger ?? target.publishedHasTrigger) : target.publishedHasTrigger;
