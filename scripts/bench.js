@@ -89,6 +89,9 @@
  *   BENCH_NODE_FLAGS    node flags for the API and dialer processes (space-separated), e.g.
  *                       `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them
  *   BENCH_KEEP_DATA=1   keep the database, queue keys and artifacts afterwards, to look into them
+ *   BENCH_AGENT=1       the sandbox's built-in agent takes every answered call (default: none): each call then
+ *                       makes the API requests a voice-agent runtime makes (answer webhook, session, turns,
+ *                       recording, closing report), and the dialer scenario's API CPU per call shows what they cost
  *   BENCH_ARTIFACTS_DIR the folder the run's artifacts folder is made in (default: the system's temporary
  *                       folder). Every call stores two artifacts, appended to pack files with one fdatasync a batch;
  *                       a tmpfs (/dev/shm) takes the disk out entirely. (When each artifact was a file, creating one
@@ -139,6 +142,7 @@ const knobs = {
   historyRuns: integer('BENCH_HISTORY_RUNS', 1000000),
   historyRounds: integer('BENCH_HISTORY_ROUNDS', 5),
   dialerCounts: (env.BENCH_DIALERS || '1,2').split(',').map((count) => positive('BENCH_DIALERS', count)),
+  agent: env.BENCH_AGENT === '1',
 };
 /** A rate at which requests come one at a time (4 ms apart), for the ceiling's CPU by arrival rate. */
 const LONE_REQUEST_RATE = 250;
@@ -185,7 +189,7 @@ async function main() {
   log('building the apps');
   stack.build();
   await stack.start();
-  const { workflowId, trigger, getRun } = targetsOf(stack, await seed(stack.base, stack.key));
+  const { workflowId, trigger, getRun } = targetsOf(stack, await seed(stack.base, stack.key, { agent: knobs.agent }));
   await stack.startDialers(1, 'alongside the HTTP scenarios');
   const harness = { rounds: knobs.rounds, seconds: knobs.seconds, connections: knobs.connections, log };
   const apiHarness = { ...harness, ...measuredApi(stack) };
@@ -330,7 +334,7 @@ async function main() {
     await stack.waitDrained();
     twin = new BenchStack({ ...stackOptions, name: 'twin' });
     await twin.start();
-    const twinTargets = targetsOf(twin, await seed(twin.base, twin.key));
+    const twinTargets = targetsOf(twin, await seed(twin.base, twin.key, { agent: knobs.agent }));
     await twin.startDialers(1, 'the twin without the history');
     await ensureRuns(twin, twinTargets.trigger, GET_RUN_IDS);
     report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
@@ -385,13 +389,16 @@ function print(report, ceilingRps, apiPeak, rssPeaks) {
     );
     out.push(historyTable(report.history, TARGETS.historyTolerance));
   }
-  if (report.dialer.length) out.push(dialerTable(report.dialer));
+  if (report.dialer.length) out.push(dialerTable(report.dialer, { agent: knobs.agent }));
   if (report.latency.length) {
     out.push(latencyTable(report.latency), latencyStagesTable(report.latency, STAGES), latencyCpuTable(report.latency, CPU_PARTS, report.latencyIdle));
   }
   if (report.soak) out.push(soakTable(report.soak, GROWING_MIB_PER_MINUTE));
   out.push(
-    'Targets (README, "Performance"), judged on this run alone:',
+    knobs.agent
+      ? 'Targets (README, "Performance"), judged on this run alone; with BENCH_AGENT=1 every call also takes the ' +
+          "built-in agent, which the targets' dialer, latency and soak scenarios do not:"
+      : 'Targets (README, "Performance"), judged on this run alone:',
     targetsTable({
       ceilingRps,
       ...report.roles,

@@ -2,8 +2,14 @@
 // What the bench asks of the API outside the measured requests: the seed
 // (a sandbox configuration and a published agent) and run ids to read.
 
-/** Creates a sandbox configuration without ring or talk time and a published agent, through the API. */
-async function seed(base, key) {
+/**
+ * Creates a sandbox configuration without ring or talk time and a published
+ * agent, through the API. With `agent`, the sandbox's built-in agent takes
+ * each answered call: an answer webhook to the API, then the agent-session
+ * requests a voice-agent runtime makes (the session, its turns, a recording,
+ * the closing report), so the API works on every call too.
+ */
+async function seed(base, key, { agent = false } = {}) {
   const call = apiCaller(base, key);
   await call('POST', '/api/v1/telephony-configurations', {
     name: 'Bench sandbox',
@@ -12,7 +18,7 @@ async function seed(base, key) {
     // The highest pacing the API accepts, five times the dialer target: pacing never binds.
     calls_per_second: 10000,
     max_concurrent_calls: 10000,
-    settings: { ring_ms: 0, talk_ms: 0, builtin_agent: false },
+    settings: { ring_ms: 0, talk_ms: 0, builtin_agent: agent },
   });
   const workflow = await call('POST', '/api/v1/workflows', {
     name: 'Bench agent',

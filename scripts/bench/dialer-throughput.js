@@ -40,7 +40,8 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
         `${count} dialer(s), round ${round + 1}: ${cell(result.perSecond)} dials/s steady ` +
           `(${cell(result.min)}–${cell(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
           `dialed ${result.dialed}, finished ${result.finished} at ${cell(result.finishedPerSecond)}/s, ` +
-          `CPU ms per call: dialer ${cell(result.cpuMsPerCall, 2)}, Postgres ${cell(result.postgresMsPerCall, 2)}, Redis ${cell(result.redisMsPerCall, 2)}; ` +
+          `CPU ms per call: dialer ${cell(result.cpuMsPerCall, 2)}, Postgres ${cell(result.postgresMsPerCall, 2)}, Redis ${cell(result.redisMsPerCall, 2)}, ` +
+          `API ${cell(result.apiMsPerCall, 2)}; ` +
           `per call: ${cell(result.statementsPerCall, 1)} Postgres statements, ${cell(result.scriptsPerCall, 1)} Redis scripts ` +
           `and ${cell(result.commandsPerCall, 1)} Redis commands (the scripts' included); ` +
           `CPU: ${cell(result.cpuPercent)} % per dialer, ${cell(result.postgresPercent)} % Postgres, ${cell(result.redisPercent)} % Redis, ` +
@@ -62,6 +63,7 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       cpuMsPerCall: median(results.map((r) => r.cpuMsPerCall)),
       postgresMsPerCall: median(results.map((r) => r.postgresMsPerCall)),
       redisMsPerCall: median(results.map((r) => r.redisMsPerCall)),
+      apiMsPerCall: median(results.map((r) => r.apiMsPerCall)),
       statementsPerCall: median(results.map((r) => r.statementsPerCall)),
       commandsPerCall: median(results.map((r) => r.commandsPerCall)),
       scriptsPerCall: median(results.map((r) => r.scriptsPerCall)),
@@ -85,6 +87,8 @@ async function oneRound(stack, trigger, count, size, connections, log) {
 
   const dialers = await stack.startDialers(count, `throughput, ${count} dialer(s)`);
   const cpuFrom = dialers.map((child) => cpuSeconds(child.pid));
+  // The API works on a call only when an agent takes it (BENCH_AGENT): its answer webhook and session requests.
+  const apiFrom = cpuSeconds(stack.api.pid);
   const postgresFrom = await stack.postgresCpu();
   const redisPid = await stack.redisPid();
   const redisFrom = cpuSeconds(redisPid, 'redis-server');
@@ -105,6 +109,7 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const dialerSeconds = dialers.reduce((sum, child, i) => sum + cpuSeconds(child.pid) - cpuFrom[i], 0);
   const postgresSeconds = await stack.postgresCpuSince(postgresFrom);
   const redisSeconds = cpuSeconds(redisPid, 'redis-server') - redisFrom;
+  const apiSeconds = cpuSeconds(stack.api.pid) - apiFrom;
   await stack.stopDialers(dialers);
   await sleep(STATS_DELAY_MS);
   const workTo = await stack.workCounts();
@@ -126,6 +131,7 @@ async function oneRound(stack, trigger, count, size, connections, log) {
     cpuMsPerCall: finished ? (dialerSeconds * 1000) / finished : NaN,
     postgresMsPerCall: finished ? (postgresSeconds * 1000) / finished : NaN,
     redisMsPerCall: finished ? (redisSeconds * 1000) / finished : NaN,
+    apiMsPerCall: finished ? (apiSeconds * 1000) / finished : NaN,
     statementsPerCall: finished ? (workTo.transactions - workFrom.transactions) / finished : NaN,
     commandsPerCall: finished ? (workTo.commands - workFrom.commands) / finished : NaN,
     scriptsPerCall: finished ? (workTo.scripts - workFrom.scripts) / finished : NaN,

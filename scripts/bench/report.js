@@ -17,30 +17,33 @@ function httpTable(rows, ceilingRps) {
   ].join('\n');
 }
 
-function dialerTable(rows) {
+function dialerTable(rows, { agent = false } = {}) {
   return [
-    '| dialer (sandbox, ring 0, talk 0) | dials/s (median per-second, steady) | per-second min–max | steady s | backlog | runs finished/s | unfinished ' +
-      `| CPU ms per call: dialer / Postgres / Redis | dials/s these ${cpus().length} cores allow at that CPU per call | per call: Postgres statements / Redis scripts / Redis commands (the scripts' included) | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
+    `| dialer (sandbox, ring 0, talk 0${agent ? ', built-in agent' : ''}) | dials/s (median per-second, steady) | per-second min–max | steady s | backlog | runs finished/s | unfinished ` +
+      `| CPU ms per call: dialer / Postgres / Redis / API | dials/s these ${cpus().length} cores allow at that CPU per call | per call: Postgres statements / Redis scripts / Redis commands (the scripts' included) | CPU % per dialer | CPU % Postgres | CPU % Redis | CPU % machine (${cpus().length * 100} = all cores busy) |`,
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
         `| ${r.name} | ${cell(r.perSecond)} | ${cell(r.min)}–${cell(r.max)} | ${cell(r.steadySeconds)} | ${cell(r.backlog)} | ` +
-        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuMsPerCall, 2)} / ${cell(r.postgresMsPerCall, 2)} / ${cell(r.redisMsPerCall, 2)} | ${cell(coresAllow(r))} | ${cell(r.statementsPerCall, 1)} / ${cell(r.scriptsPerCall, 1)} / ${cell(r.commandsPerCall, 1)} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
+        `${cell(r.finishedPerSecond)} | ${r.unfinished} | ${cell(r.cpuMsPerCall, 2)} / ${cell(r.postgresMsPerCall, 2)} / ${cell(r.redisMsPerCall, 2)} / ${cell(r.apiMsPerCall, 2)} | ${cell(coresAllow(r))} | ${cell(r.statementsPerCall, 1)} / ${cell(r.scriptsPerCall, 1)} / ${cell(r.commandsPerCall, 1)} | ${cell(r.cpuPercent)} | ${cell(r.postgresPercent)} | ${cell(r.redisPercent)} | ${cell(r.machinePercent)} |`,
     ),
   ].join('\n');
 }
 
 /**
  * About the most calls a second this machine's cores could place if they did
- * nothing but the dialers', Postgres' and Redis' share of a call, at the CPU a
- * call cost them in this round: no number of processes or concurrency setting
- * gets far past it, only cheaper calls or more cores. The rate and the CPU are
- * measured over slightly different spans (the steady part, the whole backlog),
- * so a round may pass it by a few %. Not counted: the API, which took the
- * backlog before the round, and Redis when it runs on another machine.
+ * nothing but the dialers', Postgres', Redis' and the API's share of a call,
+ * at the CPU a call cost them in this round: no number of processes or
+ * concurrency setting gets far past it, only cheaper calls or more cores. The
+ * rate and the CPU are measured over slightly different spans (the steady
+ * part, the whole backlog), so a round may pass it by a few %. The API took
+ * the backlog before the round: its share is what a call asks of it after
+ * (an agent's requests, BENCH_AGENT), else next to nothing. Not counted:
+ * Redis when it runs on another machine.
  */
 function coresAllow(r) {
-  const msPerCall = r.cpuMsPerCall + r.postgresMsPerCall + (Number.isFinite(r.redisMsPerCall) ? r.redisMsPerCall : 0);
+  const finiteOrZero = (ms) => (Number.isFinite(ms) ? ms : 0);
+  const msPerCall = r.cpuMsPerCall + r.postgresMsPerCall + finiteOrZero(r.redisMsPerCall) + finiteOrZero(r.apiMsPerCall);
   return msPerCall > 0 ? (cpus().length * 1000) / msPerCall : NaN;
 }
 
