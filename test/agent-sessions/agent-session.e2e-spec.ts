@@ -135,6 +135,20 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       });
     });
 
+    it('marks the session started on its first read, and writes nothing to the run on a read once it is marked', async () => {
+      const fresh = await trigger(longCallConfigId);
+      await waitFor(async () => ((await run(fresh)).body.status === 'in_progress' ? true : undefined));
+      const marks = async () =>
+        (await apps.dataSource.query(`SELECT agent_session_started_at, updated_at FROM workflow_runs WHERE id = $1`, [fresh]))[0];
+      expect((await marks()).agent_session_started_at).toBeNull();
+
+      expect((await apps.client.get(session(tokenFor(fresh)))).status).toBe(200);
+      const first = await marks();
+      expect(first.agent_session_started_at).not.toBeNull();
+      expect((await apps.client.get(session(tokenFor(fresh)))).status).toBe(200);
+      expect(await marks()).toEqual(first);
+    });
+
     it('answers 503 agent_render_failed within the render budget when the agent is too costly to render, not minutes later', async () => {
       // A definition stored before the save-time check: the gateway renders it under one budget, as the dialer does.
       const [{ definition_id: definitionId, definition }] = await apps.dataSource.query(

@@ -31,8 +31,9 @@ export class AgentSessionsService {
 
   async get(token: string): Promise<AgentSessionView> {
     const run = await this.openRun(token);
-    // A runtime has the call: wait for its report before finishing the run.
-    await this.runs.markAgentSessionStarted(run.id);
+    // A runtime has the call: wait for its report before finishing the run. Mostly the answer webhook has marked it
+    // already (the row just read says so), and a second mark would be a commit that changes nothing but `updated_at`.
+    if (!run.agentSessionStartedAt) await this.runs.markAgentSessionStarted(run.id);
     const definition = run.definitionId
       ? await this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId })
       : null;
