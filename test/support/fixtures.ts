@@ -131,26 +131,18 @@ export async function seedStrandedDialingRun(
     dialedSecondsAgo: number;
   },
 ): Promise<number> {
-  const run = await dataSource.getRepository(WorkflowRun).save({
+  const seed: StrandedRunSeed = {
     organizationId: options.organizationId,
     workflowId: options.workflow.workflowId,
-    name: 'pending',
-    status: 'dialing',
-    environment: 'production',
     triggerUuid: options.workflow.triggerUuid,
-    telephonyConfigurationId: options.telephonyConfigurationId,
-    provider: options.provider,
+    configId: options.telephonyConfigurationId,
     definitionId: options.workflow.publishedId,
-    phoneNumber: options.to,
-    fromNumber: options.from,
-    providerCallId: null,
-    logs: { events: [] },
+  };
+  return strandedRun(dataSource, seed, 'dialing', null, undefined, `${options.dialedSecondsAgo} seconds`, {
+    provider: options.provider,
+    to: options.to,
+    from: options.from,
   });
-  await dataSource.query(
-    `UPDATE workflow_runs SET name = 'WR-API-' || id, status_changed_at = now() - make_interval(secs => $2) WHERE id = $1`,
-    [run.id, options.dialedSecondsAgo],
-  );
-  return run.id;
 }
 
 /** What a stranded run belongs to: its organization, workflow and trigger, sandbox configuration and definition. */
@@ -180,8 +172,8 @@ export async function seedForStrandedRuns(dataSource: DataSource, maxCallDuratio
 }
 
 /**
- * A run as a dialer would leave it when it died in the middle of its work.
- * `beforeStale` sets up whatever else that moment left behind (a carrier's
+ * A run as a dialer would leave it when it died in the middle of its work
+ * (a sandbox call unless `call` says otherwise). `beforeStale` sets up whatever else that moment left behind (a carrier's
  * record of the call) while the run is still fresh, so the reaper, which
  * polls every 200 ms, cannot look at the run before the scene is complete.
  */
@@ -192,6 +184,7 @@ export async function strandedRun(
   providerCallId: string | null,
   beforeStale: (runId: number) => Promise<unknown> = async () => undefined,
   stoppedAgo = '10 minutes',
+  call: { provider: string; to: string; from: string } = { provider: 'sandbox', to: '+14155550100', from: '+15005550006' },
 ): Promise<number> {
   const run = await dataSource.getRepository(WorkflowRun).save({
     organizationId: seed.organizationId,
@@ -201,10 +194,10 @@ export async function strandedRun(
     environment: 'production',
     triggerUuid: seed.triggerUuid,
     telephonyConfigurationId: seed.configId,
-    provider: 'sandbox',
+    provider: call.provider,
     definitionId: seed.definitionId,
-    phoneNumber: '+14155550100',
-    fromNumber: '+15005550006',
+    phoneNumber: call.to,
+    fromNumber: call.from,
     providerCallId,
     logs: { events: [] },
   });
