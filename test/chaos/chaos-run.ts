@@ -58,6 +58,51 @@ export interface ChaosResult {
 
 const SECRETS_KEY = randomBytes(32).toString('hex');
 
+/** The sandbox's failures, the same in both profiles. */
+const FAULTS = { throttle_rate: 0.15, error_rate: 0.1, timeout_rate: 0.05 };
+
+/** What the default run and the full-speed one differ in (see `ChaosOptions.fullSpeed`). */
+interface ChaosProfile {
+  /** Two organizations' names and sandbox settings; triggers alternate between them. */
+  organizations: ReadonlyArray<readonly [string, Record<string, unknown>]>;
+  pacing: { callsPerSecond: number; maxConcurrentCalls: number };
+  /** Per dialer; undefined leaves the dialers' own default. */
+  dialerConcurrency: string | undefined;
+  /** Triggers spread over `fireSeconds`, or fired back to back (the chaos then goes on for `fireSeconds` at least). */
+  spreadTriggers: boolean;
+  inFlight: number;
+  /** A dialer is stopped every `stopEveryMs[0]` to `stopEveryMs[1]` ms. */
+  stopEveryMs: readonly [number, number];
+}
+
+const DEFAULT_PROFILE: ChaosProfile = {
+  // Calls that ring and talk, their status events one job each; and calls over at once without the built-in agent,
+  // whose events come in one job and move the run once.
+  organizations: [
+    ['Chaos', { ring_ms: 100, talk_ms: 300, ...FAULTS }],
+    ['Chaos, instant calls', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...FAULTS }],
+  ],
+  pacing: { callsPerSecond: 200, maxConcurrentCalls: 60 },
+  dialerConcurrency: '20',
+  spreadTriggers: true,
+  inFlight: 16,
+  stopEveryMs: [600, 1400],
+};
+
+const FULL_SPEED_PROFILE: ChaosProfile = {
+  // Both over at once, one with the built-in agent and one without; pacing never binds.
+  organizations: [
+    ['Chaos, full speed', { ring_ms: 0, talk_ms: 0, ...FAULTS }],
+    ['Chaos, full speed without agent', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...FAULTS }],
+  ],
+  pacing: { callsPerSecond: 10_000, maxConcurrentCalls: 10_000 },
+  dialerConcurrency: undefined,
+  spreadTriggers: false,
+  inFlight: 100,
+  // So the dialers spend most of their time dialing rather than starting up.
+  stopEveryMs: [2000, 4000],
+};
+
 /**
  * Fires triggers at the real apps (separate processes) while it SIGKILLs and
  * restarts dialers, restarts Redis, and has the sandbox carrier throttle,
@@ -66,6 +111,7 @@ const SECRETS_KEY = randomBytes(32).toString('hex');
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
+  const profile = options.fullSpeed ? FULL_SPEED_PROFILE : DEFAULT_PROFILE;
   buildApps();
   const id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
   const workDir = mkdtempSync(join(tmpdir(), `va-chaos-${id}-`));
@@ -95,9 +141,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     RING_TIMEOUT_SECONDS: '60',
     SHUTDOWN_GRACE_MS: '3000',
   };
-  // At full speed the dialers run with their own default concurrency.
-  if (options.fullSpeed) delete env.DIALER_CONCURRENCY;
-  else env.DIALER_CONCURRENCY = '20';
+  if (profile.dialerConcurrency === undefined) delete env.DIALER_CONCURRENCY;
+  else env.DIALER_CONCURRENCY = profile.dialerConcurrency;
   const api = new ManagedProcess('api', process.execPath, [API_MAIN], env);
   const dialers: ManagedProcess[] = [];
   let dataSource: DataSource | null = null;
@@ -120,26 +165,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       dialers.push(dialer);
     }
 
-    // Calls that ring and talk, their status events one job each; and calls over at once without the built-in
-    // agent, whose events come in one job and move the run once. Triggers alternate between the two. At full speed
-    // both are over at once, one with the built-in agent and one without, and pacing never binds.
-    const faults = { throttle_rate: 0.15, error_rate: 0.1, timeout_rate: 0.05 };
-    const organizations = options.fullSpeed
-      ? ([
-          ['Chaos, full speed', { ring_ms: 0, talk_ms: 0, ...faults }],
-          ['Chaos, full speed without agent', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...faults }],
-        ] as const)
-      : ([
-          ['Chaos', { ring_ms: 100, talk_ms: 300, ...faults }],
-          ['Chaos, instant calls', { ring_ms: 0, talk_ms: 0, builtin_agent: false, ...faults }],
-        ] as const);
-    const pacing = options.fullSpeed
-      ? { callsPerSecond: 10_000, maxConcurrentCalls: 10_000 }
-      : { callsPerSecond: 200, maxConcurrentCalls: 60 };
     const targets: TriggerTarget[] = [];
-    for (const [name, settings] of organizations) {
+    for (const [name, settings] of profile.organizations) {
       const org = await createOrganization(dataSource, name);
-      await seedSandboxConfiguration(dataSource, org.organizationId, { settings, ...pacing, maxCallDurationSeconds: 30 });
+      await seedSandboxConfiguration(dataSource, org.organizationId, { settings, ...profile.pacing, maxCallDurationSeconds: 30 });
       const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
       targets.push({ uuid: workflow.triggerUuid, key: org.adminKey });
     }
@@ -156,8 +185,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       let round = 0;
       const goesOn = () => firing || Date.now() < chaosUntil;
       while (goesOn()) {
-        // At full speed a stop every 2–4 s, so the dialers spend most of their time dialing rather than starting up.
-        await sleep(options.fullSpeed ? 2000 + Math.random() * 2000 : 600 + Math.random() * 800);
+        const [shortest, longest] = profile.stopEveryMs;
+        await sleep(shortest + Math.random() * (longest - shortest));
         if (!goesOn()) break;
         round++;
         const victim = dialers[Math.floor(Math.random() * dialers.length)];
@@ -186,12 +215,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       }
     })();
 
-    const fired = await fireTriggers(apiPort, targets, options, options.log);
+    const fired = await fireTriggers(apiPort, targets, options.triggers, profile.spreadTriggers ? options.fireSeconds : 0, profile.inFlight, options.log);
     firing = false;
-    options.log(`fired: ${fired.accepted.length} accepted in ${fired.seconds.toFixed(1)} s`);
     await chaos;
     for (const dialer of dialers) if (!dialer.running) dialer.start();
-    options.log(`fired: ${fired.accepted.length} accepted, ${fired.retries} client retries; waiting for runs to end`);
+    options.log(
+      `fired: ${fired.accepted.length} accepted in ${fired.seconds.toFixed(1)} s, ${fired.retries} client retries; waiting for runs to end`,
+    );
 
     const accepted = fired.accepted;
     const deadline = Date.now() + options.settleTimeoutMs;
@@ -248,23 +278,23 @@ interface TriggerTarget {
 }
 
 /**
- * Fires the triggers spread over `fireSeconds` with up to 16 in flight, or at
- * full speed back to back with 100 in flight, at the targets in turn; each
- * retries with its Idempotency-Key until it gets an answer, as a bulk
- * caller's script would.
+ * Fires `count` triggers spread over `fireSeconds` (0: back to back), up to
+ * `inFlight` at once, at the targets in turn; each retries with its
+ * Idempotency-Key until it gets an answer, as a bulk caller's script would.
  */
 async function fireTriggers(
   port: number,
   targets: TriggerTarget[],
-  options: Pick<ChaosOptions, 'triggers' | 'fireSeconds' | 'fullSpeed'>,
+  count: number,
+  fireSeconds: number,
+  inFlight: number,
   log: (line: string) => void,
 ) {
-  const count = options.triggers;
   const accepted: number[] = [];
   let retries = 0;
   let next = 0;
   const start = Date.now();
-  const spacingMs = options.fullSpeed ? 0 : (options.fireSeconds * 1000) / count;
+  const spacingMs = (fireSeconds * 1000) / count;
   const worker = async () => {
     while (next < count) {
       const index = next++;
@@ -294,7 +324,7 @@ async function fireTriggers(
       }
     }
   };
-  await Promise.all(Array.from({ length: options.fullSpeed ? 100 : 16 }, worker));
+  await Promise.all(Array.from({ length: inFlight }, worker));
   const seconds = (Date.now() - start) / 1000;
   if (new Set(accepted).size !== accepted.length) log('warning: the same run id was answered for two different keys');
   return { accepted: [...new Set(accepted)], retries, seconds };
