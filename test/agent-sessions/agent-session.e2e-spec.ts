@@ -43,13 +43,13 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   const session = (token: string) => `/api/v1/agent-sessions/${encodeURIComponent(token)}`;
   const tokenFor = (runId: number, lifetime = 600) => tokens.sign({ runId, expiresAt: Math.floor(Date.now() / 1000) + lifetime });
 
-  /** A connection that has sent a recording upload's head announcing `bytes` and the first kilobyte, and holds the rest. */
-  const startUpload = (path: string, contentType: string, bytes: number, headers: Record<string, string> = {}) => {
+  /** A connection that has sent a recording upload's head announcing `bytes` and the first kilobyte (`first`), and holds the rest. */
+  const startUpload = (path: string, contentType: string, bytes: number, headers: Record<string, string> = {}, first = Buffer.alloc(1024)) => {
     const { hostname, port } = new URL(apps.client.baseUrl);
     const socket = connect(Number(port), hostname);
     const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
     socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: ${contentType}\r\nContent-Length: ${bytes}\r\n${extra}\r\n`);
-    socket.write(Buffer.alloc(1024));
+    socket.write(first);
     return socket;
   };
 
@@ -287,15 +287,34 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const replay = await apps.client.get(session(token));
       expect(replay.status).toBe(410);
       expect(replay.body.code).toBe('session_ended');
+      // A report, well formed or not, is refused as the session's, and nothing of it is kept.
+      const before = (await run(runId)).body.gathered_context;
+      for (const body of [{ events: [{ type: 'gathered_context', data: { after_end: true } }] }, { events: [{ type: 'nonsense' }] }]) {
+        const late = await apps.client.post(`${session(token)}/events`, body);
+        expect({ status: late.status, code: late.body.code }).toEqual({ status: 410, code: 'session_ended' });
+      }
+      expect((await run(runId)).body.gathered_context).toEqual(before);
+    });
+
+    it('answers 403, as for a bad token, a validly signed token of a run that does not exist, whatever the request', async () => {
+      const token = tokenFor(Number.MAX_SAFE_INTEGER);
+      for (const body of [{ events: [{ type: 'session_ended' }] }, { events: [{ type: 'nonsense' }] }]) {
+        const response = await apps.client.post(`${session(token)}/events`, body);
+        expect({ status: response.status, code: response.body.code }).toEqual({ status: 403, code: 'session_token_invalid' });
+      }
+      const read = await apps.client.get(session(token));
+      expect({ status: read.status, code: read.body.code }).toEqual({ status: 403, code: 'session_token_invalid' });
+      await expect(uploadHead(`${session(token)}/recording`, 'audio/wav')).resolves.toEqual({ status: 403, code: 'session_token_invalid' });
     });
   });
 
   describe('recording uploads', () => {
     let runId: number;
+    let lastingConfigId: number;
 
     beforeAll(async () => {
       // A call that lasts well past these tests, however slowly a busy machine runs them.
-      const lastingConfigId = (
+      lastingConfigId = (
         await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
           settings: { ring_ms: 20, talk_ms: 120_000, builtin_agent: false },
           isDefaultOutbound: false,
@@ -336,6 +355,36 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       }
       // Once the first is gone (its connection closed unfinished, nothing stored), another may come.
       await waitFor(async () => ((await uploadHead(path, 'audio/wav', 1024 * 1024)) === 'no answer yet' ? true : undefined));
+    });
+
+    it('keeps nothing of an upload whose session ended while its body arrived: 410, as any later request gets', async () => {
+      const ending = await trigger(lastingConfigId);
+      await waitFor(async () => ((await run(ending)).body.status === 'in_progress' ? true : undefined));
+      const token = tokenFor(ending);
+      const audio = Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE'), Buffer.alloc(256 * 1024)]);
+      const socket = startUpload(`${session(token)}/recording`, 'audio/wav', audio.length, {}, audio.subarray(0, 1024));
+      try {
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+        // Admitted on its head: the API waits for the rest of the body.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        expect(received).toBe('');
+
+        const ended = await apps.client.post(`${session(token)}/events`, { events: [{ type: 'session_ended' }] });
+        expect(ended.status).toBe(200);
+        socket.write(audio.subarray(1024));
+        const answer = await waitFor(async () => {
+          const headEnd = received.indexOf('\r\n\r\n');
+          const length = /\r\ncontent-length: *(\d+)/i.exec(received);
+          if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return undefined;
+          return { status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code };
+        });
+        expect(answer).toEqual({ status: 410, code: 'session_ended' });
+      } finally {
+        socket.destroy();
+      }
+      const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [ending]);
+      expect(row.recording_key).toBeNull();
     });
 
     it('keeps one recording: a second upload is refused, before its body is read', async () => {

@@ -18,6 +18,12 @@ export const FINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'busy', 'n
 /** A run in one of these has a call the carrier may be placing or connecting: it holds its concurrency slot. */
 export const LIVE_STATUSES: readonly RunStatus[] = ['dialing', 'ringing', 'in_progress'];
 
+/**
+ * A run in one of these can have an agent runtime on its call: its session
+ * is open unless the run is complete or the session was closed.
+ */
+export const AGENT_SESSION_STATUSES: readonly RunStatus[] = [...LIVE_STATUSES, 'completed'];
+
 export function isFinalRunStatus(status: RunStatus): boolean {
   return FINAL_RUN_STATUSES.includes(status);
 }

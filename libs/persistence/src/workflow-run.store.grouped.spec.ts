@@ -328,7 +328,7 @@ describe('WorkflowRunStore grouped writes', () => {
       await store.transition(id, 'dialing', 'dialer.dialing');
       await store.transition(id, 'completed', 'carrier.completed', { endedAt: new Date() }, undefined, ['dialing']);
       // A runtime that never read its session reports after the collector read the run (no turns then).
-      expect(await store.recordAgentReport(id, { turns: [{ speaker: 'user', text: 'Still there?' }] })).toBe('stored');
+      expect(await store.recordAgentReport(id, { turns: [{ speaker: 'user', text: 'Still there?' }] })).toMatchObject({ kind: 'stored' });
     }
 
     expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: null, agentTurns: 0 })).toBe(false);

@@ -105,30 +105,98 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await durationOf(runId)).toEqual({ duration: null, costInfo: {} });
   });
 
-  it("keeps an agent runtime's reports up to the run's limits, and says why it stored nothing", async () => {
+  /** A run whose call is being placed: one an agent runtime may report on. */
+  async function dialingRun(): Promise<number> {
     const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
+    await store.transition(runId, 'dialing', 'dialer.dialing');
+    return runId;
+  }
+
+  it("keeps an agent runtime's reports up to the run's limits, and says why it stored nothing", async () => {
+    const runId = await dialingRun();
     const turn = { speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 1 };
     const turns = (count: number) => Array.from({ length: count }, () => turn);
 
-    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns) })).toBe('stored');
-    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toBe('full');
+    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns) })).toEqual({
+      kind: 'stored',
+      call: { runId, organizationId: 1, provider: 'telnyx', providerCallId: null },
+    });
+    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toEqual({ kind: 'full' });
     const big = { notes: 'x'.repeat(AGENT_DATA_LIMITS.bytes) };
-    expect(await store.recordAgentReport(runId, { gatheredContext: big })).toBe('full');
+    expect(await store.recordAgentReport(runId, { gatheredContext: big })).toEqual({ kind: 'full' });
     expect((await store.findById(runId))?.agentTranscript).toHaveLength(AGENT_DATA_LIMITS.turns);
 
     await store.transition(runId, 'failed', 'dialer.failed', { endedAt: new Date() });
-    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toBe('closed');
+    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toEqual({ kind: 'closed' });
+    expect(await store.recordAgentReport(Number.MAX_SAFE_INTEGER, { turns: turns(1) })).toEqual({ kind: 'no_run' });
   });
 
   it('stores no report after the one that ended the session, however close behind it came', async () => {
-    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
+    const runId = await dialingRun();
     const turn = { speaker: 'agent', text: 'Goodbye', start_ms: 0, end_ms: 1 };
-    expect(await store.recordAgentReport(runId, { turns: [turn], ended: true })).toBe('stored');
+    expect(await store.recordAgentReport(runId, { turns: [turn], ended: true })).toMatchObject({ kind: 'stored' });
     // A report that passed the session's check before the ending one was stored: its turns would miss the transcript.
-    expect(await store.recordAgentReport(runId, { turns: [{ ...turn, text: 'late' }], gatheredContext: { late: true } })).toBe('closed');
+    expect(await store.recordAgentReport(runId, { turns: [{ ...turn, text: 'late' }], gatheredContext: { late: true } })).toEqual({
+      kind: 'closed',
+    });
     const run = await store.findById(runId);
     expect(run?.agentTranscript).toEqual([turn]);
     expect(run?.gatheredContext).toEqual({});
+  });
+
+  it("stores an agent runtime's report or recording only in a status a session is open in, and once complete in none", async () => {
+    const turn = { speaker: 'user', text: 'Hi', start_ms: 0, end_ms: 1 };
+    const [queued] = storedRunIds(await store.insertQueued([queuedRun()]));
+    expect(await store.recordAgentReport(queued, { turns: [turn] })).toEqual({ kind: 'closed' });
+    expect(await store.recordAgentRecording(queued, 'recordings/queued.wav')).toEqual({ kind: 'closed' });
+
+    // Completed by the carrier, the run waits for its runtime's report; complete, it takes none.
+    const completed = await endedCall(3);
+    expect(await store.recordAgentReport(completed, { turns: [turn] })).toMatchObject({ kind: 'stored' });
+    await dataSource.query(`UPDATE workflow_runs SET is_completed = true WHERE id = $1`, [completed]);
+    expect(await store.recordAgentReport(completed, { turns: [turn] })).toEqual({ kind: 'closed' });
+    expect(await store.recordAgentRecording(completed, 'recordings/complete.wav')).toEqual({ kind: 'closed' });
+
+    const rows: Array<{ id: number; agent_transcript: unknown[]; recording_key: string | null }> = await dataSource.query(
+      `SELECT id, agent_transcript, recording_key FROM workflow_runs WHERE id = ANY($1::bigint[]) ORDER BY id`,
+      [[queued, completed]],
+    );
+    expect(rows).toEqual([
+      { id: queued, agent_transcript: [], recording_key: null },
+      { id: completed, agent_transcript: [turn], recording_key: null },
+    ]);
+  });
+
+  it("keeps the agent runtime's one recording, and says why it kept none", async () => {
+    const runId = await dialingRun();
+
+    expect(await store.recordAgentRecording(runId, 'recordings/first.wav')).toEqual({ kind: 'stored' });
+    expect(await store.recordAgentRecording(runId, 'recordings/second.wav')).toEqual({ kind: 'exists' });
+    expect((await store.findById(runId))?.recordingKey).toBe('recordings/first.wav');
+
+    const ended = await dialingRun();
+    expect(await store.recordAgentReport(ended, { ended: true })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentRecording(ended, 'recordings/late.wav')).toEqual({ kind: 'closed' });
+    expect((await store.findById(ended))?.recordingKey).toBeNull();
+    expect(await store.recordAgentRecording(Number.MAX_SAFE_INTEGER, 'recordings/none.wav')).toEqual({ kind: 'no_run' });
+  });
+
+  it('reads a run with the definition it was dialed with, in one statement', async () => {
+    const graph = { nodes: [{ id: 'start', type: 'startCall', data: { prompt: 'Hello' } }], edges: [] };
+    // No workflow of this test run has this id (ids count up from 1): the definition is this test's alone.
+    const [{ id: definitionId }] = await dataSource.query(
+      `INSERT INTO workflow_definitions (workflow_id, version, status, definition) VALUES (2000000000, 1, 'published', $1) RETURNING id`,
+      [JSON.stringify(graph)],
+    );
+    const [withDefinition, without] = storedRunIds(await store.insertQueued([queuedRun(), queuedRun()]));
+    await dataSource.query(`UPDATE workflow_runs SET definition_id = $2 WHERE id = $1`, [withDefinition, definitionId]);
+
+    const found = await store.findWithDefinition(withDefinition);
+    expect(found?.run.id).toBe(withDefinition);
+    expect(found?.run.definitionId).toBe(definitionId);
+    expect(found?.definition).toEqual(graph);
+    expect(await store.findWithDefinition(without)).toMatchObject({ run: { id: without, definitionId: null }, definition: null });
+    expect(await store.findWithDefinition(Number.MAX_SAFE_INTEGER)).toBeNull();
   });
 
   it("notes the agent's session only on a run that has not ended, and says whether it did", async () => {

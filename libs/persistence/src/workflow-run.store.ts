@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { DefinitionGraph } from './definition-graph';
 import { RunLogEvent } from './entities';
 import { WorkflowRun } from './entities/workflow-run.entity';
 import { preparedQuery } from './prepared-query';
-import { FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
+import { AGENT_SESSION_STATUSES, FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
 
 /** What completes a finished run's record: its artifacts' keys, and the agent turns its transcript was made from. */
 export interface RunArtifacts {
@@ -250,6 +251,25 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
 /** What one run keeps of its agent runtime's reports: transcript turns, and bytes of transcript and gathered context. */
 export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024 };
 
+/** The run an agent runtime reported on: what the dialers are told when its session ends. */
+export interface AgentSessionCall {
+  runId: number;
+  organizationId: number;
+  provider: string | null;
+  providerCallId: string | null;
+}
+
+/**
+ * What became of a write of the agent runtime: stored (a report answers
+ * whose call it was), or refused because no run has the id, its session is
+ * closed, it would pass AGENT_DATA_LIMITS, or the run has its recording.
+ */
+export type AgentSessionWrite = { kind: 'stored'; call?: AgentSessionCall } | { kind: 'no_run' | 'closed' | 'full' | 'exists' };
+
+/** A run's agent session is open: its status one of AGENT_SESSION_STATUSES (passed as `statuses`), not complete, not closed. */
+const AGENT_SESSION_OPEN = (statuses: string) =>
+  `(status = ANY(${statuses}::text[]) AND NOT is_completed AND agent_session_ended_at IS NULL)`;
+
 /** How long an Idempotency-Key is kept (as Stripe does); then a repeat starts afresh. */
 const IDEMPOTENCY_RETENTION = '24 hours';
 
@@ -342,9 +362,12 @@ export class WorkflowRunStore {
     return ids;
   }
 
-  /** One run by id (raw SQL: this is on every hot path, and the ORM's query building costs more than the query). */
+  /**
+   * One run by id: raw SQL, since this is on every hot path and the ORM's
+   * query building costs more than the query, and prepared (see preparedQuery).
+   */
   async findById(runId: number): Promise<WorkflowRun | null> {
-    const rows: RunRow[] = await this.dataSource.query(`SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = $1`, [runId]);
+    const rows = await preparedQuery<RunRow>(this.dataSource, `SELECT ${RUN_SELECT} FROM workflow_runs WHERE id = $1`, [runId]);
     return rows.length ? runFromRow(rows[0]) : null;
   }
 
@@ -645,11 +668,15 @@ export class WorkflowRunStore {
   }
 
   /**
-   * What the voice-agent runtime reports during the call: `closed` (nothing
-   * stored) once the run is complete or its session has ended (a report that
-   * raced the one ending it: the transcript may have been read for the run's
-   * artifact already), `full` when it would take the run past
-   * AGENT_DATA_LIMITS, which bound the row every read loads.
+   * What the voice-agent runtime reports during the call, stored only while
+   * its session is open (the run in AGENT_SESSION_STATUSES, not complete, the
+   * session not closed): the statement checks the session itself, so a report
+   * costs one round trip. Refused as `closed` once the run is complete or its
+   * session has ended (a report that raced the one ending it: the transcript
+   * may have been read for the run's artifact already), `full` when it would
+   * take the run past AGENT_DATA_LIMITS, which bound the row every read
+   * loads, `no_run` when no run has the id. Stored, it answers whose call it
+   * was, for the dialers to be told of a session that ended.
    */
   async recordAgentReport(
     runId: number,
@@ -659,8 +686,9 @@ export class WorkflowRunStore {
       usage?: Record<string, unknown>;
       ended?: boolean;
     },
-  ): Promise<'stored' | 'closed' | 'full'> {
-    const [, affected]: [unknown, number] = await this.dataSource.query(
+  ): Promise<AgentSessionWrite> {
+    const rows = await preparedQuery<{ organization_id: number; provider: string | null; provider_call_id: string | null }>(
+      this.dataSource,
       `UPDATE workflow_runs
           SET agent_transcript = agent_transcript || $2::jsonb,
               gathered_context = gathered_context || $3::jsonb,
@@ -670,9 +698,10 @@ export class WorkflowRunStore {
               -- A runtime that reports without having read its session first is waited for all the same.
               agent_session_started_at = COALESCE(agent_session_started_at, now()),
               updated_at = now()
-        WHERE id = $1 AND NOT is_completed AND agent_session_ended_at IS NULL
+        WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')}
           AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6
-          AND octet_length(agent_transcript::text) + octet_length(gathered_context::text) + octet_length($2::jsonb::text) + octet_length($3::jsonb::text) <= $7`,
+          AND octet_length(agent_transcript::text) + octet_length(gathered_context::text) + octet_length($2::jsonb::text) + octet_length($3::jsonb::text) <= $7
+        RETURNING organization_id, provider, provider_call_id`,
       [
         runId,
         JSON.stringify(report.turns ?? []),
@@ -681,14 +710,59 @@ export class WorkflowRunStore {
         report.ended ?? false,
         AGENT_DATA_LIMITS.turns,
         AGENT_DATA_LIMITS.bytes,
+        AGENT_SESSION_STATUSES,
       ],
     );
-    if (affected > 0) return 'stored';
-    const [row]: Array<{ closed: boolean }> = await this.dataSource.query(
-      `SELECT is_completed OR agent_session_ended_at IS NOT NULL AS closed FROM workflow_runs WHERE id = $1`,
+    if (rows.length > 0) {
+      const [row] = rows;
+      return { kind: 'stored', call: { runId, organizationId: row.organization_id, provider: row.provider, providerCallId: row.provider_call_id } };
+    }
+    const refused = await this.whyAgentWriteRefused(runId);
+    return { kind: refused.kind ?? 'full' };
+  }
+
+  /**
+   * Stores the recording the agent runtime uploaded, while its session is
+   * open and the run has none (a run keeps one), in one statement; refused,
+   * it says why: `no_run`, `closed` (as for a report), or `exists`.
+   */
+  async recordAgentRecording(runId: number, recordingKey: string): Promise<AgentSessionWrite> {
+    const rows = await preparedQuery<{ id: number }>(
+      this.dataSource,
+      `UPDATE workflow_runs SET recording_key = $2, updated_at = now()
+        WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$3')}
+        RETURNING id`,
+      [runId, recordingKey, AGENT_SESSION_STATUSES],
+    );
+    if (rows.length > 0) return { kind: 'stored' };
+    const refused = await this.whyAgentWriteRefused(runId);
+    return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'closed') };
+  }
+
+  /** Why a write of the agent runtime changed nothing, when the run's own state says so (no run, a closed session). */
+  private async whyAgentWriteRefused(runId: number): Promise<{ kind?: 'no_run' | 'closed'; hasRecording?: boolean }> {
+    const [row] = await preparedQuery<{ open: boolean; has_recording: boolean }>(
+      this.dataSource,
+      `SELECT ${AGENT_SESSION_OPEN('$2')} AS open, recording_key IS NOT NULL AS has_recording FROM workflow_runs WHERE id = $1`,
+      [runId, AGENT_SESSION_STATUSES],
+    );
+    if (!row) return { kind: 'no_run' };
+    return row.open ? { hasRecording: row.has_recording } : { kind: 'closed' };
+  }
+
+  /**
+   * A run and the definition it was dialed with (null when it has none, or
+   * that definition is gone), in one round trip: what an agent runtime's
+   * session read needs.
+   */
+  async findWithDefinition(runId: number): Promise<{ run: WorkflowRun; definition: DefinitionGraph | null } | null> {
+    const rows = await preparedQuery<RunRow & { run_definition: DefinitionGraph | null }>(
+      this.dataSource,
+      `SELECT ${RUN_SELECT}, (SELECT definition FROM workflow_definitions WHERE id = workflow_runs.definition_id) AS run_definition
+         FROM workflow_runs WHERE id = $1`,
       [runId],
     );
-    return !row || row.closed ? 'closed' : 'full';
+    return rows.length ? { run: runFromRow(rows[0]), definition: rows[0].run_definition } : null;
   }
 
   /** Notes that an agent runtime was handed this call, so its report is awaited before the run is finished. */

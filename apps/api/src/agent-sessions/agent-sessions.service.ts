@@ -1,12 +1,19 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { DomainError, isRedisUnavailable } from '@app/common';
-import { AGENT_DATA_LIMITS, WorkflowDefinition, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import {
+  AGENT_DATA_LIMITS,
+  AGENT_SESSION_STATUSES,
+  AgentSessionCall,
+  AgentSessionWrite,
+  DefinitionGraph,
+  WorkflowRun,
+  WorkflowRunStore,
+} from '@app/persistence';
 import { CallEventsQueue } from '@app/queue';
 import { AgentSessionTokens } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
-import { readAgentReport } from './agent-event';
+import { AgentReport, readAgentReport } from './agent-event';
 import { AgentSessionView } from './agent-session-view';
 
 const RECORDING_TYPES: Record<string, string> = { 'audio/wav': 'wav', 'audio/x-wav': 'wav', 'audio/wave': 'wav', 'audio/mpeg': 'mp3' };
@@ -21,7 +28,6 @@ export class AgentSessionsService {
   private readonly logger = new Logger(AgentSessionsService.name);
 
   constructor(
-    private readonly dataSource: DataSource,
     private readonly tokens: AgentSessionTokens,
     private readonly runs: WorkflowRunStore,
     private readonly renderer: PromptRenderer,
@@ -30,13 +36,10 @@ export class AgentSessionsService {
   ) {}
 
   async get(token: string): Promise<AgentSessionView> {
-    const run = await this.openRun(token);
+    const { run, definition } = await this.openSession(token);
     // A runtime has the call: wait for its report before finishing the run. Mostly the answer webhook has marked it
     // already (the row just read says so), and a second mark would be a commit that changes nothing but `updated_at`.
     if (!run.agentSessionStartedAt) await this.runs.markAgentSessionStarted(run.id);
-    const definition = run.definitionId
-      ? await this.dataSource.getRepository(WorkflowDefinition).findOneBy({ id: run.definitionId })
-      : null;
     const agent = definition ? await this.render(definition, run) : { nodes: [], opening: '' };
     return {
       run_id: run.id,
@@ -59,31 +62,35 @@ export class AgentSessionsService {
    * dialed, so a failure here is one of time (a busy gateway past the render
    * budget): 503, for the runtime to ask again.
    */
-  private async render(definition: WorkflowDefinition, run: WorkflowRun) {
+  private async render(definition: DefinitionGraph, run: WorkflowRun) {
     try {
-      return await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext });
+      return await renderDefinition(this.renderer, definition, { initial_context: run.initialContext });
     } catch (error) {
       throw new DomainError(503, 'agent_render_failed', `The agent's prompts could not be rendered: ${(error as Error).message.split('\n')[0]}`);
     }
   }
 
+  /**
+   * Stores a report in one statement, which checks the session itself. A
+   * body refused as malformed (400) still gets the session's own refusal
+   * first (403, 410), as every other request on it does.
+   */
   async report(token: string, body: unknown): Promise<{ accepted: number }> {
-    const run = await this.openRun(token);
-    const report = readAgentReport(body);
-    const stored = await this.runs.recordAgentReport(run.id, report);
-    if (stored === 'closed') throw sessionEnded();
-    if (stored === 'full') {
-      throw new DomainError(
-        413,
-        'agent_report_too_large',
-        `A run keeps at most ${AGENT_DATA_LIMITS.turns} transcript turns and ${AGENT_DATA_LIMITS.bytes / 1024 / 1024} MiB of transcript and gathered context; this report was not stored`,
-      );
+    const runId = this.grantedRunId(token);
+    let report: AgentReport;
+    try {
+      report = readAgentReport(body);
+    } catch (error) {
+      await this.openRun(token);
+      throw error;
     }
-    if (report.ended) {
+    const stored = await this.runs.recordAgentReport(runId, report);
+    if (stored.kind !== 'stored') throw refusedWrite(stored.kind);
+    if (report.ended && stored.call) {
       // The report is stored and its session closed: failing the request would only get the runtime's retry a 410.
       // Without the nudge a call that already ended is finished by the dialer's reaper, within a minute.
-      await this.nudgeArtifacts(run).catch((error: unknown) => {
-        const line = { err: error, run_id: run.id };
+      await this.nudgeArtifacts(stored.call).catch((error: unknown) => {
+        const line = { err: error, run_id: runId };
         const what = 'could not tell the dialers an agent session ended; the reaper will finish the run';
         if (isRedisUnavailable(error)) this.logger.warn(line, what);
         else this.logger.error(line, what);
@@ -104,56 +111,95 @@ export class AgentSessionsService {
     return run.id;
   }
 
-  /** A run keeps one recording: a second upload (or one racing the first) is refused, and nothing replaces the first. */
+  /**
+   * A run keeps one recording: a second upload (or one racing the first) is
+   * refused, and nothing replaces the first. The session and the run's
+   * recording were checked on the request's head (`admitRecording`); the
+   * statement that stores the recording checks them again, in case either
+   * changed while the body arrived.
+   */
   async uploadRecording(
     token: string,
     contentType: string | undefined,
     contentEncoding: string | undefined,
     body: unknown,
   ): Promise<{ stored: true }> {
-    const run = await this.openRun(token);
+    const runId = this.grantedRunId(token);
     const extension = recordingExtension(contentType, contentEncoding);
-    if (run.recordingKey) throw recordingAlreadyStored();
     if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
     // Kept for good once stored (a second upload is refused), and preferred to the carrier's: it must be the audio.
     if (!startsAsRecording(extension, body)) {
       const what = extension === 'wav' ? 'a WAV file (RIFF or RF64, then WAVE)' : 'an MP3 file (an ID3 tag or an MPEG audio frame)';
       throw new DomainError(400, 'invalid_recording', `The body does not start as ${what}: upload the recording itself`);
     }
-    const key = await this.storage.put(artifactKey(run.id, 'recording', extension), body, contentType!);
-    if (!(await this.runs.recordRecordingIfNone(run.id, key))) throw recordingAlreadyStored();
+    const key = await this.storage.put(artifactKey(runId, 'recording', extension), body, contentType!);
+    const stored = await this.runs.recordAgentRecording(runId, key);
+    if (stored.kind !== 'stored') throw refusedWrite(stored.kind);
     return { stored: true };
   }
 
-  private async openRun(token: string): Promise<WorkflowRun> {
+  /** The run a token grants, checked without reading it (403 for a bad token, 410 for an expired one). */
+  private grantedRunId(token: string): number {
     const check = this.tokens.verify(token);
     if (!check.ok) {
       throw check.reason === 'expired'
         ? new DomainError(410, 'session_expired', 'This agent session has expired')
         : new DomainError(403, 'session_token_invalid', 'This agent session token is not valid');
     }
-    const run = await this.runs.findById(check.grant.runId);
-    if (!run) throw new DomainError(403, 'session_token_invalid', 'This agent session token is not valid');
-    if (run.isCompleted || run.agentSessionEndedAt || !['dialing', 'ringing', 'in_progress', 'completed'].includes(run.status)) {
-      throw sessionEnded();
-    }
-    return run;
+    return check.grant.runId;
+  }
+
+  /** The run of a token whose session is open, read (403 when no run has its id, 410 when its session is closed). */
+  private async openRun(token: string): Promise<WorkflowRun> {
+    const run = await this.runs.findById(this.grantedRunId(token));
+    return assertSessionOpen(run);
+  }
+
+  /** As openRun, with the definition the run was dialed with, in the same round trip. */
+  private async openSession(token: string): Promise<{ run: WorkflowRun; definition: DefinitionGraph | null }> {
+    const found = await this.runs.findWithDefinition(this.grantedRunId(token));
+    return { run: assertSessionOpen(found?.run ?? null), definition: found?.definition ?? null };
   }
 
   /** Tells the dialer the runtime is done, so a completed call can be finished now. */
-  private async nudgeArtifacts(run: WorkflowRun): Promise<void> {
+  private async nudgeArtifacts(call: AgentSessionCall): Promise<void> {
     await this.events.enqueueEvent(
       {
-        runId: run.id,
-        organizationId: run.organizationId,
-        provider: run.provider ?? 'sandbox',
-        providerCallId: run.providerCallId ?? '',
+        runId: call.runId,
+        organizationId: call.organizationId,
+        provider: call.provider ?? 'sandbox',
+        providerCallId: call.providerCallId ?? '',
         type: 'recording',
         occurredAt: new Date().toISOString(),
       },
       0,
-      `run-${run.id}-agent-ended`,
+      `run-${call.runId}-agent-ended`,
     );
+  }
+}
+
+/** A run whose agent session is open; 403 for no run (as for a bad token), 410 for a closed session. */
+function assertSessionOpen(run: WorkflowRun | null): WorkflowRun {
+  if (!run) throw refusedWrite('no_run');
+  if (run.isCompleted || run.agentSessionEndedAt || !AGENT_SESSION_STATUSES.includes(run.status)) throw sessionEnded();
+  return run;
+}
+
+/** The answer to a write of the agent runtime that was refused, by the reason the store gave. */
+function refusedWrite(kind: Exclude<AgentSessionWrite['kind'], 'stored'>): DomainError {
+  switch (kind) {
+    case 'no_run':
+      return new DomainError(403, 'session_token_invalid', 'This agent session token is not valid');
+    case 'closed':
+      return sessionEnded();
+    case 'exists':
+      return recordingAlreadyStored();
+    case 'full':
+      return new DomainError(
+        413,
+        'agent_report_too_large',
+        `A run keeps at most ${AGENT_DATA_LIMITS.turns} transcript turns and ${AGENT_DATA_LIMITS.bytes / 1024 / 1024} MiB of transcript and gathered context; this report was not stored`,
+      );
   }
 }
 
