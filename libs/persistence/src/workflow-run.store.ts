@@ -765,15 +765,20 @@ export class WorkflowRunStore {
     return rows.length ? { run: runFromRow(rows[0]), definition: rows[0].run_definition } : null;
   }
 
-  /** Notes that an agent runtime was handed this call, so its report is awaited before the run is finished. */
-  /** Notes that the agent runtime was given the call; false (nothing noted) when the run has already ended. */
+  /**
+   * Notes that an agent runtime was handed this call, so its report is
+   * awaited before the run is finished; false (nothing noted) when the run
+   * has already ended.
+   */
   async markAgentSessionStarted(runId: number): Promise<boolean> {
-    const [, changed]: [unknown, number] = await this.dataSource.query(
+    const rows = await preparedQuery<{ id: number }>(
+      this.dataSource,
       `UPDATE workflow_runs SET agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
-        WHERE id = $1 AND status <> ALL($2::text[])`,
+        WHERE id = $1 AND status <> ALL($2::text[])
+        RETURNING id`,
       [runId, FINAL_RUN_STATUSES],
     );
-    return changed > 0;
+    return rows.length > 0;
   }
 
   /**

@@ -61,7 +61,7 @@ export class TelephonyWebhooksService {
     // An id that cannot name a run (malformed, past the column's range) is refused like one that names no run.
     const storedId = parseStoredId(runIdParam, MAX_RUN_ID);
     const runId = typeof storedId === 'number' ? storedId : null;
-    const run = runId === null ? null : await this.dataSource.getRepository(WorkflowRun).findOneBy({ id: runId });
+    const run = runId === null ? null : await this.runs.findById(runId);
     if (!run || run.provider !== providerName) {
       throw this.unverifiable(providerName, runIdParam, run ? `the run is a call of ${run.provider}` : 'no run has this id');
     }
