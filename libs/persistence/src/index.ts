@@ -8,6 +8,7 @@ export * from './run-status';
 export * from './pending-schema-changes';
 export * from './prepared-query';
 export * from './persistence.module';
+export * from './telephony-configuration-row';
 export * from './workflow-run.store';
 export * from './run-reader.service';
 export * from './unapplied-migrations';

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { storedRunIds } from '../../../test/support/stored-run-ids';
 import { createDataSource } from './create-data-source';
+import { TelephonyConfiguration } from './entities';
 import { AGENT_DATA_LIMITS, NewRun, WorkflowRunStore } from './workflow-run.store';
 
 /** Against this test run's Postgres: the duration and transition rules are conditional updates, which only the database can prove. */
@@ -181,7 +182,7 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await store.recordAgentRecording(Number.MAX_SAFE_INTEGER, 'recordings/none.wav')).toEqual({ kind: 'no_run' });
   });
 
-  it('reads a run with the definition it was dialed with, in one statement', async () => {
+  it('reads a run with the definition it was dialed with', async () => {
     const graph = { nodes: [{ id: 'start', type: 'startCall', data: { prompt: 'Hello' } }], edges: [] };
     // No workflow of this test run has this id (ids count up from 1): the definition is this test's alone.
     const [{ id: definitionId }] = await dataSource.query(
@@ -197,6 +198,25 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(found?.definition).toEqual(graph);
     expect(await store.findWithDefinition(without)).toMatchObject({ run: { id: without, definitionId: null }, definition: null });
     expect(await store.findWithDefinition(Number.MAX_SAFE_INTEGER)).toBeNull();
+  });
+
+  it('reads a run with its telephony configuration as the ORM maps it', async () => {
+    const [{ id: configurationId }] = await dataSource.query(
+      `INSERT INTO telephony_configurations
+         (organization_id, name, provider, credentials_encrypted, from_numbers, calls_per_second, max_concurrent_calls, settings)
+       VALUES (1, 'Store spec', 'telnyx', 'v1:sealed', ARRAY['+15005550006', '+15005550007'], 2.5, 7, '{"ring_ms": 20, "nested": {"a": [1]}}')
+       RETURNING id`,
+    );
+    const [withConfiguration, without] = storedRunIds(await store.insertQueued([{ ...queuedRun(), telephonyConfigurationId: configurationId }, queuedRun()]));
+    await dataSource.query(`UPDATE workflow_runs SET telephony_configuration_id = NULL WHERE id = $1`, [without]);
+
+    const found = await store.findWithConfiguration(withConfiguration);
+    expect(found?.run).toEqual(await store.findById(withConfiguration));
+    // Field for field what the ORM reads (timestamps to the millisecond, as a JS Date keeps them).
+    expect(found?.configuration).toEqual(await dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: configurationId }));
+    expect(found?.configuration?.callsPerSecond).toBe(2.5);
+    expect(await store.findWithConfiguration(without)).toMatchObject({ run: { id: without }, configuration: null });
+    expect(await store.findWithConfiguration(Number.MAX_SAFE_INTEGER)).toBeNull();
   });
 
   it("notes the agent's session only on a run that has not ended, and says whether it did", async () => {

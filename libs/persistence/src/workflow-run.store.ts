@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { DefinitionGraph } from './definition-graph';
-import { RunLogEvent } from './entities';
+import { RunLogEvent, TelephonyConfiguration } from './entities';
 import { WorkflowRun } from './entities/workflow-run.entity';
 import { preparedQuery } from './prepared-query';
+import { configurationFromRow } from './telephony-configuration-row';
 import { AGENT_SESSION_STATUSES, FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
 
 /** What completes a finished run's record: its artifacts' keys, and the agent turns its transcript was made from. */
@@ -763,6 +764,24 @@ export class WorkflowRunStore {
       [runId],
     );
     return rows.length ? { run: runFromRow(rows[0]), definition: rows[0].run_definition } : null;
+  }
+
+  /**
+   * A run and its telephony configuration (null when it has none, or that
+   * configuration is gone), in one round trip: what a carrier's webhook
+   * needs to verify its signature before it changes anything.
+   */
+  async findWithConfiguration(runId: number): Promise<{ run: WorkflowRun; configuration: TelephonyConfiguration | null } | null> {
+    const rows = await preparedQuery<RunRow & { run_configuration: Record<string, unknown> | null }>(
+      this.dataSource,
+      `SELECT ${RUN_SELECT},
+              (SELECT to_jsonb(c) FROM telephony_configurations c WHERE c.id = workflow_runs.telephony_configuration_id) AS run_configuration
+         FROM workflow_runs WHERE id = $1`,
+      [runId],
+    );
+    if (!rows.length) return null;
+    const configuration = rows[0].run_configuration;
+    return { run: runFromRow(rows[0]), configuration: configuration ? configurationFromRow(configuration) : null };
   }
 
   /**

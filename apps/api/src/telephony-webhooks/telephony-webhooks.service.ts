@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { DomainError, Errors, MAX_RUN_ID, parseStoredId } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { isFinalRunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
@@ -43,7 +42,6 @@ export class TelephonyWebhooksService {
   private readonly logger = new Logger(TelephonyWebhooksService.name);
 
   constructor(
-    private readonly dataSource: DataSource,
     private readonly providers: TelephonyProviders,
     private readonly cipher: CredentialsCipher,
     private readonly events: CallEventsQueue,
@@ -61,13 +59,12 @@ export class TelephonyWebhooksService {
     // An id that cannot name a run (malformed, past the column's range) is refused like one that names no run.
     const storedId = parseStoredId(runIdParam, MAX_RUN_ID);
     const runId = typeof storedId === 'number' ? storedId : null;
-    const run = runId === null ? null : await this.runs.findById(runId);
+    const found = runId === null ? null : await this.runs.findWithConfiguration(runId);
+    const run = found?.run;
     if (!run || run.provider !== providerName) {
       throw this.unverifiable(providerName, runIdParam, run ? `the run is a call of ${run.provider}` : 'no run has this id');
     }
-    const config = run.telephonyConfigurationId
-      ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
-      : null;
+    const config = found.configuration;
     const credentials = this.cipher.credentialsOf(config);
     try {
       provider.verifyWebhook(request, credentials, Date.now());

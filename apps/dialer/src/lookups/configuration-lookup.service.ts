@@ -2,9 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { ExpiringCache } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { TelephonyConfiguration } from '@app/persistence';
-
-type ConfigurationRow = Record<string, unknown>;
+import { configurationFromRow, TelephonyConfiguration } from '@app/persistence';
 
 /**
  * Telephony configurations as the dialer reads them: every call and most
@@ -33,25 +31,7 @@ export class ConfigurationLookup {
   }
 
   private async load(id: number): Promise<TelephonyConfiguration | null> {
-    const rows: ConfigurationRow[] = await this.dataSource.query(`SELECT * FROM telephony_configurations WHERE id = $1`, [id]);
+    const rows: Array<Record<string, unknown>> = await this.dataSource.query(`SELECT * FROM telephony_configurations WHERE id = $1`, [id]);
     return rows.length ? configurationFromRow(rows[0]) : null;
   }
-}
-
-function configurationFromRow(row: ConfigurationRow): TelephonyConfiguration {
-  return Object.assign(new TelephonyConfiguration(), {
-    id: row.id,
-    organizationId: row.organization_id,
-    name: row.name,
-    provider: row.provider,
-    credentialsEncrypted: row.credentials_encrypted,
-    fromNumbers: row.from_numbers,
-    isDefaultOutbound: row.is_default_outbound,
-    callsPerSecond: row.calls_per_second,
-    maxConcurrentCalls: row.max_concurrent_calls,
-    maxCallDurationSeconds: row.max_call_duration_seconds,
-    settings: row.settings,
-    createdAt: new Date(row.created_at as string),
-    updatedAt: new Date(row.updated_at as string),
-  });
 }
