@@ -85,7 +85,7 @@ export class AgentSessionsService {
       throw error;
     }
     const stored = await this.runs.recordAgentReport(runId, report);
-    if (stored.kind !== 'stored') throw refusedWrite(stored.kind);
+    if (stored.kind !== 'stored') throw refusal(stored.kind);
     if (report.ended && stored.call) {
       // The report is stored and its session closed: failing the request would only get the runtime's retry a 410.
       // Without the nudge a call that already ended is finished by the dialer's reaper, within a minute.
@@ -134,7 +134,7 @@ export class AgentSessionsService {
     }
     const key = await this.storage.put(artifactKey(runId, 'recording', extension), body, contentType!);
     const stored = await this.runs.recordAgentRecording(runId, key);
-    if (stored.kind !== 'stored') throw refusedWrite(stored.kind);
+    if (stored.kind !== 'stored') throw refusal(stored.kind);
     return { stored: true };
   }
 
@@ -180,13 +180,13 @@ export class AgentSessionsService {
 
 /** A run whose agent session is open; 403 for no run (as for a bad token), 410 for a closed session. */
 function assertSessionOpen(run: WorkflowRun | null): WorkflowRun {
-  if (!run) throw refusedWrite('no_run');
+  if (!run) throw refusal('no_run');
   if (run.isCompleted || run.agentSessionEndedAt || !AGENT_SESSION_STATUSES.includes(run.status)) throw sessionEnded();
   return run;
 }
 
-/** The answer to a write of the agent runtime that was refused, by the reason the store gave. */
-function refusedWrite(kind: Exclude<AgentSessionWrite['kind'], 'stored'>): DomainError {
+/** The answer to a request of the agent runtime refused for `kind`: the reason a read or the store gave. */
+function refusal(kind: Exclude<AgentSessionWrite['kind'], 'stored'>): DomainError {
   switch (kind) {
     case 'no_run':
       return new DomainError(403, 'session_token_invalid', 'This agent session token is not valid');
