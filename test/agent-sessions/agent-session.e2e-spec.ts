@@ -69,6 +69,14 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       });
     });
 
+  /** The status and error code of the whole answer in `received` (bytes as latin1), or undefined until all of it came. */
+  const answerIn = (received: string): { status: number; code: string } | undefined => {
+    const headEnd = received.indexOf('\r\n\r\n');
+    const length = /\r\ncontent-length: *(\d+)/i.exec(received);
+    if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return undefined;
+    return { status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code };
+  };
+
   /**
    * Sends a recording upload's head announcing 50 MiB of audio (or `bytes`)
    * and only the first kilobyte of it: the API's answer, or 'no answer yet'
@@ -87,10 +95,8 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       socket.on('error', reject);
       socket.on('data', (chunk) => {
         received += chunk.toString('latin1');
-        const headEnd = received.indexOf('\r\n\r\n');
-        const length = /\r\ncontent-length: *(\d+)/i.exec(received);
-        if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return;
-        finish({ status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code });
+        const answer = answerIn(received);
+        if (answer) finish(answer);
       });
     });
 
@@ -373,12 +379,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         const ended = await apps.client.post(`${session(token)}/events`, { events: [{ type: 'session_ended' }] });
         expect(ended.status).toBe(200);
         socket.write(audio.subarray(1024));
-        const answer = await waitFor(async () => {
-          const headEnd = received.indexOf('\r\n\r\n');
-          const length = /\r\ncontent-length: *(\d+)/i.exec(received);
-          if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return undefined;
-          return { status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code };
-        });
+        const answer = await waitFor(async () => answerIn(received));
         expect(answer).toEqual({ status: 410, code: 'session_ended' });
       } finally {
         socket.destroy();

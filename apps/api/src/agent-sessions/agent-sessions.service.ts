@@ -81,7 +81,7 @@ export class AgentSessionsService {
     try {
       report = readAgentReport(body);
     } catch (error) {
-      await this.openRun(token);
+      assertSessionOpen(await this.runs.findById(runId));
       throw error;
     }
     const stored = await this.runs.recordAgentReport(runId, report);
