@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const KEY_PREFIX = 'vak_';
 
@@ -15,6 +15,7 @@ export function issueApiKey(): IssuedApiKey {
   return { key, hash: hashApiKey(key), displayPrefix: key.slice(0, KEY_PREFIX.length + 6) };
 }
 
+/** SHA-256 of the key's UTF-8 bytes, in hex: what is stored and looked up. One-shot: every request hashes its key. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }

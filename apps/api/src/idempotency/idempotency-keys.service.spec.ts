@@ -1,9 +1,20 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createDataSource } from '@app/persistence';
 import { testRunResources } from '../../../../test/support/test-run-id';
 import { AuthenticatedKey } from '../auth/authenticated-key';
+import { canonicalJson } from './canonical-json';
 import { IdempotencyKeys } from './idempotency-keys.service';
+
+describe('IdempotencyKeys.fingerprint', () => {
+  it('is the SHA-256 in hex of the endpoint and the canonical body, as the keys already held were written', () => {
+    const body = { phone_number: '+14155552671', initial_context: { z: 'é', a: [1, { b: null }] } };
+    const endpoint = 'production 3f0b6c1e-8d9a-4c52-9a57-0f3c2b1d4e5a';
+    const written = createHash('sha256').update(`${endpoint}\n${canonicalJson(body)}`).digest('hex');
+    expect(IdempotencyKeys.fingerprint(endpoint, body)).toBe(written);
+    expect(IdempotencyKeys.fingerprint(endpoint, { ...body, phone_number: '+14155552672' })).not.toBe(written);
+  });
+});
 
 /** Against this test run's Postgres: what a held key tells the request that finds it (claims: see WorkflowRunStore's spec). */
 describe('IdempotencyKeys.earlierRun', () => {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DomainError, Errors } from '@app/common';
@@ -29,7 +29,7 @@ export class IdempotencyKeys {
   }
 
   static fingerprint(endpoint: string, body: unknown): string {
-    return createHash('sha256').update(`${endpoint}\n${canonicalJson(body)}`).digest('hex');
+    return hash('sha256', `${endpoint}\n${canonicalJson(body)}`, 'hex');
   }
 
   /**
