@@ -38,12 +38,14 @@ export async function startTestApps(options: { dialer?: boolean; env?: Record<st
     const dialerConfig = { ...testConfig({ PORT: String(port), PUBLIC_BASE_URL: baseUrl, ...options.env, ...env }) };
     const app = await createDialerApp(dialerConfig, logger);
     await app.init();
-    // A test may stop a dialer itself (a shutdown under test): closing the apps afterwards does not close it again.
-    const close = app.close.bind(app);
+    // A test may stop a dialer itself (a shutdown under test): closing the apps afterwards does not close it again
+    // (Nest runs its whole shutdown again on a second close). A proxy, since Nest's own proxy of the app does not
+    // keep a `close` assigned to it.
     let closing: Promise<void> | null = null;
-    app.close = () => (closing ??= close());
-    dialers.push(app);
-    return app;
+    const closeOnce = () => (closing ??= app.close());
+    const dialer = new Proxy(app, { get: (target, prop, receiver) => (prop === 'close' ? closeOnce : Reflect.get(target, prop, receiver)) });
+    dialers.push(dialer);
+    return dialer;
   };
   const dialer = options.dialer === false ? null : await addDialer();
   return {

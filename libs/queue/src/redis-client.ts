@@ -75,7 +75,12 @@ export class RedisClient implements OnModuleInit, OnApplicationShutdown {
     return (keys, args) => command.call(this.redis, ...keys, ...args);
   }
 
+  /**
+   * Once only: a second close of the app (Nest runs its whole shutdown again)
+   * finds the connection ended, and a `disconnect()` then would arm ioredis'
+   * 2 s timer to destroy a socket long gone, holding the process open.
+   */
   async onApplicationShutdown(): Promise<void> {
-    this.redis.disconnect();
+    if (this.redis.status !== 'end') this.redis.disconnect();
   }
 }
