@@ -1,4 +1,5 @@
 import { AppConfig } from '@app/config';
+import { testConfig } from '../../../test/support/test-config';
 import { RedisClient } from './redis-client';
 
 describe('RedisClient', () => {
@@ -29,5 +30,19 @@ describe('RedisClient', () => {
     } finally {
       await client.onApplicationShutdown();
     }
+  });
+
+  it('closes once: a second shutdown leaves no timer behind to hold the process open', async () => {
+    const client = new RedisClient(testConfig(), 'worker');
+    await client.redis.ping();
+    await client.onApplicationShutdown();
+    await new Promise((resolve) => client.redis.once('end', resolve));
+    const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    const before = timers();
+
+    await client.onApplicationShutdown();
+
+    expect(client.redis.status).toBe('end');
+    expect(timers()).toBe(before);
   });
 });
