@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { DependenciesHealth } from '../../libs/health/src/dependencies.health';
+import { createOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 /**
@@ -10,9 +11,11 @@ import { startTestApps, TestApps } from '../support/test-apps';
  */
 describe('HTTP connections that stop sending', () => {
   let apps: TestApps;
+  let adminKey: string;
 
   beforeAll(async () => {
     apps = await startTestApps({ dialer: false, env: { HTTP_IDLE_TIMEOUT_MS: '1000' } });
+    ({ adminKey } = await createOrganization(apps.dataSource, 'Stalled bodies'));
   });
   afterAll(() => apps.close());
 
@@ -85,10 +88,23 @@ describe('HTTP connections that stop sending', () => {
   it('closes a connection whose request body stops arriving, without answering it', async () => {
     const { closedAfterMs, answer } = await stalledRequest(
       '/api/v1/public/agent/00000000-0000-4000-8000-000000000000',
-      'Content-Type: application/json\r\nContent-Length: 1000\r\n',
+      `Content-Type: application/json\r\nContent-Length: 1000\r\nX-API-Key: ${adminKey}\r\n`,
     );
     expect(closedAfterMs).toBeGreaterThanOrEqual(900);
     expect(closedAfterMs).toBeLessThan(10_000);
     expect(answer).toBe('');
+  });
+
+  it.each([
+    ['without a key', 401, () => 'Content-Type: application/json\r\n'],
+    ['with a key, of a type not taken', 415, () => `Content-Type: text/plain\r\nX-API-Key: ${adminKey}\r\n`],
+  ])('answers a request refused on its head (%s) at once, and closes its connection rather than wait for the body', async (_what, status, headers) => {
+    const { closedAfterMs, answer } = await stalledRequest(
+      '/api/v1/public/agent/00000000-0000-4000-8000-000000000000',
+      `${headers()}Content-Length: 1000\r\n`,
+    );
+    expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(closedAfterMs).toBeLessThan(900);
   });
 });

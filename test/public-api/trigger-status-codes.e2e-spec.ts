@@ -5,6 +5,7 @@ import {
   CallableOrganization,
   countRuns,
   expectError,
+  headOnlyPost,
   issueKey,
   seedCallableOrganization,
   triggerPath,
@@ -12,6 +13,7 @@ import {
 import { startTestApps, TestApps } from '../support/test-apps';
 
 const BODY = { phone_number: '+14155552671' };
+
 
 describe('trigger endpoints: status codes', () => {
   let apps: TestApps;
@@ -151,6 +153,30 @@ describe('trigger endpoints: status codes', () => {
         );
       },
     );
+
+    // Refused while the body is read, which a request without a valid key no longer reaches: 400, 413, 415 before.
+    const UNREADABLE_BODIES: Array<[string, string | Buffer, Record<string, string>]> = [
+      ['malformed JSON', '{"phone_number": "+14155552671"', {}],
+      ['JSON sent as text/plain', JSON.stringify(BODY), { 'content-type': 'text/plain' }],
+      ['form fields', 'phone_number=%2B14155552671', { 'content-type': 'application/x-www-form-urlencoded' }],
+      ['a body over 1 MiB', JSON.stringify({ ...BODY, initial_context: { pad: 'x'.repeat(1024 * 1024) } }), {}],
+      ['bytes that are not UTF-8', Buffer.from([0x7b, 0xff, 0x7d]), {}],
+    ];
+
+    it.each(UNREADABLE_BODIES)('answers 401, without a key or with an unknown one, whatever the body: %s', async (_what, raw, headers) => {
+      const path = triggerPath(main.workflow.triggerUuid);
+      await expectRejected(() => apps.client.post(path, undefined, { raw, headers }), 401, 'unauthorized');
+      await expectRejected(() => apps.client.post(path, undefined, { raw, headers, key: 'vak_not-a-real-key' }), 401, 'unauthorized');
+      // With a valid key the body's own refusal stands.
+      const read = await apps.client.post(path, undefined, { raw, headers, key: main.org.adminKey });
+      expect([400, 413, 415]).toContain(read.status);
+    });
+
+    it('answers 401 as soon as the head has arrived, without waiting for the body', async () => {
+      const response = await headOnlyPost(apps.baseUrl, triggerPath(main.workflow.triggerUuid), { 'content-type': 'application/json' });
+      expect(response.status).toBe(401);
+      expect(JSON.parse(response.body)).toMatchObject({ statusCode: 401, code: 'unauthorized' });
+    });
 
     it('answers 401 without a key even for an unknown trigger', async () => {
       await expectRejected(() => apps.client.post(triggerPath(randomUUID()), BODY), 401, 'unauthorized');

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { DataSource } from 'typeorm';
 import { ApiKey, ApiKeyRole, DefinitionGraph, TelephonyConfiguration } from '@app/persistence';
 import { issueApiKey } from '../../apps/api/src/auth/api-key-secret';
@@ -135,4 +136,34 @@ export function flipChar(text: string, index: number): string {
   const current = text[index];
   const replacement = current === 'A' ? 'B' : 'A';
   return text.slice(0, index) + replacement + text.slice(index + 1);
+}
+
+/**
+ * A POST that announces a 2 MiB body and sends only its head and a few bytes
+ * of it: answers the status and body the server sends while the rest is
+ * still due (rejects if none comes within 5 s).
+ */
+export function headOnlyPost(baseUrl: string, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${baseUrl}${path}`, { method: 'POST', headers: { ...headers, 'content-length': String(2 * 1024 * 1024) } });
+    const timer = setTimeout(() => {
+      request.destroy();
+      reject(new Error('no answer while the body was still due'));
+    }, 5_000);
+    request.on('response', (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => {
+        clearTimeout(timer);
+        request.destroy();
+        resolve({ status: response.statusCode ?? 0, body });
+      });
+    });
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    request.write('{"a": 1');
+  });
 }

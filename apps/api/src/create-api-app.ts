@@ -12,6 +12,9 @@ import { DomainError, ErrorBody, PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
 import { AgentSessionsService, recordingUploadInProgress } from './agent-sessions/agent-sessions.service';
 import { AppModule } from './app.module';
+import { ApiKeyAuthenticator } from './auth/api-key-authenticator.service';
+import { ApiKeyRouteConfig } from './auth/api-key-routes.decorator';
+import { checkRequestKey } from './auth/api-key.guard';
 import { bodyMediaTypeRefusal } from './body-media-type';
 import { originForm } from './request-target';
 
@@ -110,6 +113,12 @@ function utf8JsonParser(fastify: FastifyInstance): FastifyBodyParser<Buffer> {
   };
 }
 
+/** The 415 for a body whose declared type the route does not take, answered before the body is read; else undefined. */
+function mediaTypeRefusal(request: FastifyRequest): FastifyError | undefined {
+  const refusal = bodyMediaTypeRefusal(request.method, request.url, request.headers);
+  return refusal ? Object.assign(new Error(refusal), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', name: 'FastifyError' }) : undefined;
+}
+
 /**
  * Builds the gateway on Fastify, with everything production and tests share:
  * request ids, structured logs, body limit, OpenAPI at /docs, shutdown hooks.
@@ -139,15 +148,27 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
       void reply.status(body.statusCode).header('x-request-id', request.id).header('content-type', 'application/json; charset=utf-8').send(body);
     },
   });
+  // The app's, once it is built: no request arrives before.
+  const keys: { authenticator?: ApiKeyAuthenticator } = {};
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
-    // Before the body is read: audio bodies may be up to RECORDING_LIMIT_BYTES, and a body of the wrong type is not parsed.
-    const refusal = bodyMediaTypeRefusal(request.method, request.url, request.headers);
-    if (refusal) {
-      done(Object.assign(new Error(refusal), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
+    // Before the body is read: the API key of a route that needs one (without a valid key, 401 whatever the body, which
+    // is not read), then the body's type (audio bodies may be up to RECORDING_LIMIT_BYTES, and one of the wrong type is
+    // not parsed).
+    const needsKey = (request.routeOptions.config as ApiKeyRouteConfig).apiKey;
+    if (!needsKey) {
+      done(mediaTypeRefusal(request));
       return;
     }
-    done();
+    checkRequestKey(keys.authenticator!, request, needsKey.role).then(() => done(mediaTypeRefusal(request)), done);
+  });
+
+  // Answered on its head, before its body has arrived (a refusal above, or an upload's): the connection is closed once
+  // the answer is sent. Kept alive, it would wait for the rest of a body no one reads, as an idle connection between
+  // requests (Fastify's keep-alive timeout, 72 s) rather than HTTP_IDLE_TIMEOUT_MS.
+  adapter.getInstance().addHook('onSend', (request, reply, payload, done) => {
+    if (!request.raw.complete) void reply.header('connection', 'close');
+    done(null, payload);
   });
 
   // HTTP_IDLE_TIMEOUT_MS is for a request that stops arriving and a response its client stops reading. Once the
@@ -172,6 +193,7 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     // Carrier webhook signatures are over the exact bytes sent.
     rawBody: true,
   });
+  keys.authenticator = app.get(ApiKeyAuthenticator);
   // In place of Nest's default JSON parser, before `init` would register it.
   app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT_BYTES }, utf8JsonParser(adapter.getInstance()));
 

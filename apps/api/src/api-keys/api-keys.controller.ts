@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
@@ -9,10 +9,9 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { ParseIdPipe } from '@app/common';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
-import { RequireRole } from '../auth/require-role.decorator';
 import { apiKeyNotFound } from './api-key-not-found.error';
 import { ApiKeyView } from './api-key-view';
 import { ApiKeysService } from './api-keys.service';
@@ -27,8 +26,7 @@ const ID_PARAM = ApiIdParam('id', 'The API key');
 @ApiSecurity('api-key')
 @ApiBearerAuth('bearer')
 @Controller('api/v1/api-keys')
-@UseGuards(ApiKeyGuard)
-@RequireRole('admin')
+@ApiKeyRoutes('admin')
 export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeysService) {}
 

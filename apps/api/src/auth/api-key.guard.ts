@@ -10,8 +10,12 @@ import { REQUIRED_ROLE } from './require-role.decorator';
 export type AuthenticatedRequest = FastifyRequest & { apiKey?: AuthenticatedKey };
 
 /**
- * Accepts `X-API-Key: <key>` or `Authorization: Bearer <key>`. Runs before
- * validation, so a request without credentials is a 401 whatever its body.
+ * Accepts `X-API-Key: <key>` or `Authorization: Bearer <key>`. The gateway
+ * checks the key of a route marked by `ApiKeyRoutes` as soon as the
+ * request's head has arrived (`checkRequestKey`, before the body is read);
+ * the guard then finds the key on the request and only checks the role
+ * again. A route guarded without that mark has its key checked here, once
+ * the body is in.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -22,18 +26,37 @@ export class ApiKeyGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const presented = presentedKey(request);
-    if (!presented) throw Errors.unauthorized();
-    const key = await this.authenticator.authenticate(presented);
-    if (!key) throw Errors.unauthorized('The API key is unknown or revoked');
     const role = this.reflector.getAllAndOverride<ApiKeyRole | undefined>(REQUIRED_ROLE, [
       context.getHandler(),
       context.getClass(),
     ]);
-    if (role && key.role !== role) throw Errors.forbidden(`This endpoint needs an API key with the ${role} role`);
-    request.apiKey = key;
+    await checkRequestKey(this.authenticator, request, role ?? null);
     return true;
   }
+}
+
+/**
+ * Authenticates the request's key (401 when it has none, or an unknown or
+ * revoked one) and checks its role (403), keeping the key on the request as
+ * `apiKey`. A request checked already keeps its key; only the role is
+ * checked again.
+ */
+export async function checkRequestKey(
+  authenticator: ApiKeyAuthenticator,
+  request: AuthenticatedRequest,
+  role: ApiKeyRole | null,
+): Promise<AuthenticatedKey> {
+  let key = request.apiKey;
+  if (!key) {
+    const presented = presentedKey(request);
+    if (!presented) throw Errors.unauthorized();
+    const found = await authenticator.authenticate(presented);
+    if (!found) throw Errors.unauthorized('The API key is unknown or revoked');
+    key = found;
+  }
+  if (role && key.role !== role) throw Errors.forbidden(`This endpoint needs an API key with the ${role} role`);
+  request.apiKey = key;
+  return key;
 }
 
 function presentedKey(request: FastifyRequest): string | null {

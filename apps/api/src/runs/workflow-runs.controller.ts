@@ -1,8 +1,8 @@
-import { Body, Controller, Get, Header, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Errors, MAX_RUN_ID, ParseIdPipe } from '@app/common';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { CreateDownloadDto, DownloadLinkDto } from './create-download.dto';
@@ -26,7 +26,7 @@ const DATABASE_AWAY = '`service_unavailable`: the database is away; retry';
 @ApiSecurity('api-key')
 @ApiBearerAuth('bearer')
 @Controller('api/v1/workflow/:workflow_id/runs')
-@UseGuards(ApiKeyGuard)
+@ApiKeyRoutes()
 export class WorkflowRunsController {
   constructor(private readonly runs: WorkflowRunsService) {}
 

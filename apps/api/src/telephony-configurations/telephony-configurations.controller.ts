@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
@@ -10,10 +10,9 @@ import {
 } from '@nestjs/swagger';
 import { ParseIdPipe } from '@app/common';
 import type { CredentialsCheck } from '@app/telephony';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
-import { RequireRole } from '../auth/require-role.decorator';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
 import { telephonyConfigurationNotFound } from './telephony-configuration-not-found.error';
 import { TelephonyConfigurationView } from './telephony-configuration-view';
@@ -30,8 +29,7 @@ const ID_PARAM = ApiIdParam('id', 'The telephony configuration');
 @ApiSecurity('api-key')
 @ApiBearerAuth('bearer')
 @Controller('api/v1/telephony-configurations')
-@UseGuards(ApiKeyGuard)
-@RequireRole('admin')
+@ApiKeyRoutes('admin')
 export class TelephonyConfigurationsController {
   constructor(private readonly configurations: TelephonyConfigurationsService) {}
 

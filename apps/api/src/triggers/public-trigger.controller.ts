@@ -1,8 +1,8 @@
-import { Body, Controller, Headers, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { RunEnvironment } from '@app/persistence';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { IdempotencyKeys } from '../idempotency/idempotency-keys.service';
@@ -39,7 +39,7 @@ const TRIGGER_ERRORS = ApiErrors({
 @ApiTags('public')
 @ApiSecurity('api-key')
 @Controller('api/v1/public/agent')
-@UseGuards(ApiKeyGuard)
+@ApiKeyRoutes()
 export class PublicTriggerController {
   constructor(private readonly calls: TriggerCallService) {}
 

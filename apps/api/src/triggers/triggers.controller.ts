@@ -1,9 +1,8 @@
-import { Body, Controller, Param, Patch, UseGuards } from '@nestjs/common';
+import { Body, Controller, Param, Patch } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
-import { RequireRole } from '../auth/require-role.decorator';
 import { TriggersAdminService } from './triggers-admin.service';
 import { TriggerView, UpdateTriggerDto } from './update-trigger.dto';
 
@@ -12,8 +11,7 @@ import { TriggerView, UpdateTriggerDto } from './update-trigger.dto';
 @ApiSecurity('api-key')
 @ApiBearerAuth('bearer')
 @Controller('api/v1/triggers')
-@UseGuards(ApiKeyGuard)
-@RequireRole('admin')
+@ApiKeyRoutes('admin')
 export class TriggersController {
   constructor(private readonly triggers: TriggersAdminService) {}
 

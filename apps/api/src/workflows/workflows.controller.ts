@@ -1,10 +1,9 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Put, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { ParseIdPipe } from '@app/common';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
-import { RequireRole } from '../auth/require-role.decorator';
 import { CreateWorkflowDto } from './create-workflow.dto';
 import { SaveDraftDto } from './save-draft.dto';
 import { workflowNotFound } from './workflow-not-found.error';
@@ -21,8 +20,7 @@ const ID_PARAM = ApiIdParam('id', 'The workflow');
 @ApiSecurity('api-key')
 @ApiBearerAuth('bearer')
 @Controller('api/v1/workflows')
-@UseGuards(ApiKeyGuard)
-@RequireRole('admin')
+@ApiKeyRoutes('admin')
 export class WorkflowsController {
   constructor(private readonly workflows: WorkflowsService) {}
 
