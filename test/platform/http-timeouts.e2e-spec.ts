@@ -20,7 +20,7 @@ describe('HTTP connections that stop sending', () => {
   afterAll(() => apps.close());
 
   /** Sends a request head announcing a body, and part of it; answers how long until the API closed the connection. */
-  const stalledRequest = (path: string, headers: string) =>
+  const stalledRequest = (path: string, headers: string, method = 'POST') =>
     new Promise<{ closedAfterMs: number; answer: string }>((resolve, reject) => {
       const { hostname, port } = new URL(apps.client.baseUrl);
       const socket = connect(Number(port), hostname);
@@ -29,7 +29,7 @@ describe('HTTP connections that stop sending', () => {
       socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
       socket.on('error', reject);
       socket.on('close', () => resolve({ closedAfterMs: Date.now() - started, answer }));
-      socket.write(`POST ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${headers}\r\n`);
+      socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${headers}\r\n`);
       socket.write('{"phone_number":');
       // Past the idle timeout many times over: the test fails on this if the API keeps the connection.
       setTimeout(() => socket.destroy(new Error('the API kept a connection that sent nothing for 15 s')), 15_000).unref();
@@ -95,14 +95,13 @@ describe('HTTP connections that stop sending', () => {
     expect(answer).toBe('');
   });
 
+  const TRIGGER = '/api/v1/public/agent/00000000-0000-4000-8000-000000000000';
   it.each([
-    ['without a key', 401, () => 'Content-Type: application/json\r\n'],
-    ['with a key, of a type not taken', 415, () => `Content-Type: text/plain\r\nX-API-Key: ${adminKey}\r\n`],
-  ])('answers a request refused on its head (%s) at once, and closes its connection rather than wait for the body', async (_what, status, headers) => {
-    const { closedAfterMs, answer } = await stalledRequest(
-      '/api/v1/public/agent/00000000-0000-4000-8000-000000000000',
-      `${headers()}Content-Length: 1000\r\n`,
-    );
+    ['a trigger without a key', 401, 'POST', TRIGGER, () => 'Content-Type: application/json\r\n'],
+    ['a trigger with a key, of a type not taken', 415, 'POST', TRIGGER, () => `Content-Type: text/plain\r\nX-API-Key: ${adminKey}\r\n`],
+    ['a recording upload with a bad token', 403, 'PUT', '/api/v1/agent-sessions/not.valid/recording', () => 'Content-Type: audio/wav\r\n'],
+  ])('answers a request refused on its head (%s) at once, and closes its connection rather than wait for the body', async (_what, status, method, path, headers) => {
+    const { closedAfterMs, answer } = await stalledRequest(path, `${headers()}Content-Length: 1000\r\n`, method);
     expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
     expect(closedAfterMs).toBeLessThan(900);

@@ -51,6 +51,7 @@ function unquoted(value: string): string {
   return value.startsWith('"') ? value.slice(1, -1).replace(/\\(.)/g, '$1') : value;
 }
 
-function hasBody(headers: IncomingHttpHeaders): boolean {
+/** Whether the request announces a body: a `Transfer-Encoding`, or a `Content-Length` above 0. */
+export function hasBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
 }

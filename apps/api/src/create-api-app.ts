@@ -15,7 +15,7 @@ import { AppModule } from './app.module';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.service';
 import { ApiKeyRouteConfig } from './auth/api-key-routes.decorator';
 import { checkRequestKey } from './auth/api-key.guard';
-import { bodyMediaTypeRefusal } from './body-media-type';
+import { bodyMediaTypeRefusal, hasBody } from './body-media-type';
 import { originForm } from './request-target';
 
 /** Request bodies above this answer 413 before any handler runs. */
@@ -113,6 +113,18 @@ function utf8JsonParser(fastify: FastifyInstance): FastifyBodyParser<Buffer> {
   };
 }
 
+/**
+ * A refusal made on the request's head (when there is one): answered with
+ * `Connection: close` if the body has not all arrived. Kept alive, the
+ * connection would wait for the rest of a body no one reads, as an idle
+ * connection between requests (Fastify's keep-alive timeout, 72 s) rather
+ * than HTTP_IDLE_TIMEOUT_MS.
+ */
+function refusedOnHead<E extends Error>(request: FastifyRequest, reply: FastifyReply, refusal: E | undefined): E | undefined {
+  if (refusal && !request.raw.complete) void reply.header('connection', 'close');
+  return refusal;
+}
+
 /** The 415 for a body whose declared type the route does not take, answered before the body is read; else undefined. */
 function mediaTypeRefusal(request: FastifyRequest): FastifyError | undefined {
   const refusal = bodyMediaTypeRefusal(request.method, request.url, request.headers);
@@ -154,21 +166,16 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     void reply.header('x-request-id', request.id);
     // Before the body is read: the API key of a route that needs one (without a valid key, 401 whatever the body, which
     // is not read), then the body's type (audio bodies may be up to RECORDING_LIMIT_BYTES, and one of the wrong type is
-    // not parsed).
+    // not parsed). A request without a body has its key checked by the route's guard, as the body would not be read.
     const needsKey = (request.routeOptions.config as ApiKeyRouteConfig).apiKey;
-    if (!needsKey) {
-      done(mediaTypeRefusal(request));
+    if (!needsKey || !hasBody(request.headers)) {
+      done(refusedOnHead(request, reply, mediaTypeRefusal(request)));
       return;
     }
-    checkRequestKey(keys.authenticator!, request, needsKey.role).then(() => done(mediaTypeRefusal(request)), done);
-  });
-
-  // Answered on its head, before its body has arrived (a refusal above, or an upload's): the connection is closed once
-  // the answer is sent. Kept alive, it would wait for the rest of a body no one reads, as an idle connection between
-  // requests (Fastify's keep-alive timeout, 72 s) rather than HTTP_IDLE_TIMEOUT_MS.
-  adapter.getInstance().addHook('onSend', (request, reply, payload, done) => {
-    if (!request.raw.complete) void reply.header('connection', 'close');
-    done(null, payload);
+    checkRequestKey(keys.authenticator!, request, needsKey.role).then(
+      () => done(refusedOnHead(request, reply, mediaTypeRefusal(request))),
+      (error: Error) => done(refusedOnHead(request, reply, error)),
+    );
   });
 
   // HTTP_IDLE_TIMEOUT_MS is for a request that stops arriving and a response its client stops reading. Once the
@@ -205,7 +212,11 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   const runsUploading = new Set<number>();
   adapter.getInstance().addHook('onRoute', (route) => {
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
-    const admit: onRequestAsyncHookHandler = async (request, reply) => {
+    const admit: onRequestAsyncHookHandler = (request, reply) =>
+      admitUpload(request, reply).catch((error: Error) => {
+        throw refusedOnHead(request, reply, error);
+      });
+    const admitUpload = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const { token } = request.params as { token: string };
       const runId = await sessions.admitRecording(token, request.headers['content-type'], request.headers['content-encoding']);
       // Gone while it was admitted: its connection's `close` has passed, and would never give back what is taken below.

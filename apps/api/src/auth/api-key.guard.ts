@@ -11,11 +11,11 @@ export type AuthenticatedRequest = FastifyRequest & { apiKey?: AuthenticatedKey 
 
 /**
  * Accepts `X-API-Key: <key>` or `Authorization: Bearer <key>`. The gateway
- * checks the key of a route marked by `ApiKeyRoutes` as soon as the
- * request's head has arrived (`checkRequestKey`, before the body is read);
- * the guard then finds the key on the request and only checks the role
- * again. A route guarded without that mark has its key checked here, once
- * the body is in.
+ * checks the key of a request with a body, on a route marked by
+ * `ApiKeyRoutes`, as soon as its head has arrived (`checkRequestKey`, before
+ * the body is read); the guard then finds the key on the request and checks
+ * the role again. Any other request (one without a body, or on a route
+ * guarded without the mark) has its key checked here.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -24,39 +24,37 @@ export class ApiKeyGuard implements CanActivate {
     private readonly reflector: Reflector,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const role = this.reflector.getAllAndOverride<ApiKeyRole | undefined>(REQUIRED_ROLE, [
-      context.getHandler(),
-      context.getClass(),
-    ]);
-    await checkRequestKey(this.authenticator, request, role ?? null);
-    return true;
+    const role =
+      this.reflector.getAllAndOverride<ApiKeyRole | undefined>(REQUIRED_ROLE, [context.getHandler(), context.getClass()]) ?? null;
+    if (request.apiKey) return hasRole(request.apiKey, role);
+    return checkRequestKey(this.authenticator, request, role).then(() => true);
   }
 }
 
 /**
  * Authenticates the request's key (401 when it has none, or an unknown or
  * revoked one) and checks its role (403), keeping the key on the request as
- * `apiKey`. A request checked already keeps its key; only the role is
- * checked again.
+ * `apiKey`.
  */
 export async function checkRequestKey(
   authenticator: ApiKeyAuthenticator,
   request: AuthenticatedRequest,
   role: ApiKeyRole | null,
-): Promise<AuthenticatedKey> {
-  let key = request.apiKey;
-  if (!key) {
-    const presented = presentedKey(request);
-    if (!presented) throw Errors.unauthorized();
-    const found = await authenticator.authenticate(presented);
-    if (!found) throw Errors.unauthorized('The API key is unknown or revoked');
-    key = found;
-  }
-  if (role && key.role !== role) throw Errors.forbidden(`This endpoint needs an API key with the ${role} role`);
+): Promise<void> {
+  const presented = presentedKey(request);
+  if (!presented) throw Errors.unauthorized();
+  const key = await authenticator.authenticate(presented);
+  if (!key) throw Errors.unauthorized('The API key is unknown or revoked');
+  hasRole(key, role);
   request.apiKey = key;
-  return key;
+}
+
+/** True when the route needs no particular role or the key has it; 403 otherwise. */
+function hasRole(key: AuthenticatedKey, role: ApiKeyRole | null): true {
+  if (role && key.role !== role) throw Errors.forbidden(`This endpoint needs an API key with the ${role} role`);
+  return true;
 }
 
 function presentedKey(request: FastifyRequest): string | null {
