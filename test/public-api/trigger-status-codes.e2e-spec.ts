@@ -161,6 +161,7 @@ describe('trigger endpoints: status codes', () => {
       ['form fields', 'phone_number=%2B14155552671', { 'content-type': 'application/x-www-form-urlencoded' }],
       ['a body over 1 MiB', JSON.stringify({ ...BODY, initial_context: { pad: 'x'.repeat(1024 * 1024) } }), {}],
       ['bytes that are not UTF-8', Buffer.from([0x7b, 0xff, 0x7d]), {}],
+      ['an empty body declared as JSON', '', {}],
     ];
 
     it.each(UNREADABLE_BODIES)('answers 401, without a key or with an unknown one, whatever the body: %s', async (_what, raw, headers) => {

@@ -166,9 +166,10 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     void reply.header('x-request-id', request.id);
     // Before the body is read: the API key of a route that needs one (without a valid key, 401 whatever the body, which
     // is not read), then the body's type (audio bodies may be up to RECORDING_LIMIT_BYTES, and one of the wrong type is
-    // not parsed). A request without a body has its key checked by the route's guard, as the body would not be read.
-    const needsKey = (request.routeOptions.config as ApiKeyRouteConfig).apiKey;
-    if (!needsKey || !hasBody(request.headers)) {
+    // not parsed). A request with neither a body nor a type (a read) has its key checked by the route's guard: there
+    // is nothing to parse.
+    const needsKey = (request.routeOptions.config as ApiKeyRouteConfig | undefined)?.apiKey;
+    if (!needsKey || (!hasBody(request.headers) && request.headers['content-type'] === undefined)) {
       done(refusedOnHead(request, reply, mediaTypeRefusal(request)));
       return;
     }
