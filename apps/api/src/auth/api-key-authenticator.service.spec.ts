@@ -18,7 +18,9 @@ describe('ApiKeyAuthenticator', () => {
         return hash === hashApiKey(realKey) ? [{ id: 1, organization_id: 7, role: 'admin', workflow_ids: null }] : [];
       },
     } as unknown as DataSource;
-    authenticator = new ApiKeyAuthenticator(dataSource, { apiKeyCacheTtlMs: 5_000 } as AppConfig);
+    // A TTL no run of these tests outlasts: the flood below takes seconds on a busy machine (past 5 s once in CI), and
+    // what it tests is room, not time.
+    authenticator = new ApiKeyAuthenticator(dataSource, { apiKeyCacheTtlMs: 600_000 } as AppConfig);
   });
 
   it('keeps a real key cached through a flood of made-up keys', async () => {
