@@ -232,6 +232,15 @@ describe('placing calls through Plivo', () => {
       expect((await fake.sendStatus(statusUrl, fields, { nonce: '12345678901234567890' })).status).toBe(403);
     });
 
+    it('answers 403 to a replay that moves its signature to the main-account header and leaves X-Plivo-Signature-V3 empty', async () => {
+      const fields = fake.callbackFields(call.requestUuid, 'ringing', { Event: 'Ring' });
+      const nonce = '22345678901234567890';
+      expect((await fake.sendStatus(statusUrl, fields, { nonce })).status).toBe(200);
+      const copy = await fake.sendStatus(statusUrl, fields, { nonce, accountSignatureMoved: true });
+      expect(copy.status).toBe(403);
+      expect(JSON.parse(copy.body).code).toBe('webhook_signature_invalid');
+    });
+
     it('leaves the run as it was after all of them', async () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(await readRun(runId)).toMatchObject({ status: 'ringing', is_completed: false });

@@ -93,12 +93,15 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
   /**
    * A form-encoded POST as Plivo would send it, not sent: for handing to
    * `verifyWebhook`/`parseWebhook` directly. `authToken` signs with another
-   * token (a forgery); `signature: null` leaves the signature headers out.
+   * token (a forgery); `signature: null` leaves the signature headers out;
+   * `accountSignatureMoved` sends the account's signature in the
+   * main-account header and X-Plivo-Signature-V3 empty, as a replayed copy
+   * reworded to look new might.
    */
   signedRequest(
     url: string,
     fields: PlivoWebhookFields,
-    options: { authToken?: string; signature?: string | null; nonce?: string; mainAccountSignature?: boolean } = {},
+    options: { authToken?: string; signature?: string | null; nonce?: string; mainAccountSignature?: boolean; accountSignatureMoved?: boolean } = {},
   ): FakePlivoWebhookRequest {
     const nonce = options.nonce ?? String(randomInt(10 ** 9, 10 ** 10 - 1)) + String(randomInt(10 ** 9, 10 ** 10 - 1));
     const headers: Record<string, string> = {
@@ -110,6 +113,10 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
       if (options.mainAccountSignature !== false) {
         headers['x-plivo-signature-ma-v3'] = this.sign(url, fields, nonce, { authToken: options.authToken ?? this.mainAccountAuthToken });
       }
+      if (options.accountSignatureMoved) {
+        headers['x-plivo-signature-ma-v3'] = headers['x-plivo-signature-v3'];
+        headers['x-plivo-signature-v3'] = '';
+      }
     }
     return this.formWebhook(url, fields, headers);
   }
@@ -118,7 +125,7 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
   async sendStatus(
     url: string,
     fields: PlivoWebhookFields,
-    options: { authToken?: string; signature?: string | null; nonce?: string } = {},
+    options: { authToken?: string; signature?: string | null; nonce?: string; accountSignatureMoved?: boolean } = {},
   ): Promise<PlivoWebhookResponse> {
     return this.deliverForm(this.signedRequest(url, fields, options), fields);
   }

@@ -428,6 +428,14 @@ describe('PlivoProvider', () => {
       expect(provider.replayKey(reworded)).toBe(provider.replayKey(signed));
     });
 
+    it('gives a copy that moves its signature to the main-account header, the other left empty, the same replay key', () => {
+      const signed = fake.signedRequest(url, fields);
+      const moved = fake.signedRequest(url, fields, { nonce: signed.headers['x-plivo-signature-v3-nonce'], accountSignatureMoved: true });
+      expect(() => provider.verifyWebhook(moved, fake.credentials, Date.now())).not.toThrow();
+      expect(provider.replayKey(moved)).toBe(provider.replayKey(signed));
+      expect(provider.replayKey(moved)).not.toBeNull();
+    });
+
     it('verifies the callbacks the fake sends over HTTP, as our API receives them', async () => {
       const { providerCallId } = await provider.placeCall(dial());
       const before = receiver.received.length;

@@ -188,9 +188,10 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
    * without failing verification.
    */
   replayKey(request: WebhookRequest): string | null {
+    // The nonce alone: `verifyWebhook` accepts nothing without one, and a copy that moves its signature from one
+    // header to the other (or leaves one empty) is still the same delivery.
     const nonce = request.headers[PLIVO_NONCE_HEADER];
-    const signature = request.headers[PLIVO_SIGNATURE_HEADER] ?? request.headers[PLIVO_MAIN_ACCOUNT_SIGNATURE_HEADER];
-    return nonce && signature ? `plivo:${nonce}` : null;
+    return nonce ? `plivo:${nonce}` : null;
   }
 
   private async lookupDial(call: CallReference): Promise<CallLookup> {
