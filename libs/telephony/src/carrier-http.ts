@@ -6,6 +6,13 @@ import { AddressNotPublic, isConnectableAddress, networksOf, publicAddressLookup
 
 /** Requests to a carrier's API give up after this long; the outcome of a dial is then unknown. */
 export const CARRIER_REQUEST_TIMEOUT_MS = 15_000;
+/**
+ * A recording's download, redirects and body included, gives up after this
+ * long: a long call's file runs to tens of megabytes (an hour of 8 kHz WAV
+ * is about 58 MB, and `MAX_CARRIER_BODY_BYTES` allows 100 MiB), so it gets
+ * far more than an API request's 15 s, which it would miss on every retry.
+ */
+export const CARRIER_DOWNLOAD_TIMEOUT_MS = 120_000;
 /** No answer from a carrier, recordings included, is read past this (the agent's own uploads have the same limit). */
 export const MAX_CARRIER_BODY_BYTES = 100 * 1024 * 1024;
 

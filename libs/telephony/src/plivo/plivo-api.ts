@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
+import { basicAuthorization, CARRIER_DOWNLOAD_TIMEOUT_MS, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
 import { PlivoCredentials } from './plivo-credentials';
 import { PlivoDialBody } from './plivo-dial';
 import { PlivoErrorBody } from './plivo-errors';
@@ -115,7 +115,7 @@ export class PlivoApi {
     const response = await carrierHttp('Plivo', url, {
       method: 'GET',
       authorization: basicAuthorization(credentials.authId, credentials.authToken),
-      timeoutMs: this.timeoutMs(),
+      timeoutMs: CARRIER_DOWNLOAD_TIMEOUT_MS,
       // Plivo may hand the file over to its storage; never to an internal address.
       followRedirect: (next) => this.isPlivo(next) || isPublicHttpsUrl(next),
       trustedOrigins: [new URL(this.baseUrl).origin],

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CarrierError } from '../carrier-error';
-import { carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused } from '../carrier-http';
+import { CARRIER_DOWNLOAD_TIMEOUT_MS, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { AnswerInstructions, CarrierWebhooks, ParsedWebhook, WebhookKind, WebhookRequest, WebhookRun } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck } from '../credentials-checks';
@@ -28,7 +28,6 @@ import { parseTelnyxWebhook, telnyxOtherCall } from './telnyx-events';
 import { TELNYX_SIGNATURE_HEADER, TELNYX_TIMESTAMP_HEADER, verifyTelnyxSignature } from './telnyx-signature';
 import { telnyxSettingsProblems } from './telnyx-settings';
 
-const RECORDING_TIMEOUT_MS = 60_000;
 /**
  * Where Telnyx keeps recordings: its own hosts, and the pre-signed S3 links
  * its webhooks name (`bucket.s3.amazonaws.com`, `s3.region.amazonaws.com`,
@@ -223,7 +222,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     try {
       response = await carrierHttp('Telnyx', url.toString(), {
         method: 'GET',
-        timeoutMs: RECORDING_TIMEOUT_MS,
+        timeoutMs: CARRIER_DOWNLOAD_TIMEOUT_MS,
         followRedirect: isTelnyxStorage,
         trustedOrigins: [new URL(this.config.carrierApiUrls.telnyx).origin],
       });

@@ -1,4 +1,4 @@
-import { basicAuthorization, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
+import { basicAuthorization, CARRIER_DOWNLOAD_TIMEOUT_MS, carrierHostCheck, carrierHttp, CarrierHttpResponse, DownloadRefused, isPublicHttpsUrl } from '../carrier-http';
 import { TwilioCredentials } from './twilio-credentials';
 import { TwilioErrorBody } from './twilio-errors';
 import { TwilioCallResource } from './twilio-status';
@@ -86,7 +86,7 @@ export class TwilioApi {
     const response = await carrierHttp('Twilio', url, {
       method: 'GET',
       authorization: this.authorization(credentials),
-      timeoutMs: this.timeoutMs(),
+      timeoutMs: CARRIER_DOWNLOAD_TIMEOUT_MS,
       // Twilio hands the file over to its storage; never to an internal address.
       followRedirect: (next) => this.isTwilio(next) || isPublicHttpsUrl(next),
       trustedOrigins: [new URL(this.baseUrl).origin],

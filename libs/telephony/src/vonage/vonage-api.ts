@@ -1,9 +1,7 @@
-import { CARRIER_REQUEST_TIMEOUT_MS, carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { CARRIER_DOWNLOAD_TIMEOUT_MS, CARRIER_REQUEST_TIMEOUT_MS, carrierHttp, CarrierHttpResponse } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { VonageCredentials } from './vonage-credentials';
 import { signVonageApplicationJwt } from './vonage-jwt';
-
-const DOWNLOAD_TIMEOUT_MS = 60_000;
 
 export interface VonageResponse {
   status: number;
@@ -31,7 +29,7 @@ export class VonageApi {
 
   /** GETs a file (a recording) with the application JWT, following the redirects `followRedirect` allows. */
   async download(url: string, followRedirect: (target: URL) => boolean): Promise<{ status: number; contentType: string | null; body: Buffer }> {
-    const response = await this.send(url, 'GET', undefined, DOWNLOAD_TIMEOUT_MS, followRedirect);
+    const response = await this.send(url, 'GET', undefined, CARRIER_DOWNLOAD_TIMEOUT_MS, followRedirect);
     return { status: response.status, contentType: response.headers.get('content-type'), body: response.bytes };
   }
 
