@@ -1,3 +1,5 @@
+import { ReadStream } from 'node:fs';
+import { ARTIFACT_STORAGE, ArtifactStorage } from '@app/artifacts';
 import { TelephonyConfiguration } from '@app/persistence';
 import { seedSandboxConfiguration } from '../support/fixtures';
 import {
@@ -12,6 +14,7 @@ import {
   waitForRun,
 } from '../support/public-api-helpers';
 import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
 
 const ANSWERED = '+14155552671';
 const BUSY = '+14155550001';
@@ -99,6 +102,33 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       expect(recording.headers.get('content-disposition')).toBe(`attachment; filename="${completed.name}-recording.wav"`);
       expect(recording.bytes.subarray(0, 4).toString('ascii')).toBe('RIFF');
       expect(Number(recording.headers.get('content-length'))).toBe(recording.bytes.length);
+    });
+
+    it("answers HEAD with the GET's headers and no body, without reading the file", async () => {
+      const storage = apps.api.get<ArtifactStorage>(ARTIFACT_STORAGE);
+      const get = storage.get.bind(storage);
+      const opened: ReadStream[] = [];
+      const spy = jest.spyOn(storage, 'get').mockImplementation(async (key) => {
+        const stored = await get(key);
+        if (stored) opened.push(stored.body as ReadStream);
+        return stored;
+      });
+      try {
+        const head = await fetch(completed.recording_url, { method: 'HEAD' });
+        const got = await fetchBare(completed.recording_url);
+        expect(head.status).toBe(200);
+        expect((await head.arrayBuffer()).byteLength).toBe(0);
+        for (const name of ['content-type', 'content-length', 'content-disposition', 'cache-control']) {
+          expect({ name, value: head.headers.get(name) }).toEqual({ name, value: got.headers.get(name) });
+        }
+        // The HEAD's file was closed unread; the GET's was read whole.
+        expect(opened).toHaveLength(2);
+        await waitFor(async () => (opened[1].bytesRead === got.bytes.length ? true : undefined), { what: 'the GET to be read' });
+        expect(opened[0].bytesRead).toBe(0);
+        expect(opened[0].destroyed).toBe(true);
+      } finally {
+        spy.mockRestore();
+      }
     });
 
     it('serves both artifacts of a run whose id has ten digits, past int4 (a token longer than one 100-character path segment)', async () => {

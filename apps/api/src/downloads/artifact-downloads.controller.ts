@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Controller, Get, Inject, Param, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
@@ -51,11 +52,15 @@ export class ArtifactDownloadsController {
     const stored = key ? await this.storage.get(key) : null;
     if (!run || !key || !stored) throw Errors.notFound('artifact_not_found', 'The artifact no longer exists');
     const extension = key.slice(key.lastIndexOf('.'));
+    // A HEAD (which Fastify routes here too) answers the GET's headers without reading the file: Fastify would read a
+    // stream to its end only to drop it, up to 100 MiB a request.
+    const head = reply.request.method === 'HEAD';
+    if (head) stored.body.destroy();
     await reply
       .header('content-type', stored.contentType)
       .header('content-length', stored.size)
       .header('content-disposition', `attachment; filename="${run.name}-${artifact}${extension}"`)
       .header('cache-control', 'private, no-store')
-      .send(stored.body);
+      .send(head ? Readable.from([]) : stored.body);
   }
 }
