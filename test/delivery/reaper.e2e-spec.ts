@@ -264,4 +264,23 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded' });
   });
+
+  it("judges an answered call by the limit its dial gave the carrier, not by its configuration's lowered since", async () => {
+    // Answered 2 minutes ago under a one-hour limit; the configuration now says 10 s (+ 60 s of grace: 70 s).
+    const limited = (seconds: number) => (id: number) =>
+      apps.dataSource.query(`UPDATE workflow_runs SET max_call_duration_seconds = $2 WHERE id = $1`, [id, seconds]);
+    const placedLong = await strandedRun(apps.dataSource, seed, 'in_progress', 'SB-placed-long', limited(3600), '2 minutes');
+    // A call placed under a limit as short as the configuration's is ended as before.
+    const placedShort = await strandedRun(apps.dataSource, seed, 'in_progress', 'SB-placed-short', limited(10), '2 minutes');
+    const [short] = await runsWhenComplete(apps.dataSource, [placedShort]);
+    expect(short).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded' });
+    // Rounds every 200 ms have passed the long call by since: still live.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const [live] = await apps.dataSource.query(`SELECT status, is_completed FROM workflow_runs WHERE id = $1`, [placedLong]);
+    expect(live).toEqual({ status: 'in_progress', is_completed: false });
+    // Past its own limit, it is ended too.
+    await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '2 hours' WHERE id = $1`, [placedLong]);
+    const [long] = await runsWhenComplete(apps.dataSource, [placedLong]);
+    expect(long).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded' });
+  });
 });

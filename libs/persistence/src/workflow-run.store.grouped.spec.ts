@@ -260,7 +260,9 @@ describe('WorkflowRunStore grouped writes', () => {
 
   describe('resumeClaim', () => {
     const claim = (runId: number, claimId: string) =>
-      store.transitionManyReturningRuns('dialing', 'dialer.dialing', [{ runId, fields: { fromNumber: '+15005550006' }, detail: { claim: claimId } }]);
+      store.transitionManyReturningRuns('dialing', 'dialer.dialing', [
+        { runId, fields: { fromNumber: '+15005550006', maxCallDurationSeconds: 3600 }, detail: { claim: claimId } },
+      ]);
 
     const statusChangedAt = async (runId: number) => (await store.findManyById([runId]))[0].statusChangedAt!.getTime();
 
@@ -270,7 +272,7 @@ describe('WorkflowRunStore grouped writes', () => {
       const claimedAt = await statusChangedAt(runId);
       await new Promise((resolve) => setTimeout(resolve, 5));
 
-      const resumed = await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550006' });
+      const resumed = await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 });
 
       expect(resumed).toEqual(claimed);
       const [run] = await store.findManyById([runId]);
@@ -288,21 +290,26 @@ describe('WorkflowRunStore grouped writes', () => {
       const [runId] = await queuedRuns(1);
       await claim(runId, 'claim-a');
 
-      expect(await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toMatchObject({ id: runId });
-      expect(await store.resumeClaim(runId, ['claim-a'], 'claim-a3', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toBeNull();
-      expect(await store.resumeClaim(runId, ['claim-a', 'claim-a2'], 'claim-a4', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toMatchObject({ id: runId });
-      expect(await store.resumeClaim(runId, ['claim-a2'], 'claim-a5', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toBeNull();
+      expect(await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toMatchObject({ id: runId });
+      expect(await store.resumeClaim(runId, ['claim-a'], 'claim-a3', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toBeNull();
+      expect(await store.resumeClaim(runId, ['claim-a', 'claim-a2'], 'claim-a4', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toMatchObject({ id: runId });
+      expect(await store.resumeClaim(runId, ['claim-a2'], 'claim-a5', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toBeNull();
     });
 
-    it('records the from number the taken-up dial goes out with, and keeps the definition when none is given', async () => {
+    it('records the from number and time limit the taken-up dial goes out with, and keeps the definition when none is given', async () => {
       const [runId] = await queuedRuns(1);
       const [claimed] = await claim(runId, 'claim-a');
 
-      const resumed = await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550007' });
+      expect((await store.findManyById([runId]))[0].maxCallDurationSeconds).toBe(3600);
+      const resumed = await store.resumeClaim(runId, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550007', maxCallDurationSeconds: 600 });
 
       expect(resumed).toEqual({ ...claimed, fromNumber: '+15005550007' });
       const [run] = await store.findManyById([runId]);
-      expect({ fromNumber: run.fromNumber, definitionId: run.definitionId }).toEqual({ fromNumber: '+15005550007', definitionId: claimed!.definitionId });
+      expect({ fromNumber: run.fromNumber, definitionId: run.definitionId, maxCallDurationSeconds: run.maxCallDurationSeconds }).toEqual({
+        fromNumber: '+15005550007',
+        definitionId: claimed!.definitionId,
+        maxCallDurationSeconds: 600,
+      });
     });
 
     it('answers null for a run still queued, one with a call, one claimed by another, and one claimed again since', async () => {
@@ -314,11 +321,11 @@ describe('WorkflowRunStore grouped writes', () => {
       await store.transition(again, 'queued', 'reaper.requeued');
       await claim(again, 'claim-e');
 
-      expect(await store.resumeClaim(queued, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toBeNull();
-      expect(await store.resumeClaim(withCall, ['claim-b'], 'claim-b2', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toBeNull();
-      expect(await store.resumeClaim(other, ['claim-x'], 'claim-x2', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toBeNull();
-      expect(await store.resumeClaim(again, ['claim-d'], 'claim-d2', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toBeNull();
-      expect(await store.resumeClaim(again, ['claim-e'], 'claim-e2', 'dialer.claim_resumed', { fromNumber: '+15005550006' })).toMatchObject({ id: again, status: 'dialing' });
+      expect(await store.resumeClaim(queued, ['claim-a'], 'claim-a2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toBeNull();
+      expect(await store.resumeClaim(withCall, ['claim-b'], 'claim-b2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toBeNull();
+      expect(await store.resumeClaim(other, ['claim-x'], 'claim-x2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toBeNull();
+      expect(await store.resumeClaim(again, ['claim-d'], 'claim-d2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toBeNull();
+      expect(await store.resumeClaim(again, ['claim-e'], 'claim-e2', 'dialer.claim_resumed', { fromNumber: '+15005550006', maxCallDurationSeconds: 600 })).toMatchObject({ id: again, status: 'dialing' });
     });
   });
 

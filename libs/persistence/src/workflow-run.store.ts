@@ -65,6 +65,8 @@ function latestClaimOf(resumeEvent: string): string {
 export interface RunTransitionFields {
   definitionId?: number;
   fromNumber?: string;
+  /** The call's time limit as the dial tells the carrier (set by the claim). */
+  maxCallDurationSeconds?: number;
   providerCallId?: string;
   durationSeconds?: number;
   answeredAt?: Date;
@@ -127,6 +129,7 @@ export const RUN_COLUMNS = [
   'end_reason',
   'is_completed',
   'agent_transcript',
+  'max_call_duration_seconds',
   'agent_session_started_at',
   'agent_session_ended_at',
   'carrier_recording_url',
@@ -206,6 +209,7 @@ function runFromRow(row: RunRow): WorkflowRun {
     endReason: row.end_reason,
     isCompleted: row.is_completed,
     agentTranscript: row.agent_transcript,
+    maxCallDurationSeconds: row.max_call_duration_seconds,
     agentSessionStartedAt: date(row.agent_session_started_at),
     agentSessionEndedAt: date(row.agent_session_ended_at),
     carrierRecordingUrl: row.carrier_recording_url,
@@ -236,6 +240,7 @@ function claimedRunFromRow(row: RunRow): ClaimedRun {
 const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: string }> = {
   definitionId: { column: 'definition_id', cast: 'integer' },
   fromNumber: { column: 'from_number', cast: 'text' },
+  maxCallDurationSeconds: { column: 'max_call_duration_seconds', cast: 'integer' },
   providerCallId: { column: 'provider_call_id', cast: 'text' },
   durationSeconds: { column: 'duration_seconds', cast: 'double precision' },
   answeredAt: { column: 'answered_at', cast: 'timestamptz' },
@@ -474,25 +479,27 @@ export class WorkflowRunStore {
    * holding an earlier id can take the run up again, so a dial sent under a
    * resume is never sent twice (by this job's retry or by a copy of it). The
    * dial's age starts again (`status_changed_at`), and the run records what
-   * this dial goes out with, as a claim does (`fields`: the from number, and
-   * the definition when one is found). Null for any other run: queued (the
-   * claim never committed), moved on, or claimed since by another.
+   * this dial goes out with, as a claim does (`fields`: the from number, the
+   * call's time limit, and the definition when one is found). Null for any
+   * other run: queued (the claim never committed), moved on, or claimed
+   * since by another.
    */
   async resumeClaim(
     runId: number,
     held: readonly string[],
     resumedAs: string,
     event: string,
-    fields: { fromNumber: string; definitionId?: number },
+    fields: { fromNumber: string; maxCallDurationSeconds: number; definitionId?: number },
   ): Promise<ClaimedRun | null> {
     const entry: RunLogEvent = { at: new Date().toISOString(), event, status: 'dialing', detail: { claim: resumedAs } };
     const [rows]: [RunRow[], number] = await this.dataSource.query(
       `UPDATE workflow_runs
           SET updated_at = now(), status_changed_at = now(), from_number = $5, definition_id = COALESCE($6::integer, definition_id),
+              max_call_duration_seconds = $7,
               logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $3::jsonb)
         WHERE id = $1 AND status = 'dialing' AND provider_call_id IS NULL AND ${latestClaimOf('$4')} = ANY($2::text[])
         RETURNING ${CLAIMED_RUN_RETURNING}`,
-      [runId, held, JSON.stringify([entry]), event, fields.fromNumber, fields.definitionId ?? null],
+      [runId, held, JSON.stringify([entry]), event, fields.fromNumber, fields.definitionId ?? null, fields.maxCallDurationSeconds],
     );
     return rows.length > 0 ? claimedRunFromRow(rows[0]) : null;
   }

@@ -145,7 +145,7 @@ export class CallPlacer {
       // retry of this job after its dial would still carry) takes the run up no more.
       const resumes = progress.resumingAs ?? [];
       try {
-        const fields = { fromNumber, definitionId: definition?.id };
+        const fields = { fromNumber, maxCallDurationSeconds: config.maxCallDurationSeconds, definitionId: definition?.id };
         run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, CLAIM_RESUMED, fields);
       } catch (error) {
         const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...resumes, claimId] };
@@ -154,7 +154,8 @@ export class CallPlacer {
     }
     if (!run) {
       try {
-        run = await this.writes.claim(runId, 'dialer.dialing', { definitionId: definition?.id, fromNumber }, { claim: claimId });
+        const fields = { definitionId: definition?.id, fromNumber, maxCallDurationSeconds: config.maxCallDurationSeconds };
+        run = await this.writes.claim(runId, 'dialer.dialing', fields, { claim: claimId });
       } catch (error) {
         return this.unsettled(runId, { unsettledClaim: claimId }, progress, 'the claim got no answer', error);
       }

@@ -31,6 +31,7 @@ interface StaleRun {
   age_seconds: number;
   /** The instant its age is measured from: a run whose status changed since (requeued and claimed again) is another dial. */
   status_changed_at: Date;
+  /** The limit its dial gave the carrier, or (dialed before runs kept it) its configuration's. */
   max_call_duration_seconds: number | null;
 }
 
@@ -92,13 +93,13 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     }
     const stale: StaleRun[] = await this.dataSource.query(
       `SELECT r.id, r.status, EXTRACT(EPOCH FROM now() - r.status_changed_at)::float AS age_seconds, r.status_changed_at,
-              c.max_call_duration_seconds
+              COALESCE(r.max_call_duration_seconds, c.max_call_duration_seconds) AS max_call_duration_seconds
          FROM workflow_runs r
          LEFT JOIN telephony_configurations c ON c.id = r.telephony_configuration_id
         WHERE NOT r.is_completed AND r.id <> ALL($5::bigint[]) AND (
               (r.status IN ('dialing', 'ringing') AND r.status_changed_at < now() - make_interval(secs => $1))
            OR (r.status = 'in_progress'
-               AND r.status_changed_at < now() - make_interval(secs => COALESCE(c.max_call_duration_seconds, 3600) + $2))
+               AND r.status_changed_at < now() - make_interval(secs => COALESCE(r.max_call_duration_seconds, c.max_call_duration_seconds, 3600) + $2))
            OR (r.status = 'completed' AND r.status_changed_at < now() - make_interval(secs => $3)))
         ORDER BY r.status_changed_at LIMIT $4`,
       [this.config.reconcileAfterSeconds, IN_PROGRESS_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH, this.waiting()],

@@ -109,6 +109,10 @@ export class WorkflowRun {
   @Column({ name: 'agent_transcript', type: 'jsonb', default: () => `'[]'` })
   agentTranscript: Array<Record<string, unknown>>;
 
+  /** The longest the call may last, as its dial told the carrier (null on runs dialed before this was kept). */
+  @Column({ name: 'max_call_duration_seconds', type: 'integer', nullable: true })
+  maxCallDurationSeconds: number | null;
+
   /** When a session token was handed out for the call: an agent runtime is expected to report. */
   @Column({ name: 'agent_session_started_at', type: 'timestamptz', nullable: true })
   agentSessionStartedAt: Date | null;

@@ -3,6 +3,7 @@ import { DeliveryGuarantees1763790000000 } from './1763790000000-delivery-guaran
 import { AgentSessions1763800000000 } from './1763800000000-agent-sessions';
 import { RunTableVacuum1763810000000 } from './1763810000000-run-table-vacuum';
 import { BigintRunIds1764240000000 } from './1764240000000-bigint-run-ids';
+import { DialedCallLimit1764400000000 } from './1764400000000-dialed-call-limit';
 
 /** Every migration, oldest first. A new one is generated from the entities and added here. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   AgentSessions1763800000000,
   RunTableVacuum1763810000000,
   BigintRunIds1764240000000,
+  DialedCallLimit1764400000000,
 ];
