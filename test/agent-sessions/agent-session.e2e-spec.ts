@@ -211,6 +211,9 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         { events: [...valid, { type: 'transcript', speaker: 'robot', text: 'x', start_ms: 0, end_ms: 1 }] },
         { events: [...valid, { type: 'transcript', speaker: 'agent', text: 'x', start_ms: 5, end_ms: 1 }] },
         { events: [...valid, { type: 'usage', usage: { tokens: 'many' } }] },
+        // Usage is a few named counters on every run record: not a name per turn, nor names of any length.
+        { events: [...valid, { type: 'usage', usage: { ['n'.repeat(101)]: 1 } }] },
+        { events: [...valid, { type: 'usage', usage: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`name_${i}`, i])) }] },
         { events: [...valid, { type: 'nonsense' }] },
         // What Postgres would refuse in the run (the statement failing whole): named instead.
         { events: [...valid, { type: 'transcript', speaker: 'agent', text: 'a\u0000b', start_ms: 0, end_ms: 1 }] },
@@ -230,6 +233,30 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         expect(response.body.message).toMatch(new RegExp(`^${where.replace(/[.[\]]/g, '\\$&')} `));
       }
       expect(await stored()).toEqual(before);
+    });
+
+    it('answers 413 to usage past the 50 names a run keeps, storing nothing of that report, and takes counters it has again', async () => {
+      const report = (usage: Record<string, number>, text: string) =>
+        apps.client.post(`${session(tokenFor(runId))}/events`, {
+          events: [{ type: 'transcript', speaker: 'user', text, start_ms: 0, end_ms: 1 }, { type: 'usage', usage }],
+        });
+      const usage = async () => (await apps.dataSource.query(`SELECT cost_info->'usage' AS usage FROM workflow_runs WHERE id = $1`, [runId]))[0].usage;
+      const kept = Object.keys((await usage()) ?? {}).length;
+      const names = (from: number, count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`counter_${from + i}`, 1]));
+      expect((await report(names(0, 50 - kept), 'filling the usage')).status).toBe(200);
+      const full = await usage();
+      expect(Object.keys(full)).toHaveLength(50);
+
+      const refused = await report(names(1000, 1), 'with one name too many');
+      expect(refused.status).toBe(413);
+      expect(refused.body.code).toBe('agent_report_too_large');
+      expect(await usage()).toEqual(full);
+      const [turns] = await apps.dataSource.query(`SELECT agent_transcript::text AS text FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(turns.text).not.toContain('with one name too many');
+
+      // Counters it already has are updated in place: not a new name.
+      expect((await report({ counter_0: 7 }, 'updating a counter')).status).toBe(200);
+      expect(await usage()).toEqual({ ...full, counter_0: 7 });
     });
 
     it('answers 400, not 500, to gathered context nested deeper than any body may be', async () => {

@@ -126,6 +126,14 @@ describe('WorkflowRunStore durations and transitions', () => {
     const big = { notes: 'x'.repeat(AGENT_DATA_LIMITS.bytes) };
     expect(await store.recordAgentReport(runId, { gatheredContext: big })).toEqual({ kind: 'full' });
     expect((await store.findById(runId))?.agentTranscript).toHaveLength(AGENT_DATA_LIMITS.turns);
+    // Usage names: up to the limit, then a new name is refused whole, while a name the run has is updated.
+    const names = (from: number, count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`n${from + i}`, i]));
+    expect(await store.recordAgentReport(runId, { usage: names(0, AGENT_DATA_LIMITS.usageNames) })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentReport(runId, { usage: names(AGENT_DATA_LIMITS.usageNames, 1) })).toEqual({ kind: 'full' });
+    expect(await store.recordAgentReport(runId, { usage: { n0: 99 } })).toMatchObject({ kind: 'stored' });
+    const usage = (await store.findById(runId))?.costInfo.usage as Record<string, number>;
+    expect(Object.keys(usage)).toHaveLength(AGENT_DATA_LIMITS.usageNames);
+    expect(usage.n0).toBe(99);
 
     await store.transition(runId, 'failed', 'dialer.failed', { endedAt: new Date() });
     expect(await store.recordAgentReport(runId, { turns: turns(1) })).toEqual({ kind: 'closed' });

@@ -254,8 +254,13 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
  * updates: the row changes only when its current status may move to the new
  * one, and the affected-row count tells the caller whether it won the race.
  */
-/** What one run keeps of its agent runtime's reports: transcript turns, and bytes of transcript and gathered context. */
-export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024 };
+/**
+ * What one run keeps of its agent runtime's reports: transcript turns, bytes
+ * of transcript and gathered context, and usage counters (`cost_info.usage`,
+ * which every run record and list page carries: a few names, each at most
+ * `usageNameLength` characters, not one per turn).
+ */
+export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024, usageNames: 50, usageNameLength: 100 };
 
 /** The run an agent runtime reported on: what the dialers are told when its session ends. */
 export interface AgentSessionCall {
@@ -709,6 +714,7 @@ export class WorkflowRunStore {
         WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')}
           AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6
           AND octet_length(agent_transcript::text) + octet_length(gathered_context::text) + octet_length($2::jsonb::text) + octet_length($3::jsonb::text) <= $7
+          AND ($4::jsonb = '{}'::jsonb OR (SELECT count(*) FROM jsonb_object_keys(COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb)) <= $9)
         RETURNING organization_id, provider, provider_call_id`,
       [
         runId,
@@ -719,6 +725,7 @@ export class WorkflowRunStore {
         AGENT_DATA_LIMITS.turns,
         AGENT_DATA_LIMITS.bytes,
         AGENT_SESSION_STATUSES,
+        AGENT_DATA_LIMITS.usageNames,
       ],
     );
     if (rows.length > 0) {

@@ -1,4 +1,5 @@
 import { Errors, isInexactNumber, isStorableText, jsonValueProblem, UNSTORABLE_TEXT_MESSAGE } from '@app/common';
+import { AGENT_DATA_LIMITS } from '@app/persistence';
 
 export interface AgentReport {
   turns: Array<{ speaker: 'agent' | 'user'; text: string; start_ms: number; end_ms: number }>;
@@ -48,7 +49,15 @@ export function readAgentReport(body: unknown): AgentReport {
         if (!isPlainObject(event.usage) || !Object.values(event.usage).every((value) => typeof value === 'number' && !isInexactNumber(value))) {
           throw Errors.validation(`${where}.usage must be an object of numbers`);
         }
+        for (const name of Object.keys(event.usage)) {
+          if (name.length === 0 || name.length > AGENT_DATA_LIMITS.usageNameLength || !isStorableText(name)) {
+            throw Errors.validation(`${where}.usage names must be 1 to ${AGENT_DATA_LIMITS.usageNameLength} characters of storable text`);
+          }
+        }
         Object.assign(report.usage, event.usage);
+        if (Object.keys(report.usage).length > AGENT_DATA_LIMITS.usageNames) {
+          throw Errors.validation(`a report names at most ${AGENT_DATA_LIMITS.usageNames} usage counters`);
+        }
         break;
       case 'session_ended':
         report.ended = true;

@@ -198,7 +198,8 @@ function refusal(kind: Exclude<AgentSessionWrite['kind'], 'stored'>): DomainErro
       return new DomainError(
         413,
         'agent_report_too_large',
-        `A run keeps at most ${AGENT_DATA_LIMITS.turns} transcript turns and ${AGENT_DATA_LIMITS.bytes / 1024 / 1024} MiB of transcript and gathered context; this report was not stored`,
+        `A run keeps at most ${AGENT_DATA_LIMITS.turns} transcript turns, ${AGENT_DATA_LIMITS.bytes / 1024 / 1024} MiB of transcript and gathered context, ` +
+          `and ${AGENT_DATA_LIMITS.usageNames} usage names; this report was not stored`,
       );
   }
 }
