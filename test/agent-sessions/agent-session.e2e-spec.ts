@@ -1,4 +1,5 @@
 import { connect, Socket } from 'node:net';
+import { ARTIFACT_STORAGE, ArtifactStorage } from '@app/artifacts';
 import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -390,6 +391,42 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       }
       // Once the first is gone (its connection closed unfinished, nothing stored), another may come.
       await waitFor(async () => ((await uploadHead(path, 'audio/wav', 1024 * 1024)) === 'no answer yet' ? true : undefined));
+    });
+
+    it("holds a run's upload until its body is stored, though its client left as soon as the body was sent", async () => {
+      const leaving = await trigger(lastingConfigId);
+      await waitFor(async () => ((await run(leaving)).body.status === 'in_progress' ? true : undefined));
+      const path = `${session(tokenFor(leaving))}/recording`;
+      const storage = apps.api.get<ArtifactStorage>(ARTIFACT_STORAGE);
+      const put = storage.put.bind(storage);
+      let started!: () => void;
+      const writing = new Promise<void>((resolve) => (started = resolve));
+      let finish!: () => void;
+      const slowDisk = new Promise<void>((resolve) => (finish = resolve));
+      const spy = jest.spyOn(storage, 'put').mockImplementation(async (...args) => {
+        started();
+        await slowDisk;
+        return put(...args);
+      });
+      try {
+        const audio = Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE'), Buffer.alloc(64 * 1024)]);
+        const client = startUpload(path, 'audio/wav', audio.length, {}, audio);
+        await writing;
+        // The runtime gives up (its own timeout) while the gateway writes the body it sent.
+        client.destroy();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        // Its retry is not read beside it.
+        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+      } finally {
+        finish();
+        spy.mockRestore();
+      }
+      // The first upload is stored all the same, and the retry is then told so.
+      await waitFor(async () => {
+        const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [leaving]);
+        return row.recording_key ? true : undefined;
+      });
+      await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 409, code: 'recording_already_stored' });
     });
 
     it('keeps nothing of an upload whose session ended while its body arrived: 410, as any later request gets', async () => {

@@ -10,7 +10,8 @@ import type { FastifyBodyParser, FastifyError, FastifyInstance, FastifyReply, Fa
 import type { Logger as PinoLogger } from 'pino';
 import { DomainError, ErrorBody, PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
-import { AgentSessionsService, recordingUploadInProgress } from './agent-sessions/agent-sessions.service';
+import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
+import { RECORDING_LIMIT_BYTES, RecordingUploads } from './agent-sessions/recording-uploads';
 import { AppModule } from './app.module';
 import { ApiKeyAuthenticator } from './auth/api-key-authenticator.service';
 import { ApiKeyRouteConfig } from './auth/api-key-routes.decorator';
@@ -20,34 +21,8 @@ import { originForm } from './request-target';
 
 /** Request bodies above this answer 413 before any handler runs. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
-const RECORDING_LIMIT_BYTES = 100 * 1024 * 1024;
-/** Recording bodies this process reads at once, by their Content-Length (one without counts as the largest allowed). */
-export const RECORDING_BYTES_IN_FLIGHT = 256 * 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 const RECORDING_ROUTE = '/api/v1/agent-sessions/:token/recording';
-
-/** The recording's declared size, or the largest allowed when it declares none (chunked) or an unreadable one. */
-function declaredBytes(header: string | undefined): number {
-  const bytes = Number(header);
-  return header !== undefined && Number.isSafeInteger(bytes) && bytes >= 0 ? Math.min(bytes, RECORDING_LIMIT_BYTES) : RECORDING_LIMIT_BYTES;
-}
-
-/** A count of bytes held at once: `take` answers false, taking nothing, past the limit. */
-class ByteBudget {
-  private held = 0;
-
-  constructor(private readonly limit: number) {}
-
-  take(bytes: number): boolean {
-    if (this.held + bytes > this.limit) return false;
-    this.held += bytes;
-    return true;
-  }
-
-  give(bytes: number): void {
-    this.held -= bytes;
-  }
-}
 
 /** What the router answers a URL it cannot route: malformed percent-encoding, or a path segment past its length limit. */
 function routerRefusal(fastifyCode: string, requestId: string): ErrorBody {
@@ -206,11 +181,9 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT_BYTES }, utf8JsonParser(adapter.getInstance()));
 
   // The recording upload's token and type are checked once the head has arrived, before its body is read,
-  // and the bodies being read at once are held to RECORDING_BYTES_IN_FLIGHT (each is read whole into memory).
+  // and the bodies held at once are bounded (`RecordingUploads`: each is read whole into memory).
   const sessions = app.get(AgentSessionsService);
-  const recordingBytes = new ByteBudget(RECORDING_BYTES_IN_FLIGHT);
-  // A run keeps one recording: a second upload racing the first would be read, and written, only to be refused.
-  const runsUploading = new Set<number>();
+  const uploads = app.get(RecordingUploads);
   adapter.getInstance().addHook('onRoute', (route) => {
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
     const admit: onRequestAsyncHookHandler = (request, reply) =>
@@ -222,20 +195,7 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
       const runId = await sessions.admitRecording(token, request.headers['content-type'], request.headers['content-encoding']);
       // Gone while it was admitted: its connection's `close` has passed, and would never give back what is taken below.
       if (request.raw.socket?.destroyed) return;
-      if (runsUploading.has(runId)) {
-        void reply.header('retry-after', '5');
-        throw recordingUploadInProgress();
-      }
-      const bytes = declaredBytes(request.headers['content-length']);
-      if (!recordingBytes.take(bytes)) {
-        void reply.header('retry-after', '5');
-        throw new DomainError(429, 'recording_uploads_busy', 'This gateway is receiving as many recordings as it holds at once; retry shortly');
-      }
-      runsUploading.add(runId);
-      reply.raw.once('close', () => {
-        recordingBytes.give(bytes);
-        runsUploading.delete(runId);
-      });
+      uploads.admit(runId, request.raw, reply.raw);
     };
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()];
   });

@@ -1,6 +1,8 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Put, Req } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
 import { AgentSessionsService } from './agent-sessions.service';
+import { RecordingUploads } from './recording-uploads';
 import { AgentSessionView } from './agent-session-view';
 
 /**
@@ -10,7 +12,10 @@ import { AgentSessionView } from './agent-session-view';
 @ApiTags('agent-sessions')
 @Controller('api/v1/agent-sessions/:token')
 export class AgentSessionsController {
-  constructor(private readonly sessions: AgentSessionsService) {}
+  constructor(
+    private readonly sessions: AgentSessionsService,
+    private readonly uploads: RecordingUploads,
+  ) {}
 
   @Get()
   @ApiOperation({ operationId: 'getAgentSession', summary: 'The rendered agent, the call and its initial_context' })
@@ -39,7 +44,9 @@ export class AgentSessionsController {
     @Headers('content-type') contentType: string | undefined,
     @Headers('content-encoding') contentEncoding: string | undefined,
     @Body() body: unknown,
+    @Req() request: FastifyRequest,
   ): Promise<{ stored: true }> {
-    return this.sessions.uploadRecording(token, contentType, contentEncoding, body);
+    // The upload's share of the gateway's memory is held until its body is stored or refused, however early its client leaves.
+    return this.uploads.handle(request.raw, () => this.sessions.uploadRecording(token, contentType, contentEncoding, body));
   }
 }

@@ -204,15 +204,6 @@ function refusal(kind: Exclude<AgentSessionWrite['kind'], 'stored'>): DomainErro
   }
 }
 
-/**
- * A second upload for a run while this gateway still receives its first:
- * refused before its body is read, as one to retry (429): the first may be a
- * connection the runtime has given up on, which stores nothing once it is closed.
- */
-export function recordingUploadInProgress(): DomainError {
-  return new DomainError(429, 'recording_upload_in_progress', "This run's recording is still being received; retry shortly");
-}
-
 function recordingAlreadyStored(): DomainError {
   return new DomainError(409, 'recording_already_stored', 'This run already has its recording; a run keeps one');
 }
