@@ -126,6 +126,13 @@ describe('WorkflowRunStore durations and transitions', () => {
     const big = { notes: 'x'.repeat(AGENT_DATA_LIMITS.bytes) };
     expect(await store.recordAgentReport(runId, { gatheredContext: big })).toEqual({ kind: 'full' });
     expect((await store.findById(runId))?.agentTranscript).toHaveLength(AGENT_DATA_LIMITS.turns);
+    // Gathered context is measured as the merge leaves it: sent whole again (its keys replaced) it still fits, while
+    // as much again under new keys does not.
+    const most = Math.floor(AGENT_DATA_LIMITS.bytes * 0.6);
+    expect(await store.recordAgentReport(runId, { gatheredContext: { notes: 'a'.repeat(most) } })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentReport(runId, { gatheredContext: { notes: 'b'.repeat(most) } })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentReport(runId, { gatheredContext: { more: 'c'.repeat(most) } })).toEqual({ kind: 'full' });
+    expect(((await store.findById(runId))?.gatheredContext.notes as string).startsWith('b')).toBe(true);
     // Usage names: up to the limit, then a new name is refused whole, while a name the run has is updated.
     const names = (from: number, count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`n${from + i}`, i]));
     expect(await store.recordAgentReport(runId, { usage: names(0, AGENT_DATA_LIMITS.usageNames) })).toMatchObject({ kind: 'stored' });

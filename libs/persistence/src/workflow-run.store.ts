@@ -713,7 +713,8 @@ export class WorkflowRunStore {
               updated_at = now()
         WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')}
           AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6
-          AND octet_length(agent_transcript::text) + octet_length(gathered_context::text) + octet_length($2::jsonb::text) + octet_length($3::jsonb::text) <= $7
+          -- The context as the merge leaves it: a runtime that sends its whole context each turn replaces keys, not adds.
+          AND octet_length(agent_transcript::text) + octet_length($2::jsonb::text) + octet_length((gathered_context || $3::jsonb)::text) <= $7
           AND ($4::jsonb = '{}'::jsonb OR (SELECT count(*) FROM jsonb_object_keys(COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb)) <= $9)
         RETURNING organization_id, provider, provider_call_id`,
       [
