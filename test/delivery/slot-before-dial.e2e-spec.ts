@@ -1,3 +1,4 @@
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
@@ -85,6 +86,27 @@ describe('a concurrency slot taken for a dial that has not gone out', () => {
 
     expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('leases the slot for as long as the call may live before the reaper would end it: dialing, ringing, the maximum, and a minute', async () => {
+    const {
+      jobs: [job],
+      configurationId,
+    } = await queuedRuns(1, { maxConcurrentCalls: 1 });
+    const before = Date.now();
+    await admittedWithoutClaim(job);
+    const after = Date.now();
+    const { dialTimeoutSeconds, ringTimeoutSeconds } = apps.dialer!.get<AppConfig>(APP_CONFIG);
+    const [{ max_call_duration_seconds: maxSeconds }] = await apps.dataSource.query(
+      `SELECT max_call_duration_seconds FROM telephony_configurations WHERE id = $1`,
+      [configurationId],
+    );
+    const lifeMs = (dialTimeoutSeconds + ringTimeoutSeconds + maxSeconds + 60) * 1000;
+    const expiresAt = Number(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId));
+    // Scored on Redis' clock, which is this machine's.
+    expect(expiresAt).toBeGreaterThanOrEqual(before + lifeMs - 1000);
+    expect(expiresAt).toBeLessThanOrEqual(after + lifeMs + 1000);
+    await apps.dialer!.get(ConcurrencyLimiter).release(configurationId, job.runId);
   });
 
   it('frees the slot an earlier attempt took when the run fails before its claim (its configuration lost its from numbers)', async () => {

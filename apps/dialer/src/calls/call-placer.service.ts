@@ -32,8 +32,11 @@ import { PlaceCallProgress, PlaceDecision } from './place-decision';
  * README, "What is not guaranteed", has what this costs instead.
  */
 const STALE_SLOT_MS = 1000;
-/** Extra lease time beyond the maximum call duration, for ringing and wrap-up. */
-const LEASE_SLACK_MS = 120_000;
+/**
+ * Wrap-up time a slot's lease allows past the rest of a call's life (the
+ * reaper's grace for an answered call past its maximum, `run-reaper`).
+ */
+const LEASE_WRAP_UP_SECONDS = 60;
 const MAX_CARRIER_RETRIES = 25;
 /** How soon a job whose claim is unsettled (the database away) comes back for it. */
 const UNSETTLED_RETRY_MS = 2_000;
@@ -285,7 +288,10 @@ export class CallPlacer {
     const limits = {
       callsPerSecond: config.callsPerSecond,
       maxConcurrentCalls: config.maxConcurrentCalls,
-      leaseMs: config.maxCallDurationSeconds * 1000 + LEASE_SLACK_MS,
+      // As long as the call can live before the reaper would end it: dialing, ringing, then the whole maximum, which
+      // carriers count from the answer. Shorter, a slot could lapse under a call still talking and admit one too many.
+      leaseMs:
+        (this.config.dialTimeoutSeconds + this.config.ringTimeoutSeconds + config.maxCallDurationSeconds + LEASE_WRAP_UP_SECONDS) * 1000,
     };
     let admission = await this.admission.admit(config.id, runId, limits, pace);
     if (admission.kind === 'rate' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
