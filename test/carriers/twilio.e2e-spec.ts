@@ -436,6 +436,29 @@ describe('placing calls through Twilio', () => {
       }
     });
 
+    it('does not take for its own the call of an open run of another configuration on the same Twilio account and number', async () => {
+      const to = '+14155550190';
+      // A second line of the same account and from number (another team's, or another client of one agency).
+      const otherLine = await createConfiguration({ record: false });
+      const first = await trigger(otherLine, to);
+      const call = await callFor(first);
+      await runReaches(first, (run) => run.provider_call_id === call.sid, 'the first run to learn its call SID');
+      const twilio = apps.dialer!.get(TelephonyProviders).get('twilio') as TwilioProvider;
+      const timeout = twilio.requestTimeoutMs;
+      twilio.requestTimeoutMs = 1_000;
+      fake.failNext('timeout');
+      try {
+        const second = await trigger(recordedConfigId, to);
+        const unknown = await runReaches(second, (run) => eventsOf(run).includes('dialer.outcome_unknown'), 'the second dial to end unknown');
+        expect(unknown).toMatchObject({ status: 'dialing', provider_call_id: null });
+        expect(eventsOf(unknown)).not.toContain('dialer.reconciled');
+        expect(await readRun(first)).toMatchObject({ provider_call_id: call.sid });
+      } finally {
+        twilio.requestTimeoutMs = timeout;
+        await fake.end(call.sid, 'no-answer');
+      }
+    });
+
     it("lets the reaper leave alone another open run's call that matches a stranded run's numbers", async () => {
       const to = '+14155550184';
       const first = await trigger(recordedConfigId, to);

@@ -562,13 +562,17 @@ export class WorkflowRunStore {
 
   /**
    * Whether a call a carrier found by the dial's numbers may be another
-   * run's: another open run of the same configuration dialed the same
-   * number from the same number and holds that call id, or holds none yet.
-   * Open runs only (the partial index of open runs), so it stays cheap on a
-   * large table; a finished run's call is not seen.
+   * run's: another open run dialed through the same carrier the same number
+   * from the same number and holds that call id, or holds none yet. Of any
+   * configuration, any organization: two configurations can share one
+   * carrier account and from number (a team's two lines, an agency's
+   * clients), and the carrier's list of calls is the account's. Open runs
+   * only (the partial index of open runs), so it stays cheap on a large
+   * table; a finished run's call is not seen.
    */
   async anotherOpenRunMayOwn(
-    run: { id: number; telephonyConfigurationId: number | null; phoneNumber: string },
+    run: { id: number; phoneNumber: string },
+    provider: string,
     fromNumber: string,
     providerCallId: string,
   ): Promise<boolean> {
@@ -576,10 +580,10 @@ export class WorkflowRunStore {
       `SELECT EXISTS (
          SELECT 1 FROM workflow_runs
           WHERE NOT is_completed AND status IN ('dialing', 'ringing', 'in_progress', 'completed')
-            AND id <> $1 AND telephony_configuration_id IS NOT DISTINCT FROM $2 AND phone_number = $3 AND from_number = $4
+            AND id <> $1 AND provider = $2 AND phone_number = $3 AND from_number = $4
             AND (provider_call_id = $5 OR provider_call_id IS NULL)
        ) AS taken`,
-      [run.id, run.telephonyConfigurationId, run.phoneNumber, fromNumber, providerCallId],
+      [run.id, provider, run.phoneNumber, fromNumber, providerCallId],
     );
     return row.taken === true;
   }

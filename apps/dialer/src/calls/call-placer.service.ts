@@ -355,7 +355,7 @@ export class CallPlacer {
         this.logger.warn({ run_id: run.id, err: lookupError }, 'the carrier could not be asked about the dial');
         return { kind: 'unknown' as const };
       });
-    if (lookup.kind === 'found' && provider.findsCallsByNumbers && (await this.runs.anotherOpenRunMayOwn(run, dial.from, lookup.providerCallId))) {
+    if (lookup.kind === 'found' && provider.findsCallsByNumbers && (await this.runs.anotherOpenRunMayOwn(run, config.provider, dial.from, lookup.providerCallId))) {
       // The carrier's one call to these numbers may be another open run's: taking it would follow that call twice and
       // leave this run's own dial untracked. The outcome is unknown, as when the carrier cannot tell.
       this.logger.warn({ run_id: run.id, provider_call_id: lookup.providerCallId }, "the call found by the dial's numbers may be another run's");

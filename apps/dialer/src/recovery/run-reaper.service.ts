@@ -248,7 +248,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (lookup.kind !== 'found') return false;
     if (!run.providerCallId) {
       // A call found by the dial's numbers may be another run's (see `anotherOpenRunMayOwn`): not this run's to follow.
-      if (provider.findsCallsByNumbers && run.fromNumber && (await this.runs.anotherOpenRunMayOwn(run, run.fromNumber, lookup.providerCallId))) {
+      if (provider.findsCallsByNumbers && run.fromNumber && (await this.runs.anotherOpenRunMayOwn(run, config.provider, run.fromNumber, lookup.providerCallId))) {
         return false;
       }
       await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
