@@ -70,7 +70,9 @@ describe('BigintRunIds migration', () => {
 
     const applied = await runMigrations(dataSource);
 
-    expect(applied.map((migration) => migration.name)).toEqual(['BigintRunIds1764240000000']);
+    // This one first, then any later release's.
+    expect(applied.map((migration) => migration.name)).toEqual(MIGRATIONS.slice(MIGRATIONS.indexOf(BigintRunIds1764240000000)).map((migration) => migration.name));
+    expect(applied[0].name).toBe('BigintRunIds1764240000000');
     expect(await idColumns()).toEqual([
       { table_name: 'idempotency_keys', column_name: 'run_id', data_type: 'bigint' },
       { table_name: 'sandbox_calls', column_name: 'run_id', data_type: 'bigint' },
