@@ -414,18 +414,22 @@ describe('placing calls through Twilio', () => {
       expect(callsOf(runId)).toHaveLength(1);
     });
 
-    it("does not take another open run's call to the same number for its own", async () => {
-      const to = '+14155550183';
-      const first = await trigger(recordedConfigId, to);
+    /**
+     * A run of `firstConfigId` has its call to `to`; a run of
+     * `secondConfigId` to the same number then gets no answer to its dial,
+     * which Twilio never placed: its one match by numbers is the first run's
+     * call, which it must not take.
+     */
+    async function secondDialLeavesTheFirstCallAlone(firstConfigId: number, secondConfigId: number, to: string): Promise<void> {
+      const first = await trigger(firstConfigId, to);
       const call = await callFor(first);
       await runReaches(first, (run) => run.provider_call_id === call.sid, 'the first run to learn its call SID');
-      // The second run's dial request gets no answer and Twilio never placed it: its one match by numbers is the first run's call.
       const twilio = apps.dialer!.get(TelephonyProviders).get('twilio') as TwilioProvider;
       const timeout = twilio.requestTimeoutMs;
       twilio.requestTimeoutMs = 1_000;
       fake.failNext('timeout');
       try {
-        const second = await trigger(recordedConfigId, to);
+        const second = await trigger(secondConfigId, to);
         const unknown = await runReaches(second, (run) => eventsOf(run).includes('dialer.outcome_unknown'), 'the second dial to end unknown');
         expect(unknown).toMatchObject({ status: 'dialing', provider_call_id: null });
         expect(eventsOf(unknown)).not.toContain('dialer.reconciled');
@@ -434,29 +438,16 @@ describe('placing calls through Twilio', () => {
         twilio.requestTimeoutMs = timeout;
         await fake.end(call.sid, 'no-answer');
       }
+    }
+
+    it("does not take another open run's call to the same number for its own", async () => {
+      await secondDialLeavesTheFirstCallAlone(recordedConfigId, recordedConfigId, '+14155550183');
     });
 
     it('does not take for its own the call of an open run of another configuration on the same Twilio account and number', async () => {
-      const to = '+14155550190';
       // A second line of the same account and from number (another team's, or another client of one agency).
       const otherLine = await createConfiguration({ record: false });
-      const first = await trigger(otherLine, to);
-      const call = await callFor(first);
-      await runReaches(first, (run) => run.provider_call_id === call.sid, 'the first run to learn its call SID');
-      const twilio = apps.dialer!.get(TelephonyProviders).get('twilio') as TwilioProvider;
-      const timeout = twilio.requestTimeoutMs;
-      twilio.requestTimeoutMs = 1_000;
-      fake.failNext('timeout');
-      try {
-        const second = await trigger(recordedConfigId, to);
-        const unknown = await runReaches(second, (run) => eventsOf(run).includes('dialer.outcome_unknown'), 'the second dial to end unknown');
-        expect(unknown).toMatchObject({ status: 'dialing', provider_call_id: null });
-        expect(eventsOf(unknown)).not.toContain('dialer.reconciled');
-        expect(await readRun(first)).toMatchObject({ provider_call_id: call.sid });
-      } finally {
-        twilio.requestTimeoutMs = timeout;
-        await fake.end(call.sid, 'no-answer');
-      }
+      await secondDialLeavesTheFirstCallAlone(otherLine, recordedConfigId, '+14155550190');
     });
 
     it("lets the reaper leave alone another open run's call that matches a stranded run's numbers", async () => {
