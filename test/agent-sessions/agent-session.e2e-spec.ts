@@ -236,6 +236,26 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(await stored()).toEqual(before);
     });
 
+    it('takes a retried report (its answer lost), or a turn repeated within one, without doubling its turns', async () => {
+      const events = [
+        { type: 'transcript', speaker: 'agent', text: 'Is Tuesday good?', start_ms: 50_000, end_ms: 51_000 },
+        { type: 'transcript', speaker: 'user', text: 'Tuesday is good.', start_ms: 51_500, end_ms: 52_000 },
+        { type: 'gathered_context', data: { retried_day: 'Tuesday' } },
+      ];
+      // Within one report too: the same turn sent twice is one turn.
+      events.push(events[0]);
+      const turnsLike = async () =>
+        (await apps.dataSource.query(`SELECT agent_transcript FROM workflow_runs WHERE id = $1`, [runId]))[0].agent_transcript.filter(
+          (turn: { start_ms: number }) => turn.start_ms >= 50_000 && turn.start_ms <= 52_000,
+        );
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const response = await apps.client.post(`${session(tokenFor(runId))}/events`, { events });
+        expect(response.status).toBe(200);
+      }
+      expect(await turnsLike()).toEqual(events.slice(0, 2).map(({ type: _type, ...turn }) => turn));
+      expect((await run(runId)).body.gathered_context).toMatchObject({ retried_day: 'Tuesday' });
+    });
+
     it('answers 413 to usage past the 50 names a run keeps, storing nothing of that report, and takes counters it has again', async () => {
       const report = (usage: Record<string, number>, text: string) =>
         apps.client.post(`${session(tokenFor(runId))}/events`, {

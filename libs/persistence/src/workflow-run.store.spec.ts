@@ -113,6 +113,18 @@ describe('WorkflowRunStore durations and transitions', () => {
     return runId;
   }
 
+  it('adds a turn the run has already once: a retried report whose answer was lost does not double the transcript', async () => {
+    const runId = await dialingRun();
+    const hello = { speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 900 };
+    const reply = { speaker: 'user', text: 'Hi', start_ms: 1000, end_ms: 1400 };
+    const again = { speaker: 'agent', text: 'Hello', start_ms: 2000, end_ms: 2900 };
+    expect(await store.recordAgentReport(runId, { turns: [hello, reply] })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentReport(runId, { turns: [hello, reply] })).toMatchObject({ kind: 'stored' });
+    // One turn it has and one it has not, which may say the same words at another time.
+    expect(await store.recordAgentReport(runId, { turns: [reply, again] })).toMatchObject({ kind: 'stored' });
+    expect((await store.findById(runId))?.agentTranscript).toEqual([hello, reply, again]);
+  });
+
   it("keeps an agent runtime's reports up to the run's limits, and says why it stored nothing", async () => {
     const runId = await dialingRun();
     const turn = { speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 1 };

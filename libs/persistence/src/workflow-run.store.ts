@@ -707,7 +707,12 @@ export class WorkflowRunStore {
     const rows = await preparedQuery<{ organization_id: number; provider: string | null; provider_call_id: string | null }>(
       this.dataSource,
       `UPDATE workflow_runs
-          SET agent_transcript = agent_transcript || $2::jsonb,
+          -- A turn the run has already (same speaker, text and times: a runtime's retry of a report whose answer it
+          -- lost) is not added again.
+          SET agent_transcript = agent_transcript || (
+                SELECT COALESCE(jsonb_agg(fresh.turn ORDER BY fresh.n), '[]'::jsonb)
+                  FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS fresh (turn, n)
+                 WHERE NOT agent_transcript @> jsonb_build_array(fresh.turn)),
               gathered_context = gathered_context || $3::jsonb,
               cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,

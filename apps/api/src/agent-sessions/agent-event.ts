@@ -35,7 +35,9 @@ export function readAgentReport(body: unknown): AgentReport {
         if (!isMs(start) || !isMs(end) || (end as number) < (start as number)) {
           throw Errors.validation(`${where}.start_ms and end_ms must be whole milliseconds with end_ms >= start_ms`);
         }
-        report.turns.push({ speaker, text, start_ms: start as number, end_ms: end as number });
+        const turn: AgentReport['turns'][number] = { speaker, text, start_ms: start as number, end_ms: end as number };
+        // The same turn twice in one report is one turn (the store skips those the run has already).
+        if (!report.turns.some((kept) => sameTurn(kept, turn))) report.turns.push(turn);
         break;
       }
       case 'gathered_context': {
@@ -67,6 +69,10 @@ export function readAgentReport(body: unknown): AgentReport {
     }
   });
   return report;
+}
+
+function sameTurn(a: AgentReport['turns'][number], b: AgentReport['turns'][number]): boolean {
+  return a.start_ms === b.start_ms && a.end_ms === b.end_ms && a.speaker === b.speaker && a.text === b.text;
 }
 
 function isMs(value: unknown): boolean {
