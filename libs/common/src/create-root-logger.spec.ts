@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
+import Redis from 'ioredis';
 import { createRootLogger, urlForLog } from './create-root-logger';
 
 /** A log destination that keeps what is written. */
@@ -59,6 +60,27 @@ describe('the root logger', () => {
     expect(logged).toContain('INSERT INTO workflow_runs');
     expect(logged).toContain('invalid input syntax for type json');
     expect(logged).not.toContain('Ada Lovelace');
+  });
+
+  it('writes the name of a Redis command that failed, not its arguments (an AUTH password, a job\'s data)', async () => {
+    const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      // The local Redis has no password: it refuses the AUTH, and ioredis' error carries the command sent.
+      const refused = await redis.auth('not-the-password-8d1f').then(
+        () => null,
+        (error: unknown) => error as Error & { command?: { name: string; args: unknown[] } },
+      );
+      expect(refused?.command).toEqual({ name: 'auth', args: ['not-the-password-8d1f'] });
+      const { lines, sink } = captured();
+      createRootLogger('test', 'info', sink).error({ err: refused }, 'redis failed');
+      const logged = JSON.parse(lines.join(''));
+      expect(logged.err.command).toEqual({ name: 'auth' });
+      expect(lines.join('')).not.toContain('not-the-password-8d1f');
+      // The error itself is left as it was.
+      expect(refused?.command?.args).toEqual(['not-the-password-8d1f']);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it("writes neither the detail nor the context Postgres gives of a value it refused, nor its driver error's", () => {

@@ -52,7 +52,11 @@ export function urlForLog(url: string | undefined): string | undefined {
  */
 const CALLER_DATA_FIELDS = ['parameters', 'detail', 'where'];
 
-/** Errors as pino writes them, less the values of a failed query (above). The SQL text and error code stay. */
+/**
+ * Errors as pino writes them, less the values of a failed query (above) and
+ * the arguments of a failed Redis command. The SQL text, the command's name
+ * and the error code stay.
+ */
 function errorForLog(error: Error): Record<string, unknown> {
   return withoutCallerData(pino.stdSerializers.err(error) as unknown as Record<string, unknown>);
 }
@@ -64,6 +68,10 @@ function withoutCallerData(serialized: Record<string, unknown>): Record<string, 
   // What is not an error comes back as it was given: the caller's own object, written as it is and never changed.
   if (serialized === null || typeof serialized !== 'object' || Object.getPrototypeOf(serialized) !== SERIALIZED_ERROR) return serialized;
   for (const field of CALLER_DATA_FIELDS) delete serialized[field];
+  // ioredis puts the command a reply refused on its error, arguments and all: an AUTH's or HELLO's password, a
+  // queued job's data (callers' phone numbers and context). Its name says enough.
+  const command = serialized.command as { name?: unknown } | null | undefined;
+  if (command !== null && typeof command === 'object') serialized.command = { name: command.name };
   // Nested errors (`driverError`, an aggregate's errors) are serialized copies too, changed in place; any other
   // object is the error's own and is left as it is.
   for (const value of Object.values(serialized)) {
