@@ -53,8 +53,27 @@ describe('loadAppConfig', () => {
   });
 
   it('warns of the public all-zero secrets key, and of nothing for a key of ones own', () => {
-    expect(configWarnings(loadAppConfig({ SECRETS_KEY: '0'.repeat(64) }))).toEqual([expect.stringMatching(/^SECRETS_KEY is the public all-zero development key/)]);
-    expect(configWarnings(loadAppConfig({ SECRETS_KEY: SECRET }))).toEqual([]);
+    const reachable = { PUBLIC_BASE_URL: 'https://voice.example.com', AGENT_RUNTIME_URL: 'wss://agents.example.com/media' };
+    expect(configWarnings(loadAppConfig({ ...reachable, SECRETS_KEY: '0'.repeat(64) }))).toEqual([
+      expect.stringMatching(/^SECRETS_KEY is the public all-zero development key/),
+    ]);
+    expect(configWarnings(loadAppConfig({ ...reachable, SECRETS_KEY: SECRET }))).toEqual([]);
+  });
+
+  it('warns when the callbacks or the media stream a carrier is given point at this machine', () => {
+    // The defaults: fine for the sandbox on one machine, unreachable for any real carrier.
+    expect(configWarnings(loadAppConfig({ SECRETS_KEY: SECRET }))).toEqual([
+      expect.stringMatching(/^PUBLIC_BASE_URL is http:\/\/localhost:3000, a loopback address/),
+      expect.stringMatching(/^AGENT_RUNTIME_URL is ws:\/\/127\.0\.0\.1:8090\/media, a loopback address/),
+    ]);
+    for (const loopback of ['http://127.0.0.5:8080', 'http://[::1]:3000', 'http://api.localhost', 'http://LOCALHOST']) {
+      const warnings = configWarnings(loadAppConfig({ SECRETS_KEY: SECRET, PUBLIC_BASE_URL: loopback, AGENT_RUNTIME_URL: 'wss://a.example.com' }));
+      expect({ loopback, warnings }).toEqual({ loopback, warnings: [expect.stringMatching(/^PUBLIC_BASE_URL is .* a loopback address/)] });
+    }
+    // A private address or a name of the operator's own network may be reachable (a carrier's tunnel, a test rig).
+    for (const elsewhere of ['http://10.0.0.5:3000', 'http://api:3000', 'https://127.example.com']) {
+      expect(configWarnings(loadAppConfig({ SECRETS_KEY: SECRET, PUBLIC_BASE_URL: elsewhere, AGENT_RUNTIME_URL: 'wss://a.example.com' }))).toEqual([]);
+    }
   });
 
   it('reads the private networks carrier storage may resolve to as CIDRs, and refuses anything else', () => {

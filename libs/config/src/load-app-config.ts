@@ -85,7 +85,9 @@ function decodable(component: string): boolean {
 /**
  * What the configuration allows but an operator must hear about, logged at
  * start as warnings: the all-zero SECRETS_KEY that docker-compose.yml falls
- * back to is public.
+ * back to is public; the loopback defaults of PUBLIC_BASE_URL and
+ * AGENT_RUNTIME_URL do for the sandbox carrier on one machine, and for no
+ * real carrier, which would be given callbacks it cannot reach.
  */
 export function configWarnings(config: AppConfig): string[] {
   const warnings: string[] = [];
@@ -95,7 +97,26 @@ export function configWarnings(config: AppConfig): string[] {
         'download links; outside a development machine set your own (openssl rand -hex 32)',
     );
   }
+  if (isLoopbackUrl(config.publicBaseUrl)) {
+    warnings.push(
+      `PUBLIC_BASE_URL is ${config.publicBaseUrl}, a loopback address: every dial gives the carrier its answer, status and ` +
+        'recording callbacks under it, and webhooks are verified against it, so no carrier but the sandbox can reach this ' +
+        "service; set the API's public HTTPS address, the same on the API and every dialer",
+    );
+  }
+  if (isLoopbackUrl(config.agentRuntimeUrl)) {
+    warnings.push(
+      `AGENT_RUNTIME_URL is ${config.agentRuntimeUrl}, a loopback address: a real carrier cannot stream an answered call to it; ` +
+        "set the voice-agent runtime's public address, unless every configuration sets settings.agent_runtime_url",
+    );
+  }
   return warnings;
+}
+
+/** A URL whose host is this machine: `localhost` (and its subdomains), 127.0.0.0/8 or ::1. */
+function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
 }
 
 class EnvReader {
