@@ -1,3 +1,4 @@
+import { ServiceUnavailableException } from '@nestjs/common';
 import { CallEventsQueue, CallsQueue } from '@app/queue';
 import { AgentSessionTokens } from '@app/telephony';
 import {
@@ -15,6 +16,7 @@ import { createIsolatedResources, IsolatedResources } from '../support/isolated-
 import { startTestApps, TestApps } from '../support/test-apps';
 import { testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
+import { HealthController } from '../../libs/health/src/health.controller';
 
 describe('outages of Redis and Postgres', () => {
   describe('Redis down when a trigger arrives', () => {
@@ -75,6 +77,30 @@ describe('outages of Redis and Postgres', () => {
         return current.is_completed ? current : undefined;
       });
       expect(run.status).toBe('completed');
+    });
+
+    it('keeps the API ready while Redis is away, since it takes triggers without it, and not the dialer', async () => {
+      const dialerReadiness = () =>
+        apps.dialer!.get(HealthController)
+          .ready()
+          .then(
+            (result) => ({ status: 200, details: result.details }),
+            (error: ServiceUnavailableException) => ({ status: error.getStatus(), details: (error.getResponse() as { details: unknown }).details }),
+          );
+      expect(await dialerReadiness()).toEqual({ status: 200, details: { postgres: { status: 'up' }, redis: { status: 'up' } } });
+      await redis.cut();
+      try {
+        const down = await waitFor(async () => {
+          const readiness = await dialerReadiness();
+          return readiness.status === 503 ? readiness : undefined;
+        }, { what: "the dialer's readiness to see Redis away" });
+        expect(down.details).toMatchObject({ postgres: { status: 'up' }, redis: { status: 'down' } });
+        const ready = await apps.client.get('/health/ready');
+        expect(ready.status).toBe(200);
+        expect(ready.body.details).toEqual({ postgres: { status: 'up' } });
+      } finally {
+        await redis.restore();
+      }
     });
 
     it("answers a carrier's webhook 503 while Redis is away, remembering nothing, so its retry is taken", async () => {

@@ -11,11 +11,11 @@ describe('health and OpenAPI', () => {
   });
   afterAll(() => apps.close());
 
-  it('answers liveness and readiness with Postgres and Redis up', async () => {
+  it("answers liveness, and readiness with Postgres up (the API's one requirement: a trigger does not need Redis)", async () => {
     expect((await apps.client.get('/health/live')).status).toBe(200);
     const ready = await apps.client.get('/health/ready');
     expect(ready.status).toBe(200);
-    expect(ready.body.info).toMatchObject({ postgres: { status: 'up' }, redis: { status: 'up' } });
+    expect(ready.body.info).toEqual({ postgres: { status: 'up' } });
   });
 
   it('serves the OpenAPI document generated from the code, with stable operation ids', async () => {

@@ -27,7 +27,8 @@ export class AppModule {
         ArtifactsModule,
         AuthModule,
         TriggerLookupsModule,
-        HealthModule,
+        // A trigger does not need Redis (its run is dialed once Redis is back): readiness is Postgres alone.
+        HealthModule.forRoot(['postgres']),
         ...FEATURE_MODULES,
       ],
       providers: [

@@ -35,7 +35,7 @@ export class DialerModule {
         TelephonyModule,
         TemplatingModule,
         ArtifactsModule,
-        HealthModule,
+        HealthModule.forRoot(['postgres', 'redis']),
       ],
       providers: [
         { provide: APP_FILTER, useClass: HttpExceptionFilter },

@@ -1,1 +1,2 @@
 export * from './health.module';
+export type { ReadinessDependency } from './health.controller';
