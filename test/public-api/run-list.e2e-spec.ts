@@ -199,6 +199,35 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
       }
     });
 
+    it("reads none of another organization's runs to answer that 404: its workflow's size does not show in the time", async () => {
+      const ran: Array<{ sql: string; values: unknown[] }> = [];
+      const query = apps.dataSource.query.bind(apps.dataSource);
+      const spy = jest.spyOn(apps.dataSource, 'query').mockImplementation(async (sql, values) => {
+        if (sql.includes('FROM workflow_runs') && sql.includes('ORDER BY id DESC')) ran.push({ sql, values: (values as unknown[]) ?? [] });
+        return query(sql, values);
+      });
+      try {
+        expectError(await apps.client.get(listPath('', other.workflow.workflowId), { key: main.org.adminKey }), 404, 'workflow_not_found');
+      } finally {
+        spy.mockRestore();
+      }
+      expect(ran).toHaveLength(1);
+      const [{ 'QUERY PLAN': [plan] }] = await apps.dataSource.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${ran[0].sql}`, ran[0].values);
+      /** Every node of the plan that reads `workflow_runs`, and how often it ran. */
+      const scans: Array<{ loops: number; rows: number }> = [];
+      const walk = (node: Record<string, any>) => {
+        if (node['Relation Name'] === 'workflow_runs') scans.push({ loops: node['Actual Loops'], rows: node['Actual Rows'] });
+        for (const child of node.Plans ?? []) walk(child);
+      };
+      walk(plan.Plan);
+      expect(scans.length).toBeGreaterThan(0);
+      // The organization's ownership of the workflow is asked first, once, and the runs' scan never starts.
+      expect(scans.every((scan) => scan.loops === 0)).toBe(true);
+      // As it would for the owner: the other organization's own run is there to be read.
+      const own = await apps.client.get(listPath('', other.workflow.workflowId), { key: other.org.adminKey });
+      expect(own.body.runs).toHaveLength(1);
+    });
+
     it('answers 404 workflow_not_found for an unknown workflow id, in the int range or past it, and 400 for a malformed one', async () => {
       expectError(await apps.client.get(listPath('', 2147483647), { key: main.org.adminKey }), 404, 'workflow_not_found');
       expectError(await apps.client.get(listPath('', 'abc'), { key: main.org.adminKey }), 400, 'validation_failed');

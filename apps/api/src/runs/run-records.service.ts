@@ -142,7 +142,14 @@ export class RunRecords {
    * could hold a gigabyte in the gateway, and a few at once exhaust its heap.
    */
   list(filter: RunListFilter): Promise<RunSummaryRow[]> {
-    const conditions = ['workflow_id = $1', 'organization_id = $2'];
+    // The workflow's owner first, once (Postgres runs an uncorrelated EXISTS as a one-time filter): another
+    // organization's workflow is not scanned, run by run, to find none of its runs visible, which would take
+    // time growing with its runs (telling how many it has) and hold a connection while it did.
+    const conditions = [
+      'EXISTS (SELECT 1 FROM workflows WHERE workflows.id = $1 AND workflows.organization_id = $2)',
+      'workflow_id = $1',
+      'organization_id = $2',
+    ];
     const values: unknown[] = [filter.workflowId, filter.organizationId];
     if (filter.status !== undefined) {
       values.push(filter.status);
