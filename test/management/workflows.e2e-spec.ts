@@ -103,6 +103,21 @@ describe('management API: workflows', () => {
     expect(pathIn(moved.body)).toBe(given);
   });
 
+  it('keeps the published path of a trigger node saved again without one, though a draft between left the node out', async () => {
+    const created = await createWorkflow(apps, org, graph({ trigger: null }));
+    const [path] = created.triggers.map((trigger: { uuid: string }) => trigger.uuid);
+    expect((await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey })).status).toBe(200);
+    const save = (definition: Record<string, any>) => apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition }, { key: org.adminKey });
+    // A draft without the trigger node, then the definition as first written (the node without a path) again.
+    expect((await save(graph({ prompt: 'no trigger for now' }))).status).toBe(200);
+    const again = await save(graph({ trigger: null, prompt: 'back' }));
+    expect(again.status).toBe(200);
+    expect(again.body.draft_definition.definition.nodes.find((node: { type: string }) => node.type === 'trigger').data.trigger_path).toBe(path);
+    expect((await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey })).status).toBe(200);
+    const [active] = (await apps.client.get(`/api/v1/workflows/${created.id}`, { key: org.adminKey })).body.triggers;
+    expect(active).toEqual({ uuid: path, is_active: true });
+  });
+
   it('keeps a trigger_path the definition gives, lower-cased', async () => {
     const uuid = randomUUID();
     const body = await createWorkflow(apps, org, graph({ trigger: uuid.toUpperCase() }));

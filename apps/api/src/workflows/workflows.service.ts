@@ -108,13 +108,17 @@ export class WorkflowsService {
         .map((node: { id?: unknown }) => node.id),
     );
     if (sentWithout.size === 0) return graph;
-    const [latest]: Array<{ definition: DefinitionGraph }> = await manager.query(
-      `SELECT definition FROM workflow_definitions WHERE workflow_id = $1 AND status IN ('draft', 'published')
-        ORDER BY status = 'draft' DESC, version DESC LIMIT 1`,
+    // Node by node, the draft's path, else the published definition's: a draft that left the node out (or a
+    // draft slot emptied by a publish) must not cost the node the path it is published under.
+    const latest: Array<{ definition: DefinitionGraph }> = await manager.query(
+      `SELECT DISTINCT ON (status) definition FROM workflow_definitions WHERE workflow_id = $1 AND status IN ('draft', 'published')
+        ORDER BY status DESC, version DESC`,
       [workflowId],
     );
+    // Published, then draft: the draft's path for a node wins.
     const earlier = new Map(
-      (latest?.definition.nodes ?? [])
+      latest
+        .flatMap((row) => row.definition.nodes)
         .filter((node) => node.type === 'trigger' && typeof node.data?.trigger_path === 'string')
         .map((node) => [node.id, node.data.trigger_path as string]),
     );
