@@ -85,6 +85,11 @@ describe('RunRecords and RunPresenter.recordJson', () => {
     records = new RunRecords(dataSource);
     tokens = new DownloadTokens(Buffer.alloc(32, 3));
     presenter = new RunPresenter(tokens, { downloadUrlTtlSeconds: 3600, publicBaseUrl: 'https://calls.example.com' } as AppConfig);
+    // The list reads a workflow's runs only once the workflow is found to be the organization's.
+    await dataSource.query(`INSERT INTO workflows (id, organization_id, name) VALUES ($1, $2, 'Run records') ON CONFLICT (id) DO NOTHING`, [
+      WORKFLOW,
+      ORG,
+    ]);
   });
   afterAll(() => dataSource?.destroy());
 
