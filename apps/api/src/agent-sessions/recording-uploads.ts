@@ -88,9 +88,4 @@ export class RecordingUploads {
       hold?.release();
     }
   }
-
-  /** Bytes held now (for tests and diagnostics). */
-  get heldBytes(): number {
-    return this.held;
-  }
 }
