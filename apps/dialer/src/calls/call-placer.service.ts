@@ -22,6 +22,7 @@ import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-admission';
 import { RunDispatcher } from '../recovery/run-dispatcher.service';
 import { DefinitionPicker } from './definition-picker.service';
+import { ANSWERED_CALL_GRACE_SECONDS } from './call-limits';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
 /**
@@ -32,11 +33,6 @@ import { PlaceCallProgress, PlaceDecision } from './place-decision';
  * README, "What is not guaranteed", has what this costs instead.
  */
 const STALE_SLOT_MS = 1000;
-/**
- * Wrap-up time a slot's lease allows past the rest of a call's life (the
- * reaper's grace for an answered call past its maximum, `run-reaper`).
- */
-const LEASE_WRAP_UP_SECONDS = 60;
 const MAX_CARRIER_RETRIES = 25;
 /** How soon a job whose claim is unsettled (the database away) comes back for it. */
 const UNSETTLED_RETRY_MS = 2_000;
@@ -291,7 +287,7 @@ export class CallPlacer {
       // As long as the call can live before the reaper would end it: dialing, ringing, then the whole maximum, which
       // carriers count from the answer. Shorter, a slot could lapse under a call still talking and admit one too many.
       leaseMs:
-        (this.config.dialTimeoutSeconds + this.config.ringTimeoutSeconds + config.maxCallDurationSeconds + LEASE_WRAP_UP_SECONDS) * 1000,
+        (this.config.dialTimeoutSeconds + this.config.ringTimeoutSeconds + config.maxCallDurationSeconds + ANSWERED_CALL_GRACE_SECONDS) * 1000,
     };
     let admission = await this.admission.admit(config.id, runId, limits, pace);
     if (admission.kind === 'rate' && admission.waitMs <= INLINE_PACING_WAIT_MS) {

@@ -6,13 +6,12 @@ import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from
 import { CallsQueue, ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { callReferenceOf, CredentialsCipher, DialAttempt, endCallAnyway, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
+import { ANSWERED_CALL_GRACE_SECONDS } from '../calls/call-limits';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { PeriodicTask } from './periodic-task';
 import { RunDispatcher } from './run-dispatcher.service';
 
 const BATCH = 200;
-/** Beyond the configuration's maximum call duration, before an answered call is given up. */
-const IN_PROGRESS_GRACE_SECONDS = 60;
 /** How long past DIAL_TIMEOUT_SECONDS a dialing run is left to a dial job coming back for its unsettled claim. */
 const UNSETTLED_CLAIM_GRACE_SECONDS = 600;
 /** A completed run whose artifacts are not stored after this long gets another try. */
@@ -102,7 +101,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
                AND r.status_changed_at < now() - make_interval(secs => COALESCE(r.max_call_duration_seconds, c.max_call_duration_seconds, 3600) + $2))
            OR (r.status = 'completed' AND r.status_changed_at < now() - make_interval(secs => $3)))
         ORDER BY r.status_changed_at LIMIT $4`,
-      [this.config.reconcileAfterSeconds, IN_PROGRESS_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH, this.waiting()],
+      [this.config.reconcileAfterSeconds, ANSWERED_CALL_GRACE_SECONDS, ARTIFACTS_RETRY_SECONDS, BATCH, this.waiting()],
     );
     for (const candidate of stale) {
       if (stopping?.aborted) return;
@@ -283,7 +282,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   private hardLimitSeconds(run: StaleRun): number {
     if (run.status === 'dialing') return this.config.dialTimeoutSeconds;
     if (run.status === 'ringing') return this.config.ringTimeoutSeconds;
-    return (run.max_call_duration_seconds ?? 3600) + IN_PROGRESS_GRACE_SECONDS;
+    return (run.max_call_duration_seconds ?? 3600) + ANSWERED_CALL_GRACE_SECONDS;
   }
 }
 
