@@ -123,18 +123,30 @@ describe('WorkflowRunStore durations and transitions', () => {
     // One turn it has and one it has not, which may say the same words at another time.
     expect(await store.recordAgentReport(runId, { turns: [reply, again] })).toMatchObject({ kind: 'stored' });
     expect((await store.findById(runId))?.agentTranscript).toEqual([hello, reply, again]);
+
+    // Sent again side by side (a runtime retrying while the first is still being stored): each waits for the one
+    // before it, and the turns are added once.
+    const late = [{ speaker: 'user', text: 'Bye', start_ms: 3000, end_ms: 3300 }, { speaker: 'agent', text: 'Bye', start_ms: 3400, end_ms: 3900 }];
+    const answers = await Promise.all(Array.from({ length: 8 }, () => store.recordAgentReport(runId, { turns: late })));
+    expect(answers.every((answer) => answer.kind === 'stored')).toBe(true);
+    expect((await store.findById(runId))?.agentTranscript).toEqual([hello, reply, again, ...late]);
   });
 
   it("keeps an agent runtime's reports up to the run's limits, and says why it stored nothing", async () => {
     const runId = await dialingRun();
-    const turn = { speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 1 };
-    const turns = (count: number) => Array.from({ length: count }, () => turn);
+    const turns = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => ({ speaker: 'agent', text: 'Hello', start_ms: from + i, end_ms: from + i + 1 }));
 
-    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns) })).toEqual({
+    expect(await store.recordAgentReport(runId, { turns: turns(0, AGENT_DATA_LIMITS.turns - 2) })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns - 2, 2) })).toEqual({
       kind: 'stored',
       call: { runId, organizationId: 1, provider: 'telnyx', providerCallId: null },
     });
-    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toEqual({ kind: 'full' });
+    // At the limit, the retry of the report that reached it (its answer lost) adds nothing, so it is stored; a new
+    // turn is refused, alone or beside turns the run has.
+    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns - 2, 2) })).toMatchObject({ kind: 'stored' });
+    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns, 1) })).toEqual({ kind: 'full' });
+    expect(await store.recordAgentReport(runId, { turns: turns(AGENT_DATA_LIMITS.turns - 1, 2) })).toEqual({ kind: 'full' });
     const big = { notes: 'x'.repeat(AGENT_DATA_LIMITS.bytes) };
     expect(await store.recordAgentReport(runId, { gatheredContext: big })).toEqual({ kind: 'full' });
     expect((await store.findById(runId))?.agentTranscript).toHaveLength(AGENT_DATA_LIMITS.turns);
@@ -155,8 +167,8 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(usage.n0).toBe(99);
 
     await store.transition(runId, 'failed', 'dialer.failed', { endedAt: new Date() });
-    expect(await store.recordAgentReport(runId, { turns: turns(1) })).toEqual({ kind: 'closed' });
-    expect(await store.recordAgentReport(Number.MAX_SAFE_INTEGER, { turns: turns(1) })).toEqual({ kind: 'no_run' });
+    expect(await store.recordAgentReport(runId, { turns: turns(0, 1) })).toEqual({ kind: 'closed' });
+    expect(await store.recordAgentReport(Number.MAX_SAFE_INTEGER, { turns: turns(0, 1) })).toEqual({ kind: 'no_run' });
   });
 
   it('stores no report after the one that ended the session, however close behind it came', async () => {

@@ -692,7 +692,7 @@ export class WorkflowRunStore {
    * session has ended (a report that raced the one ending it: the transcript
    * may have been read for the run's artifact already), `full` when it would
    * take the run past AGENT_DATA_LIMITS, which bound the row every read
-   * loads, `no_run` when no run has the id. Stored, it answers whose call it
+   * loads (turns the run has already count for nothing), `no_run` when no run has the id. Stored, it answers whose call it
    * was, for the dialers to be told of a session that ended.
    */
   async recordAgentReport(
@@ -706,13 +706,19 @@ export class WorkflowRunStore {
   ): Promise<AgentSessionWrite> {
     const rows = await preparedQuery<{ organization_id: number; provider: string | null; provider_call_id: string | null }>(
       this.dataSource,
-      `UPDATE workflow_runs
-          -- A turn the run has already (same speaker, text and times: a runtime's retry of a report whose answer it
-          -- lost) is not added again.
-          SET agent_transcript = agent_transcript || (
-                SELECT COALESCE(jsonb_agg(fresh.turn ORDER BY fresh.n), '[]'::jsonb)
-                  FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS fresh (turn, n)
-                 WHERE NOT agent_transcript @> jsonb_build_array(fresh.turn)),
+      `WITH run AS (
+         -- Locked first, so the turns found new below are new to the transcript this statement extends: a report
+         -- sent again while the first was being stored waits for it, then adds nothing.
+         SELECT agent_transcript FROM workflow_runs WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')} FOR UPDATE
+       ), fresh AS (
+         -- A turn the run has already (same speaker, text and times: a runtime's retry of a report whose answer it
+         -- lost) is not added again, nor counted against the limits: such a retry at a limit is stored, not refused.
+         SELECT COALESCE(jsonb_agg(sent.turn ORDER BY sent.n), '[]'::jsonb) AS turns
+           FROM run, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS sent (turn, n)
+          WHERE NOT run.agent_transcript @> jsonb_build_array(sent.turn)
+       )
+       UPDATE workflow_runs
+          SET agent_transcript = agent_transcript || fresh.turns,
               gathered_context = gathered_context || $3::jsonb,
               cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
@@ -720,10 +726,11 @@ export class WorkflowRunStore {
               -- A runtime that reports without having read its session first is waited for all the same.
               agent_session_started_at = COALESCE(agent_session_started_at, now()),
               updated_at = now()
+         FROM fresh
         WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')}
-          AND jsonb_array_length(agent_transcript) + jsonb_array_length($2::jsonb) <= $6
+          AND jsonb_array_length(agent_transcript) + jsonb_array_length(fresh.turns) <= $6
           -- The context as the merge leaves it: a runtime that sends its whole context each turn replaces keys, not adds.
-          AND octet_length(agent_transcript::text) + octet_length($2::jsonb::text) + octet_length((gathered_context || $3::jsonb)::text) <= $7
+          AND octet_length(agent_transcript::text) + octet_length(fresh.turns::text) + octet_length((gathered_context || $3::jsonb)::text) <= $7
           AND ($4::jsonb = '{}'::jsonb OR (SELECT count(*) FROM jsonb_object_keys(COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb)) <= $9)
         RETURNING organization_id, provider, provider_call_id`,
       [
