@@ -93,6 +93,9 @@ describe('RunRecords and RunPresenter.recordJson', () => {
   });
   afterAll(() => dataSource?.destroy());
 
+  /** Where this suite's runs are asked for. */
+  const at = (runId: number, organizationId = ORG, workflowId = WORKFLOW) => ({ runId, organizationId, workflowId });
+
   const newRun = (initialContext: Record<string, unknown>): NewRun => ({
     organizationId: ORG,
     workflowId: WORKFLOW,
@@ -138,7 +141,7 @@ describe('RunRecords and RunPresenter.recordJson', () => {
     const entities = new Map((await store.findManyById(ids)).map((run) => [run.id, run]));
 
     for (const id of ids) {
-      const row = await records.findById(id);
+      const row = await records.findVisible(at(id));
       expect(row).not.toBeNull();
       const text = presenter.recordJson(row!);
       const written = JSON.parse(text) as Record<string, unknown>;
@@ -149,7 +152,7 @@ describe('RunRecords and RunPresenter.recordJson', () => {
 
   it('keeps the awkward context exactly, and mints links only for artifacts that are stored', async () => {
     const [queued, finished, odd] = await seedRuns();
-    const read = async (id: number) => JSON.parse(presenter.recordJson((await records.findById(id))!));
+    const read = async (id: number) => JSON.parse(presenter.recordJson((await records.findVisible(at(id)))!));
 
     expect((await read(finished)).initial_context).toEqual(AWKWARD_CONTEXT);
     const links = await read(finished);
@@ -161,8 +164,20 @@ describe('RunRecords and RunPresenter.recordJson', () => {
 
   it('answers null for an unknown run, and each of many concurrent reads its own run', async () => {
     const ids = await seedRuns();
-    const reads = await Promise.all([...ids, 2_000_000_000, ...ids].map((id) => records.findById(id)));
+    const reads = await Promise.all([...ids, 2_000_000_000, ...ids].map((id) => records.findVisible(at(id))));
     expect(reads.map((row) => row?.id ?? null)).toEqual([...ids, null, ...ids]);
+  });
+
+  it("answers null for a run asked for in another organization or workflow, even beside the owner's own read of it", async () => {
+    const [queued, finished] = await seedRuns();
+    const reads = await Promise.all([
+      records.findVisible(at(finished, ORG + 1)),
+      records.findVisible(at(finished)),
+      records.findVisible(at(finished, ORG, WORKFLOW + 1)),
+      records.findVisible(at(queued, ORG + 1, WORKFLOW + 1)),
+      records.findVisible(at(queued)),
+    ]);
+    expect(reads.map((row) => row?.id ?? null)).toEqual([null, finished, null, null, queued]);
   });
 
   it('lists a workflow’s runs of one organization newest first, by status and before a cursor', async () => {
@@ -183,7 +198,7 @@ describe('RunRecords and RunPresenter.recordJson', () => {
     const page = JSON.parse(presenter.pageJson(before, 'next').toString('utf8'));
     expect(page).toEqual({ runs: before.map((row) => JSON.parse(presenter.summaryJson(row))), next_cursor: 'next' });
     // A list item is the record without its free-form documents, which are not even read.
-    const full = (await records.findById(finished))!;
+    const full = (await records.findVisible(at(finished)))!;
     const { initial_context, gathered_context, logs, annotations, ...summary } = JSON.parse(presenter.recordJson(full));
     // The documents a list item leaves out are the run's own (seeded, none of them empty): the record holds them.
     const stored = entityRecord((await store.findManyById([finished]))[0]);

@@ -101,30 +101,44 @@ const RECORD_SELECT = [
   'annotations::text AS annotations',
 ].join(', ');
 
+/** Where a run is asked for: the id, and the organization and workflow it must belong to. */
+export interface RunAddress {
+  runId: number;
+  organizationId: number;
+  workflowId: number;
+}
+
 /**
  * Reads run records for the API. Single reads (dashboards polling one run
- * each) that arrive together leave as one `id = ANY(...)` query; nothing is
- * cached.
+ * each) that arrive together leave as one query; nothing is cached.
  */
 @Injectable()
 export class RunRecords {
-  private readonly byId = new Batcher<number, RunRecordRow | null>(
-    async (ids) => {
+  private readonly byAddress = new Batcher<RunAddress, RunRecordRow | null>(
+    async (asked) => {
+      const addresses = new Map(asked.map((address) => [addressKey(address), address]));
+      const distinct = [...addresses.values()];
+      // Joined on the owner as well as the id, so another organization's run is not read at all: its documents
+      // (megabytes, cast to text) are not loaded for a 404, nor would the 404's time tell their size.
       const rows = await preparedQuery<RunRecordRow>(
         this.dataSource,
-        `SELECT ${RECORD_SELECT} FROM workflow_runs WHERE id = ANY($1::bigint[])`,
-        [[...new Set(ids)]],
+        `SELECT ${RECORD_SELECT}
+           FROM workflow_runs
+           JOIN unnest($1::bigint[], $2::int[], $3::int[]) AS asked (id, organization_id, workflow_id)
+          USING (id, organization_id, workflow_id)`,
+        [distinct.map((address) => address.runId), distinct.map((address) => address.organizationId), distinct.map((address) => address.workflowId)],
       );
-      const found = new Map(rows.map((row) => [row.id, row]));
-      return ids.map((id) => found.get(id) ?? null);
+      const found = new Map(rows.map((row) => [addressKey({ runId: row.id, organizationId: row.organization_id, workflowId: row.workflow_id }), row]));
+      return asked.map((address) => found.get(addressKey(address)) ?? null);
     },
     { maxBatch: 500, maxInFlight: 4 },
   );
 
   constructor(private readonly dataSource: DataSource) {}
 
-  findById(runId: number): Promise<RunRecordRow | null> {
-    return this.byId.submit(runId);
+  /** The run's record, or null when no run has the id in that organization and workflow. */
+  findVisible(address: RunAddress): Promise<RunRecordRow | null> {
+    return this.byAddress.submit(address);
   }
 
   /** Whether the workflow is the organization's: asked only when its run list comes back empty. */
@@ -165,4 +179,8 @@ export class RunRecords {
       values,
     );
   }
+}
+
+function addressKey(address: RunAddress): string {
+  return `${address.runId}/${address.organizationId}/${address.workflowId}`;
 }

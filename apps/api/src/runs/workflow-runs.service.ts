@@ -33,7 +33,7 @@ export class WorkflowRunsService {
 
   /** The run's record as JSON text. */
   async getJson(key: AuthenticatedKey, workflowId: number, runId: number): Promise<string> {
-    const run = await this.records.findById(runId);
+    const run = await this.records.findVisible({ runId, organizationId: key.organizationId, workflowId });
     this.assertVisible(key, workflowId, run);
     return this.presenter.recordJson(run);
   }
@@ -65,7 +65,7 @@ export class WorkflowRunsService {
     artifact: ArtifactKind,
     lifetimeSeconds: number | undefined,
   ): Promise<DownloadLinkDto> {
-    const run = await this.records.findById(runId);
+    const run = await this.records.findVisible({ runId, organizationId: key.organizationId, workflowId });
     this.assertVisible(key, workflowId, run);
     const stored = artifact === 'recording' ? run.has_recording : run.has_transcript;
     if (!stored) throw Errors.notFound('artifact_not_available', `The run has no ${artifact} (yet)`);
