@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Pool, QueryResult } from 'pg';
 import { DataSource } from 'typeorm';
 import { DownloadTokens } from '@app/artifacts';
 import { AppConfig } from '@app/config';
@@ -178,6 +179,18 @@ describe('RunRecords and RunPresenter.recordJson', () => {
       records.findVisible(at(queued)),
     ]);
     expect(reads.map((row) => row?.id ?? null)).toEqual([null, finished, null, null, queued]);
+
+    // Asked for alone, another organization's run is not even read: Postgres answers no row, so none of its
+    // documents are loaded for the 404.
+    const pool = (dataSource.driver as unknown as { master: Pool }).master;
+    const query = jest.spyOn(pool, 'query');
+    try {
+      expect(await records.findVisible(at(finished, ORG + 1))).toBeNull();
+      expect(query).toHaveBeenCalledTimes(1);
+      expect((await (query.mock.results[0].value as Promise<QueryResult>)).rows).toEqual([]);
+    } finally {
+      query.mockRestore();
+    }
   });
 
   it('lists a workflow’s runs of one organization newest first, by status and before a cursor', async () => {

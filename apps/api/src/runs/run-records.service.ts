@@ -116,20 +116,21 @@ export interface RunAddress {
 export class RunRecords {
   private readonly byAddress = new Batcher<RunAddress, RunRecordRow | null>(
     async (asked) => {
-      const addresses = new Map(asked.map((address) => [addressKey(address), address]));
-      const distinct = [...addresses.values()];
-      // Joined on the owner as well as the id, so another organization's run is not read at all: its documents
-      // (megabytes, cast to text) are not loaded for a 404, nor would the 404's time tell their size.
+      // Filtered on the owners asked for as well as the ids, so another organization's run is not read for a 404
+      // (its documents are megabytes cast to text, and the 404's time would follow their size) unless its own
+      // organization reads that workflow in the same batch. The exact match is made here; a join on the three
+      // arrays was exact in SQL too, but Postgres planned it anew on every read (+35 µs of its CPU a query).
       const rows = await preparedQuery<RunRecordRow>(
         this.dataSource,
-        `SELECT ${RECORD_SELECT}
-           FROM workflow_runs
-           JOIN unnest($1::bigint[], $2::int[], $3::int[]) AS asked (id, organization_id, workflow_id)
-          USING (id, organization_id, workflow_id)`,
-        [distinct.map((address) => address.runId), distinct.map((address) => address.organizationId), distinct.map((address) => address.workflowId)],
+        `SELECT ${RECORD_SELECT} FROM workflow_runs
+          WHERE id = ANY($1::bigint[]) AND ((organization_id::bigint << 32) | workflow_id) = ANY($2::bigint[])`,
+        [[...new Set(asked.map((address) => address.runId))], [...new Set(asked.map(ownerKey))]],
       );
-      const found = new Map(rows.map((row) => [addressKey({ runId: row.id, organizationId: row.organization_id, workflowId: row.workflow_id }), row]));
-      return asked.map((address) => found.get(addressKey(address)) ?? null);
+      const found = new Map(rows.map((row) => [row.id, row]));
+      return asked.map((address) => {
+        const row = found.get(address.runId);
+        return row && row.organization_id === address.organizationId && row.workflow_id === address.workflowId ? row : null;
+      });
     },
     { maxBatch: 500, maxInFlight: 4 },
   );
@@ -181,6 +182,7 @@ export class RunRecords {
   }
 }
 
-function addressKey(address: RunAddress): string {
-  return `${address.runId}/${address.organizationId}/${address.workflowId}`;
+/** An organization and one of its workflows as one number, as the read's statement computes it from a row. */
+function ownerKey(address: RunAddress): string {
+  return ((BigInt(address.organizationId) << 32n) | BigInt(address.workflowId)).toString();
 }
