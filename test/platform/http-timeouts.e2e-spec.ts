@@ -106,4 +106,37 @@ describe('HTTP connections that stop sending', () => {
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
     expect(closedAfterMs).toBeLessThan(900);
   });
+
+  /**
+   * Sends a request head and its whole body before reading, as Python's urllib does, and answers the answer read
+   * and whether sending failed: a connection closed under a body still arriving is reset, and the send breaks.
+   */
+  const wholeBodyFirst = (method: string, path: string, headers: string, bodyBytes: number) =>
+    new Promise<{ sendError: string | null; answer: string }>((resolve) => {
+      const { hostname, port } = new URL(apps.client.baseUrl);
+      const socket = connect(Number(port), hostname);
+      let answer = '';
+      let sendError: string | null = null;
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+      socket.on('error', (error: NodeJS.ErrnoException) => (sendError ??= error.code ?? error.message));
+      socket.on('close', () => resolve({ sendError, answer }));
+      socket.write(`${method} ${path} HTTP/1.1\r\nHost: ${hostname}\r\n${headers}Content-Length: ${bodyBytes}\r\n\r\n`);
+      socket.write(Buffer.alloc(bodyBytes, 0x20), (error) => {
+        if (error) sendError ??= (error as NodeJS.ErrnoException).code ?? error.message;
+        // All sent: the client now closes its side, as it would once it has read the answer.
+        else socket.end();
+      });
+      setTimeout(() => socket.destroy(new Error('no close within 20 s')), 20_000).unref();
+    });
+
+  it.each([
+    ['a trigger without a key', 401, 'POST', TRIGGER, () => 'Content-Type: application/json\r\n'],
+    ['a trigger over the body limit', 413, 'POST', TRIGGER, () => `Content-Type: application/json\r\nX-API-Key: ${adminKey}\r\n`],
+    ['a recording upload with a bad token', 403, 'PUT', '/api/v1/agent-sessions/not.valid/recording', () => 'Content-Type: audio/wav\r\n'],
+  ])('lets a client that sends its whole body first read the answer of %s, rather than break its send', async (_what, status, method, path, headers) => {
+    const { sendError, answer } = await wholeBodyFirst(method, path, headers(), 24 * 1024 * 1024);
+    expect(sendError).toBeNull();
+    expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+  });
 });

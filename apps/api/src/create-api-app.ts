@@ -17,6 +17,7 @@ import { ApiKeyAuthenticator } from './auth/api-key-authenticator.service';
 import { ApiKeyRouteConfig } from './auth/api-key-routes.decorator';
 import { checkRequestKey } from './auth/api-key.guard';
 import { bodyMediaTypeRefusal, hasBody } from './body-media-type';
+import { lingerOnClose } from './lingering-close';
 import { originForm } from './request-target';
 
 /** Request bodies above this answer 413 before any handler runs. */
@@ -152,6 +153,13 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
       () => done(refusedOnHead(request, reply, mediaTypeRefusal(request))),
       (error: Error) => done(refusedOnHead(request, reply, error)),
     );
+  });
+
+  // A request refused before its body was all read (on its head, or by the body parser: 413, malformed JSON) is
+  // answered with `Connection: close`: the connection then reads what its client still sends before it closes.
+  adapter.getInstance().addHook('onError', (request, _reply, _error, done) => {
+    if (!request.raw.complete) lingerOnClose(request.raw.socket, { idleMs: config.httpIdleTimeoutMs });
+    done();
   });
 
   // HTTP_IDLE_TIMEOUT_MS is for a request that stops arriving and a response its client stops reading. Once the
