@@ -221,6 +221,13 @@ describe('WorkflowRunStore durations and transitions', () => {
     expect(await store.recordAgentRecording(Number.MAX_SAFE_INTEGER, 'recordings/none.wav')).toEqual({ kind: 'no_run' });
   });
 
+  it('reads a run scoped to its workflow and organization, and nothing under another of either', async () => {
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
+    expect((await store.findScoped(runId, 1, 1))?.id).toBe(runId);
+    expect(await store.findScoped(runId, 1, 2)).toBeNull();
+    expect(await store.findScoped(runId, 2, 1)).toBeNull();
+  });
+
   it('reads a run with the definition it was dialed with', async () => {
     const graph = { nodes: [{ id: 'start', type: 'startCall', data: { prompt: 'Hello' } }], edges: [] };
     // No workflow of this test run has this id (ids count up from 1): the definition is this test's alone.

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ArtifactKind } from '@app/artifacts';
 import { Errors, MAX_RUN_ID } from '@app/common';
-import { RunReader, WorkflowRun } from '@app/persistence';
+import { WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { workflowNotFound } from '../workflows/workflow-not-found.error';
 import { ListRunsQuery } from './list-runs.query';
@@ -22,7 +22,7 @@ export class WorkflowRunsService {
     private readonly presenter: RunPresenter,
     private readonly cancellation: RunCancellation,
     private readonly records: RunRecords,
-    private readonly reads: RunReader,
+    private readonly runs: WorkflowRunStore,
   ) {}
 
   /** Cancels the run; answers the outcome and the run's record as JSON text afterwards. */
@@ -72,11 +72,11 @@ export class WorkflowRunsService {
     return this.presenter.downloadUrl(run.id, artifact, lifetimeSeconds);
   }
 
-  /** The whole run, for a change to it. */
+  /** The whole run, for a change to it; another organization's is not read (as for `getJson`). */
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
-    const run = await this.reads.findById(runId);
+    const run = await this.runs.findScoped(runId, workflowId, key.organizationId);
     if (!run) throw runNotFound();
-    this.assertVisible(key, workflowId, { workflow_id: run.workflowId, organization_id: run.organizationId });
+    this.assertWorkflowAccess(key, workflowId);
     return run;
   }
 
