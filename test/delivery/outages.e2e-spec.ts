@@ -47,12 +47,14 @@ describe('outages of Redis and Postgres', () => {
       await own.drop();
     });
 
-    it('still answers 200 within 1 s, and the run is dialed within 5 s of Redis returning', async () => {
+    it('still answers 200 without waiting for Redis, and the run is dialed within 5 s of Redis returning', async () => {
       await redis.cut();
       const started = Date.now();
       const response = await apps.client.post(`/api/v1/public/agent/${uuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
       expect(response.status).toBe(200);
-      expect(Date.now() - started).toBeLessThan(1000);
+      // The enqueue gives up after ENQUEUE_TIMEOUT_MS (500 ms); a gateway that waited for Redis would not answer
+      // before Redis returns, below, which is the test's whole length away. 3 s leaves a loaded machine its slack.
+      expect(Date.now() - started).toBeLessThan(3000);
       const runId = response.body.workflow_run_id;
       const [stored] = await apps.dataSource.query(`SELECT status FROM workflow_runs WHERE id = $1`, [runId]);
       expect(stored.status).toBe('queued');
@@ -60,7 +62,7 @@ describe('outages of Redis and Postgres', () => {
       // does, rather than waiting for Redis to return (a long outage would pile up every trigger's count).
       const asked = Date.now();
       await expect(apps.api.get(CallsQueue).countIn([org.organizationId])).rejects.toThrow();
-      expect(Date.now() - asked).toBeLessThan(1000);
+      expect(Date.now() - asked).toBeLessThan(3000);
 
       await new Promise((resolve) => setTimeout(resolve, 500));
       await redis.restore();

@@ -1,6 +1,7 @@
 import { ApiKey } from '@app/persistence';
 import { ApiKeysService } from '../../apps/api/src/api-keys/api-keys.service';
 import { createOrganization, TestOrganization } from '../support/fixtures';
+import { backendPid, waitersOn } from '../support/lock-waiters';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 import { createWorkflow, expectError, issueKey } from './management-helpers';
@@ -163,7 +164,7 @@ describe('management API: API keys', () => {
       await holder.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [lone.organizationId]);
       const keys = apps.api.get(ApiKeysService);
       const revocations = Promise.allSettled([keys.revoke(lone.organizationId, loneKeyId), keys.revoke(lone.organizationId, second.id)]);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitersOn(apps.dataSource, await backendPid(holder), 2, 'both revocations to wait on the organization');
       await holder.commitTransaction();
       outcomes = await revocations;
     } finally {

@@ -1,5 +1,6 @@
 import { TelephonyConfiguration } from '@app/persistence';
 import { createOrganization, TestOrganization } from '../support/fixtures';
+import { waitersOn } from '../support/lock-waiters';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 import { createSandboxConfiguration } from './management-helpers';
@@ -50,11 +51,7 @@ describe('management API: a telephony configuration patched and deleted at once'
   }
 
   /** The backend waiting on a lock `pid` holds, once one is. */
-  const waiterOn = (pid: number, what: string) =>
-    waitFor(async () => {
-      const [row] = await apps.dataSource.query(`SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid]);
-      return row ? (row.pid as number) : undefined;
-    }, { what });
+  const waiterOn = async (pid: number, what: string) => (await waitersOn(apps.dataSource, pid, 1, what))[0];
 
   /** A request's answer, and whether it has come yet. */
   function tracked<T>(request: Promise<T>): { answer: Promise<T>; answered: () => boolean } {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { backendPid, waitersOn } from '../../../test/support/lock-waiters';
 import { storedRunIds } from '../../../test/support/stored-run-ids';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
@@ -183,7 +184,7 @@ describe('WorkflowRunStore grouped writes', () => {
         [ORG, keys[10], BODY],
       );
       const racing = Promise.all([store.insertQueued(group(keys)), store.insertQueued(group([...keys].reverse()))]);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitersOn(dataSource, await backendPid(holder), 2, 'both groups to wait on the held key');
       await holder.rollbackTransaction();
       [forward, backward] = await racing;
     } finally {
