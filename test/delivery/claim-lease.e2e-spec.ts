@@ -162,11 +162,14 @@ describe('a dial job whose claim outlived its lease', () => {
     const stopped = await placeStoppedAfterTheClaim(job, async () => {
       expect(await placer.place(job, {})).toEqual({ kind: 'done', outcome: 'skipped' });
       const queued = await calls.getJob(jobId);
-      await queued?.remove();
+      expect(queued).toBeDefined();
+      await queued!.remove();
+      expect(await calls.getJob(jobId)).toBeUndefined();
     });
 
     expect(stopped).toMatchObject({ kind: 'delay', reason: 'claim_lapsed' });
     expect((await runOf(job.runId)).status).toBe('queued');
+    // Added again: the job was gone when the stalled copy ended.
     expect(await calls.getJob(jobId)).toBeDefined();
     expect(await dialsOf(job.runId)).toBe(0);
   });

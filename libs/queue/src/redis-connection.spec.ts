@@ -18,7 +18,7 @@ describe('redisConnectionOptions', () => {
     expect(redisConnectionOptions('redis://[::1]:6379/0', 'worker')).toMatchObject({ host: '::1', port: 6379, db: 0 });
   });
 
-  it('connects over IPv6 to the local Redis', async () => {
+  it('connects to ::1 itself, not a host named "[::1]": PONG where Redis listens on IPv6, else refused at ::1', async () => {
     // One of the two branches below asserts, whichever runs.
     expect.assertions(1);
     const redis = new Redis({ ...redisConnectionOptions('redis://[::1]:6379', 'producer'), lazyConnect: true });

@@ -3,6 +3,7 @@ import { AddressInfo } from 'node:net';
 import { AppConfig } from '@app/config';
 import { downloadElsewhere } from '../../../../test/fakes/provider-spec-calls';
 import { TelnyxFake } from '../../../../test/fakes/telnyx-fake';
+import { waitFor } from '../../../../test/support/wait-for';
 import { CarrierError } from '../carrier-error';
 import { callbackUrlsFor } from '../callback-urls';
 import { ParsedWebhook, WebhookRejected } from '../carrier-webhooks';
@@ -572,7 +573,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
 
       await provider.hangup(reference({ providerCallId }));
 
-      for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor(async () => (received.length > 0 ? true : undefined), { what: "Telnyx's webhook of the canceled call" });
       expect(received).toEqual([{ status: 200, parsed: { providerCallId, runId: 42, events: [expect.objectContaining({ type: 'canceled' })] } }]);
     });
 

@@ -3,6 +3,7 @@ import { AddressInfo } from 'node:net';
 import { AppConfig } from '@app/config';
 import { downloadElsewhere } from '../../../../test/fakes/provider-spec-calls';
 import { VonageFake } from '../../../../test/fakes/vonage-fake';
+import { waitFor } from '../../../../test/support/wait-for';
 import { callbackUrlsFor } from '../callback-urls';
 import { CarrierError } from '../carrier-error';
 import { ParsedWebhook, WebhookKind, WebhookRequest } from '../carrier-webhooks';
@@ -52,7 +53,7 @@ class Receiver {
   }
 
   async waitFor(count: number): Promise<void> {
-    for (let i = 0; i < 200 && this.received.length < count; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitFor(async () => (this.received.length >= count ? true : undefined), { what: `${count} webhook(s) from Vonage` });
   }
 }
 
