@@ -1,9 +1,11 @@
+import { EventEmitter } from 'node:events';
 import { connect, Socket } from 'node:net';
 import { ARTIFACT_STORAGE, ArtifactStorage } from '@app/artifacts';
 import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
+import { RecordingUploads } from '../../apps/api/src/agent-sessions/recording-uploads';
 import { RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 
@@ -14,10 +16,18 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   let workflowId: number;
   let longCallConfigId: number;
   let trigger: (configId: number, context?: Record<string, unknown>) => Promise<number>;
+  /** Says 'admitted' for each upload the gateway admits on its head (RecordingUploads.admit returned): it then waits for the body. */
+  const admissions = new EventEmitter();
 
   beforeAll(async () => {
     apps = await startTestApps();
     tokens = new AgentSessionTokens(apps.config.secretsKey);
+    const uploads = apps.api.get(RecordingUploads);
+    const admit = uploads.admit.bind(uploads);
+    uploads.admit = (...args) => {
+      admit(...args);
+      admissions.emit('admitted');
+    };
     org = await createOrganization(apps.dataSource);
     // The built-in agent asks for its session once the call is answered; a call that ends before it has asked
     // rightly completes without its reports. 1.5 s of talk leaves it time on a machine busy with other tests.
@@ -55,19 +65,39 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   };
 
   /**
-   * An upload the API admitted and waits for the body of: its connection,
-   * once a second has passed without an answer. Fails if it was answered.
+   * The next upload the gateway admits on its head: resolves once it has,
+   * rejects after 15 s; `cancel` stops waiting (the upload was answered).
    */
+  const nextAdmission = () => {
+    let cancel!: (error?: Error) => void;
+    const admitted = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => cancel(new Error('no upload was admitted, nor answered, within 15 s')), 15_000);
+      const onAdmitted = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      admissions.once('admitted', onAdmitted);
+      cancel = (error?: Error) => {
+        clearTimeout(timer);
+        admissions.off('admitted', onAdmitted);
+        if (error) reject(error);
+      };
+    });
+    return { admitted, cancel: () => cancel() };
+  };
+
+  /** An upload the API admitted and waits for the body of: its connection. Fails if it was answered instead. */
   const heldUpload = (path: string, contentType: string, bytes: number) =>
     new Promise<Socket>((resolve, reject) => {
+      const admission = nextAdmission();
       const socket = startUpload(path, contentType, bytes);
-      const timer = setTimeout(() => resolve(socket), 1000);
       socket.on('error', reject);
       socket.once('data', (chunk) => {
-        clearTimeout(timer);
+        admission.cancel();
         socket.destroy();
         reject(new Error(`the upload to hold was answered: ${chunk.toString('latin1').split('\r\n')[0]}`));
       });
+      admission.admitted.then(() => resolve(socket), reject);
     });
 
   /** The status and error code of the whole answer in `received` (bytes as latin1), or undefined until all of it came. */
@@ -80,25 +110,31 @@ describe('the agent-session contract with the voice-agent runtime', () => {
 
   /**
    * Sends a recording upload's head announcing 50 MiB of audio (or `bytes`)
-   * and only the first kilobyte of it: the API's answer, or 'no answer yet'
-   * when it is still waiting for the rest after a second.
+   * and only the first kilobyte of it: the API's answer, or 'admitted' once
+   * the gateway admitted it and waits for the rest.
    */
   const uploadHead = (path: string, contentType: string, bytes = 50 * 1024 * 1024, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; code: string } | 'no answer yet'>((resolve, reject) => {
+    new Promise<{ status: number; code: string } | 'admitted'>((resolve, reject) => {
+      const admission = nextAdmission();
       const socket = startUpload(path, contentType, bytes, headers);
       let received = '';
-      const finish = (outcome: { status: number; code: string } | 'no answer yet') => {
-        clearTimeout(timer);
+      let done = false;
+      const finish = (outcome: { status: number; code: string } | 'admitted') => {
+        if (done) return;
+        done = true;
         socket.destroy();
         resolve(outcome);
       };
-      const timer = setTimeout(() => finish('no answer yet'), 1000);
       socket.on('error', reject);
       socket.on('data', (chunk) => {
         received += chunk.toString('latin1');
         const answer = answerIn(received);
-        if (answer) finish(answer);
+        if (answer) {
+          admission.cancel();
+          finish(answer);
+        }
       });
+      admission.admitted.then(() => finish('admitted'), reject);
     });
 
   it('is what every sandbox call goes through: the agent reports the transcript, context, usage and recording', async () => {
@@ -333,7 +369,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       await expect(uploadHead(`${session(tampered)}/recording`, 'audio/wav')).resolves.toMatchObject({ status: 403, code: 'session_token_invalid' });
       await expect(uploadHead(`${session(token)}/recording`, 'audio/ogg')).resolves.toMatchObject({ status: 415, code: 'unsupported_media_type' });
       // The same head with a good token and type is let through: the server waits for the body it announced.
-      await expect(uploadHead(`${session(token)}/recording`, 'audio/wav')).resolves.toBe('no answer yet');
+      await expect(uploadHead(`${session(token)}/recording`, 'audio/wav')).resolves.toBe('admitted');
     });
 
     it('closes the session for good once the runtime ends it', async () => {
@@ -393,12 +429,12 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         held.push(await heldUpload(second, 'audio/wav', 100 * MiB));
         // Another 100 MiB is one too many; 50 still fit.
         await expect(uploadHead(third, 'audio/wav', 100 * MiB)).resolves.toEqual({ status: 429, code: 'recording_uploads_busy' });
-        await expect(uploadHead(third, 'audio/wav', 50 * MiB)).resolves.toBe('no answer yet');
+        await expect(uploadHead(third, 'audio/wav', 50 * MiB)).resolves.toBe('admitted');
       } finally {
         for (const socket of held) socket.destroy();
       }
       // Given back when a held upload's connection closes.
-      await waitFor(async () => ((await uploadHead(third, 'audio/wav', 100 * MiB)) === 'no answer yet' ? true : undefined));
+      await waitFor(async () => ((await uploadHead(third, 'audio/wav', 100 * MiB)) === 'admitted' ? true : undefined));
     });
 
     it("refuses a second upload of a run's recording while the first is still arriving, before reading it", async () => {
@@ -410,7 +446,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         first.destroy();
       }
       // Once the first is gone (its connection closed unfinished, nothing stored), another may come.
-      await waitFor(async () => ((await uploadHead(path, 'audio/wav', 1024 * 1024)) === 'no answer yet' ? true : undefined));
+      await waitFor(async () => ((await uploadHead(path, 'audio/wav', 1024 * 1024)) === 'admitted' ? true : undefined));
     });
 
     it("holds a run's upload until its body is stored, though its client left as soon as the body was sent", async () => {
@@ -454,12 +490,13 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       await waitFor(async () => ((await run(ending)).body.status === 'in_progress' ? true : undefined));
       const token = tokenFor(ending);
       const audio = Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE'), Buffer.alloc(256 * 1024)]);
+      const admission = nextAdmission();
       const socket = startUpload(`${session(token)}/recording`, 'audio/wav', audio.length, {}, audio.subarray(0, 1024));
       try {
         let received = '';
         socket.on('data', (chunk) => (received += chunk.toString('latin1')));
         // Admitted on its head: the API waits for the rest of the body.
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await admission.admitted;
         expect(received).toBe('');
 
         const ended = await apps.client.post(`${session(token)}/events`, { events: [{ type: 'session_ended' }] });
