@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { DependenciesHealth } from '../../libs/health/src/dependencies.health';
+import { graph } from '../management/management-helpers';
 import { createOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
@@ -102,15 +103,17 @@ describe('HTTP connections that stop sending', () => {
 /**
  * A request refused on its head is answered at once and its connection
  * closed, lingering for what its client still sends. On an idle timeout of
- * 10 s, so that "at once" is far from "when the connection went idle".
+ * 10 s (a lingering connection waits 5 s at most for more bytes), so that
+ * "at once" is seconds from "when the connection went idle".
  */
 describe('HTTP connections refused on their head', () => {
   let apps: TestApps;
   let adminKey: string;
+  let organizationId: number;
 
   beforeAll(async () => {
     apps = await startTestApps({ dialer: false, env: { HTTP_IDLE_TIMEOUT_MS: '10000' } });
-    ({ adminKey } = await createOrganization(apps.dataSource, 'Refused heads'));
+    ({ adminKey, organizationId } = await createOrganization(apps.dataSource, 'Refused heads'));
   });
   afterAll(() => apps.close());
 
@@ -156,5 +159,31 @@ describe('HTTP connections refused on their head', () => {
     expect(sendError).toBeNull();
     expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('runs no request sent behind a body refused with Connection: close, and answers only the refusal', async () => {
+    const { hostname, port } = new URL(apps.client.baseUrl);
+    const refusedBody = '{"phone_number":"+14155550100"}'.padEnd(1000, ' ');
+    const creation = JSON.stringify({ name: 'Sent behind a refusal', definition: graph({ trigger: null }) });
+    // Half-open, as a client that goes on with its requests: the connection lingers rather than close on its FIN.
+    const socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true });
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('error', () => undefined);
+    // Time enough for the request behind to be run, were it to be: then the client closes.
+    socket.once('end', () => setTimeout(() => socket.destroy(), 1_000));
+    // A keyless trigger (refused on its head) and its body, then a workflow's creation with a valid key, at once.
+    socket.write(
+      `POST ${TRIGGER} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${refusedBody.length}\r\n\r\n${refusedBody}` +
+        `POST /api/v1/workflows HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nX-API-Key: ${adminKey}\r\n` +
+        `Content-Length: ${Buffer.byteLength(creation)}\r\n\r\n${creation}`,
+    );
+    await closed;
+
+    expect(answer.startsWith('HTTP/1.1 401 ')).toBe(true);
+    expect(answer.match(/HTTP\/1\.1 \d{3} /g)).toHaveLength(1);
+    const created = await apps.dataSource.query(`SELECT id FROM workflows WHERE organization_id = $1`, [organizationId]);
+    expect(created).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ import { ApiKeyAuthenticator } from './auth/api-key-authenticator.service';
 import { ApiKeyRouteConfig } from './auth/api-key-routes.decorator';
 import { checkRequestKey } from './auth/api-key.guard';
 import { bodyMediaTypeRefusal, hasBody } from './body-media-type';
-import { lingerOnClose } from './lingering-close';
+import { isClosing, lingerOnClose } from './lingering-close';
 import { originForm } from './request-target';
 
 /** Request bodies above this answer 413 before any handler runs. */
@@ -139,6 +139,12 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   // The app's, once it is built: no request arrives before.
   const keys: { authenticator?: ApiKeyAuthenticator } = {};
   adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+    if (isClosing(request.raw.socket)) {
+      // Sent behind a body refused with `Connection: close`: not run, and not answered.
+      reply.hijack();
+      request.raw.socket.destroy();
+      return;
+    }
     void reply.header('x-request-id', request.id);
     // Before the body is read: the API key of a route that needs one (without a valid key, 401 whatever the body, which
     // is not read), then the body's type (audio bodies may be up to RECORDING_LIMIT_BYTES, and one of the wrong type is
@@ -157,8 +163,10 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
 
   // A request refused before its body was all read (on its head, or by the body parser: 413, malformed JSON) is
   // answered with `Connection: close`: the connection then reads what its client still sends before it closes.
-  adapter.getInstance().addHook('onError', (request, _reply, _error, done) => {
-    if (!request.raw.complete) lingerOnClose(request.raw.socket, { idleMs: config.httpIdleTimeoutMs });
+  adapter.getInstance().addHook('onError', (request, reply, _error, done) => {
+    if (!request.raw.complete && reply.getHeader('connection') === 'close') {
+      lingerOnClose(request.raw.socket, { idleMs: config.httpIdleTimeoutMs });
+    }
     done();
   });
 

@@ -28,6 +28,7 @@ export function lingerOnClose(
   lingering.add(socket);
   // Node's HTTP server calls destroySoon once the answer of a request that ends the connection is written.
   socket.destroySoon = function lingeringClose(this: Socket): void {
+    if (this.destroyed) return;
     this.end();
     const stop = () => this.destroy();
     const deadline = setTimeout(stop, maxMs);
@@ -36,4 +37,15 @@ export function lingerOnClose(
     this.once('end', stop);
     this.once('close', () => clearTimeout(deadline));
   };
+}
+
+/**
+ * Whether the connection is to close after an answer already decided: Node
+ * still parses what arrives on it, and hands on any request a client sent
+ * after the refused one's body. None may be run (RFC 9112, 9.6: a server
+ * that sent `close` processes no further request): its answer could not be
+ * written, and a trigger would place a call its client never hears of.
+ */
+export function isClosing(socket: Socket | null | undefined): boolean {
+  return socket !== null && socket !== undefined && lingering.has(socket);
 }
