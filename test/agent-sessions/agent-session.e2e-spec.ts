@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { connect, Socket } from 'node:net';
 import { ARTIFACT_STORAGE, ArtifactStorage } from '@app/artifacts';
@@ -16,7 +17,10 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   let workflowId: number;
   let longCallConfigId: number;
   let trigger: (configId: number, context?: Record<string, unknown>) => Promise<number>;
-  /** Says 'admitted' for each upload the gateway admits on its head (RecordingUploads.admit returned): it then waits for the body. */
+  /**
+   * Says 'admitted', with the upload's X-Request-Id, for each upload the gateway admits on its head
+   * (RecordingUploads.admit returned): it then waits for the body.
+   */
   const admissions = new EventEmitter();
 
   beforeAll(async () => {
@@ -26,7 +30,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     const admit = uploads.admit.bind(uploads);
     uploads.admit = (...args) => {
       admit(...args);
-      admissions.emit('admitted');
+      admissions.emit('admitted', args[1].headers['x-request-id']);
     };
     org = await createOrganization(apps.dataSource);
     // The built-in agent asks for its session once the call is answered; a call that ends before it has asked
@@ -65,39 +69,48 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   };
 
   /**
-   * The next upload the gateway admits on its head: resolves once it has,
-   * rejects after 15 s; `cancel` stops waiting (the upload was answered).
+   * The admission of an upload to be sent with `X-Request-Id: id`: resolves
+   * once the gateway has admitted it, rejects after 15 s; `cancel` stops
+   * waiting (the upload was answered).
    */
   const nextAdmission = () => {
+    const id = randomUUID();
     let cancel!: (error?: Error) => void;
     const admitted = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => cancel(new Error('no upload was admitted, nor answered, within 15 s')), 15_000);
-      const onAdmitted = () => {
-        clearTimeout(timer);
+      const timer = setTimeout(() => cancel(new Error('the upload was neither admitted nor answered within 15 s')), 15_000);
+      const onAdmitted = (admittedId: unknown) => {
+        if (admittedId !== id) return;
+        cancel();
         resolve();
       };
-      admissions.once('admitted', onAdmitted);
+      admissions.on('admitted', onAdmitted);
       cancel = (error?: Error) => {
         clearTimeout(timer);
         admissions.off('admitted', onAdmitted);
         if (error) reject(error);
       };
     });
-    return { admitted, cancel: () => cancel() };
+    return { id, admitted, cancel: () => cancel() };
   };
 
   /** An upload the API admitted and waits for the body of: its connection. Fails if it was answered instead. */
   const heldUpload = (path: string, contentType: string, bytes: number) =>
     new Promise<Socket>((resolve, reject) => {
       const admission = nextAdmission();
-      const socket = startUpload(path, contentType, bytes);
+      const socket = startUpload(path, contentType, bytes, { 'X-Request-Id': admission.id });
       socket.on('error', reject);
       socket.once('data', (chunk) => {
         admission.cancel();
         socket.destroy();
         reject(new Error(`the upload to hold was answered: ${chunk.toString('latin1').split('\r\n')[0]}`));
       });
-      admission.admitted.then(() => resolve(socket), reject);
+      admission.admitted.then(
+        () => resolve(socket),
+        (error: unknown) => {
+          socket.destroy();
+          reject(error);
+        },
+      );
     });
 
   /** The status and error code of the whole answer in `received` (bytes as latin1), or undefined until all of it came. */
@@ -116,7 +129,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
   const uploadHead = (path: string, contentType: string, bytes = 50 * 1024 * 1024, headers: Record<string, string> = {}) =>
     new Promise<{ status: number; code: string } | 'admitted'>((resolve, reject) => {
       const admission = nextAdmission();
-      const socket = startUpload(path, contentType, bytes, headers);
+      const socket = startUpload(path, contentType, bytes, { ...headers, 'X-Request-Id': admission.id });
       let received = '';
       let done = false;
       const finish = (outcome: { status: number; code: string } | 'admitted') => {
@@ -134,7 +147,13 @@ describe('the agent-session contract with the voice-agent runtime', () => {
           finish(answer);
         }
       });
-      admission.admitted.then(() => finish('admitted'), reject);
+      admission.admitted.then(
+        () => finish('admitted'),
+        (error: unknown) => {
+          socket.destroy();
+          reject(error);
+        },
+      );
     });
 
   it('is what every sandbox call goes through: the agent reports the transcript, context, usage and recording', async () => {
@@ -491,7 +510,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const token = tokenFor(ending);
       const audio = Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE'), Buffer.alloc(256 * 1024)]);
       const admission = nextAdmission();
-      const socket = startUpload(`${session(token)}/recording`, 'audio/wav', audio.length, {}, audio.subarray(0, 1024));
+      const socket = startUpload(`${session(token)}/recording`, 'audio/wav', audio.length, { 'X-Request-Id': admission.id }, audio.subarray(0, 1024));
       try {
         let received = '';
         socket.on('data', (chunk) => (received += chunk.toString('latin1')));
