@@ -709,13 +709,15 @@ export class WorkflowRunStore {
       `WITH run AS (
          -- Locked first, so the turns found new below are new to the transcript this statement extends: a report
          -- sent again while the first was being stored waits for it, then adds nothing.
-         SELECT agent_transcript FROM workflow_runs WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')} FOR UPDATE
+         SELECT agent_transcript FROM workflow_runs WHERE id = $1 AND ${AGENT_SESSION_OPEN('$8')} FOR NO KEY UPDATE
        ), fresh AS (
          -- A turn the run has already (same speaker, text and times: a runtime's retry of a report whose answer it
          -- lost) is not added again, nor counted against the limits: such a retry at a limit is stored, not refused.
-         SELECT COALESCE(jsonb_agg(sent.turn ORDER BY sent.n), '[]'::jsonb) AS turns
-           FROM run, jsonb_array_elements($2::jsonb) WITH ORDINALITY AS sent (turn, n)
-          WHERE NOT run.agent_transcript @> jsonb_build_array(sent.turn)
+         -- One row for the run locked above, none without it.
+         SELECT (SELECT COALESCE(jsonb_agg(sent.turn ORDER BY sent.n), '[]'::jsonb)
+                   FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS sent (turn, n)
+                  WHERE NOT run.agent_transcript @> jsonb_build_array(sent.turn)) AS turns
+           FROM run
        )
        UPDATE workflow_runs
           SET agent_transcript = agent_transcript || fresh.turns,
