@@ -161,7 +161,7 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     );
   });
 
-  // A request refused before its body was all read (on its head, or by the body parser: 413, malformed JSON) is
+  // A request refused before its body was all read (on its head, or by the body parser past its limit: 413) is
   // answered with `Connection: close`: the connection then reads what its client still sends before it closes.
   adapter.getInstance().addHook('onError', (request, reply, _error, done) => {
     if (!request.raw.complete && reply.getHeader('connection') === 'close') {

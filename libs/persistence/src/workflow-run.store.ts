@@ -692,8 +692,9 @@ export class WorkflowRunStore {
    * session has ended (a report that raced the one ending it: the transcript
    * may have been read for the run's artifact already), `full` when it would
    * take the run past AGENT_DATA_LIMITS, which bound the row every read
-   * loads (turns the run has already count for nothing), `no_run` when no run has the id. Stored, it answers whose call it
-   * was, for the dialers to be told of a session that ended.
+   * loads (turns the run has already count for nothing), `no_run` when no
+   * run has the id. Stored, it answers whose call it was, for the dialers to
+   * be told of a session that ended.
    */
   async recordAgentReport(
     runId: number,

@@ -119,7 +119,7 @@ export class RunRecords {
       // Filtered on the owners asked for as well as the ids, so another organization's run is not read for a 404
       // (its documents are megabytes cast to text, and the 404's time would follow their size) unless its own
       // organization reads that workflow in the same batch. The exact match is made here; a join on the three
-      // arrays was exact in SQL too, but Postgres planned it anew on every read (+35 µs of its CPU a query).
+      // arrays was exact in SQL too, but Postgres planned it anew on every read (tens of µs of its CPU a query).
       const rows = await preparedQuery<RunRecordRow>(
         this.dataSource,
         `SELECT ${RECORD_SELECT} FROM workflow_runs

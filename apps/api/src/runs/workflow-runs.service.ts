@@ -80,13 +80,9 @@ export class WorkflowRunsService {
     return run;
   }
 
-  /** A run of another workflow or organization is answered as not found; one the key may not read, 403. */
-  private assertVisible(
-    key: AuthenticatedKey,
-    workflowId: number,
-    run: Pick<RunRecordRow, 'workflow_id' | 'organization_id'> | null,
-  ): asserts run {
-    if (!run || run.workflow_id !== workflowId || run.organization_id !== key.organizationId) throw runNotFound();
+  /** No run (none of this workflow and organization is read) is answered as not found; one the key may not read, 403. */
+  private assertVisible(key: AuthenticatedKey, workflowId: number, run: RunRecordRow | null): asserts run {
+    if (!run) throw runNotFound();
     this.assertWorkflowAccess(key, workflowId);
   }
 
