@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { connect, Socket } from 'node:net';
-import { ARTIFACT_STORAGE, ArtifactStorage } from '@app/artifacts';
+import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -478,9 +478,12 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const writing = new Promise<void>((resolve) => (started = resolve));
       let finish!: () => void;
       const slowDisk = new Promise<void>((resolve) => (finish = resolve));
+      // Only this upload's write is slow: another call's agent may store its recording meanwhile.
       const spy = jest.spyOn(storage, 'put').mockImplementation(async (...args) => {
-        started();
-        await slowDisk;
+        if (args[0] === artifactKey(leaving, 'recording', 'wav')) {
+          started();
+          await slowDisk;
+        }
         return put(...args);
       });
       try {
