@@ -478,11 +478,15 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const writing = new Promise<void>((resolve) => (started = resolve));
       let finish!: () => void;
       const slowDisk = new Promise<void>((resolve) => (finish = resolve));
-      // Only this upload's write is slow: another call's agent may store its recording meanwhile.
+      // Only this upload's write is slow: another call's agent may store its recording meanwhile (those are listed
+      // in the retry's expectation below, to be seen should it fail).
+      const otherWrites: string[] = [];
       const spy = jest.spyOn(storage, 'put').mockImplementation(async (...args) => {
         if (args[0] === artifactKey(leaving, 'recording', 'wav')) {
           started();
           await slowDisk;
+        } else {
+          otherWrites.push(args[0]);
         }
         return put(...args);
       });
@@ -494,7 +498,10 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         client.destroy();
         await new Promise((resolve) => setTimeout(resolve, 200));
         // Its retry is not read beside it.
-        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+        expect({ retry: await uploadHead(path, 'audio/wav', 1024 * 1024), otherWrites }).toEqual({
+          retry: { status: 429, code: 'recording_upload_in_progress' },
+          otherWrites: expect.any(Array),
+        });
       } finally {
         finish();
         spy.mockRestore();
