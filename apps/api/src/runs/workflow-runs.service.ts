@@ -75,13 +75,12 @@ export class WorkflowRunsService {
   /** The whole run, for a change to it; another organization's is not read (as for `getJson`). */
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
     const run = await this.runs.findScoped(runId, workflowId, key.organizationId);
-    if (!run) throw runNotFound();
-    this.assertWorkflowAccess(key, workflowId);
+    this.assertVisible(key, workflowId, run);
     return run;
   }
 
   /** No run (none of this workflow and organization is read) is answered as not found; one the key may not read, 403. */
-  private assertVisible(key: AuthenticatedKey, workflowId: number, run: RunRecordRow | null): asserts run {
+  private assertVisible<T extends RunRecordRow | WorkflowRun>(key: AuthenticatedKey, workflowId: number, run: T | null): asserts run is T {
     if (!run) throw runNotFound();
     this.assertWorkflowAccess(key, workflowId);
   }
