@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Job, Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { Logger } from '@nestjs/common';
 import { AppConfig } from '@app/config';
+import { redisConnectionOptions } from '@app/queue';
 import { CallEventsProcessor } from '../../apps/dialer/src/call-events/call-events.processor';
 import { PlaceCallProcessor } from '../../apps/dialer/src/calls/place-call.processor';
 import { WorkerShutdown } from '../../apps/dialer/src/worker-shutdown.service';
+import { TcpProxy } from '../support/tcp-proxy';
 import { testRunResources } from '../support/test-run-id';
+import { waitFor } from '../support/wait-for';
 
 const connection = { url: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', maxRetriesPerRequest: null };
 
@@ -100,5 +104,53 @@ describe('a dialer shutting down', () => {
     expect(outcome).toBe('closed');
     expect(await job.getState()).toBe('completed');
     expect(worker.isRunning()).toBe(false);
+  });
+
+  it('stops, drained, without waiting out its grace when asked while its connections wait to reconnect after a Redis blip', async () => {
+    const redis = new URL(connection.url);
+    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
+    const port = await proxy.start();
+    const logged = jest.spyOn(Logger.prototype, 'log');
+    const warned = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      // Idle workers as a dialer has them: the dialer's own connection options, through a proxy that can be cut.
+      const through = { ...redisConnectionOptions(`redis://127.0.0.1:${port}`, 'worker'), maxRetriesPerRequest: null };
+      const [calls, events] = ['calls', 'events'].map((name) => {
+        const worker = new Worker(`shutdown-blip-${name}-${randomUUID()}`, async () => undefined, { connection: through, prefix: queuePrefix });
+        // Its connection errors while Redis is away are the test's doing.
+        worker.on('error', () => undefined);
+        workers.push(worker);
+        return worker;
+      });
+      const blocking = await Promise.all(
+        [calls, events].map(async (worker) => {
+          await worker.waitUntilReady();
+          return (await worker.backend.blockingConnection!.client) as unknown as Redis;
+        }),
+      );
+      await waitFor(async () => (blocking.every((client) => client.status === 'ready') ? true : undefined), { what: 'the blocking connections' });
+
+      // Redis goes away long enough for each connection to wait over 400 ms between attempts, and comes back.
+      const attempts = blocking.map(() => 0);
+      blocking.forEach((client, index) => client.on('reconnecting', () => attempts[index]++));
+      await proxy.cut();
+      await waitFor(async () => (blocking.every((client, index) => client.status === 'reconnecting' && attempts[index] >= 8) ? true : undefined), {
+        what: 'eight attempts to reconnect',
+      });
+      await proxy.restore();
+      // Asked to stop before either connection's next attempt (no await between this check and the shutdown's start).
+      expect(blocking.map((client) => client.status)).toEqual(['reconnecting', 'reconnecting']);
+      // One reconnection delay (2 s at most), then the pause of two idle workers (which may wait out BullMQ's 6 s
+      // watchdog on a fetch the blip interrupted): well within 12 s, and drained, where the grace is 20 s.
+      const outcome = await within(12_000, shutdownOf(calls, events, 20_000).beforeApplicationShutdown('SIGTERM').then(() => 'closed'));
+
+      expect(outcome).toBe('closed');
+      expect(logged).toHaveBeenCalledWith({ signal: 'SIGTERM' }, 'workers drained');
+      expect(warned).not.toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+      warned.mockRestore();
+      await proxy.stop();
+    }
   });
 });
