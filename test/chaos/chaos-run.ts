@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { createDataSource, ensureDatabase, runMigrations } from '@app/persistence';
+import { APP_MAINS, buildAppsOnce } from '../support/build-apps-once';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { freePort } from '../support/free-port';
-import { API_MAIN, buildApps, DIALER_MAIN } from './build-apps';
 import { ManagedProcess } from './managed-process';
 import { waitUntilUp } from './wait-until-up';
 
@@ -112,7 +112,7 @@ const FULL_SPEED_PROFILE: ChaosProfile = {
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
   const profile = options.fullSpeed ? FULL_SPEED_PROFILE : DEFAULT_PROFILE;
-  buildApps();
+  await buildAppsOnce();
   const id = `${Date.now().toString(36)}${process.pid.toString(36)}`;
   const workDir = mkdtempSync(join(tmpdir(), `va-chaos-${id}-`));
   const databaseUrl = `${process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'}`.replace(/\/[^/]*$/, `/va_chaos_${id}`);
@@ -143,7 +143,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   };
   if (profile.dialerConcurrency === undefined) delete env.DIALER_CONCURRENCY;
   else env.DIALER_CONCURRENCY = profile.dialerConcurrency;
-  const api = new ManagedProcess('api', process.execPath, [API_MAIN], env);
+  const api = new ManagedProcess('api', process.execPath, [APP_MAINS.api], env);
   const dialers: ManagedProcess[] = [];
   let dataSource: DataSource | null = null;
   try {
@@ -157,7 +157,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     api.start();
     await waitUntilUp(`http://127.0.0.1:${apiPort}/health/live`);
     for (let i = 0; i < options.dialers; i++) {
-      const dialer = new ManagedProcess(`dialer-${i}`, process.execPath, [DIALER_MAIN], {
+      const dialer = new ManagedProcess(`dialer-${i}`, process.execPath, [APP_MAINS.dialer], {
         ...env,
         DIALER_HEALTH_PORT: String(await freePort()),
       });
@@ -224,7 +224,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     );
 
     const accepted = fired.accepted;
-    const deadline = Date.now() + options.settleTimeoutMs;
+    const settling = Date.now();
+    const deadline = settling + options.settleTimeoutMs;
     let open = accepted.length;
     while (Date.now() < deadline) {
       const [row] = await dataSource.query(`SELECT count(*)::int AS open FROM workflow_runs WHERE id = ANY($1) AND NOT is_completed`, [accepted]);
@@ -232,6 +233,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       if (open === 0) break;
       await sleep(500);
     }
+    options.log(`${open} runs open ${((Date.now() - settling) / 1000).toFixed(1)} s after the chaos ended (${((Date.now() - started) / 1000).toFixed(1)} s in all)`);
 
     const perRun: Array<{ id: number; status: string; is_completed: boolean; dials: number }> = await dataSource.query(
       `SELECT r.id, r.status, r.is_completed, count(c.call_id)::int AS dials

@@ -4,7 +4,7 @@ import { MIGRATIONS } from '@app/persistence/migrations';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { dropDatabase } from '../support/test-resource-lifecycle';
 import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
-import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
+import { BUILD_TIMEOUT_MS, buildAppsOnce } from '../support/build-apps-once';
 import { cliEnv, runCli, runCommand } from './support/run-command';
 
 const MIGRATION_NAMES = MIGRATIONS.map((migration) => new migration().name);

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
 import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
-import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
+import { APP_MAINS, BUILD_TIMEOUT_MS, buildAppsOnce } from '../support/build-apps-once';
 import { runCli } from './support/run-command';
-import { APP_MAINS, spawnApp } from './support/spawn-app';
+import { spawnApp } from './support/spawn-app';
 
 /** Reports on stderr when the process adds its first SIGTERM listener. */
 const REPORT_SIGNAL_HANDLERS = join(__dirname, 'support/report-signal-handlers.js');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { freePort } from '../support/free-port';
 import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
 import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
-import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
+import { BUILD_TIMEOUT_MS, buildAppsOnce } from '../support/build-apps-once';
 import { runCli } from './support/run-command';
 import { spawnApp } from './support/spawn-app';
 

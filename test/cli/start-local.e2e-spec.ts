@@ -7,8 +7,8 @@ import { freePort } from '../support/free-port';
 import { deleteQueueKeys, dropDatabase } from '../support/test-resource-lifecycle';
 import { scratchDatabaseUrl, testRunResources } from '../support/test-run-id';
 import { waitFor } from '../support/wait-for';
-import { BUILD_TIMEOUT_MS, buildAppsOnce } from './support/build-apps-once';
-import { REPO_ROOT } from './support/repo-root';
+import { BUILD_TIMEOUT_MS, buildAppsOnce } from '../support/build-apps-once';
+import { REPO_ROOT } from '../support/repo-root';
 
 const bash = promisify(execFile);
 

@@ -2,16 +2,23 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { testRunResources } from '../../support/test-run-id';
+import { testRunResources } from './test-run-id';
 import { REPO_ROOT } from './repo-root';
 
 const run = promisify(execFile);
 export const BUILD_TIMEOUT_MS = 180_000;
 
+/** The built apps' entry points. */
+export const APP_MAINS = {
+  api: join(REPO_ROOT, 'dist/apps/api/apps/api/src/main.js'),
+  dialer: join(REPO_ROOT, 'dist/apps/dialer/apps/dialer/src/main.js'),
+};
+
 /**
  * Builds the api and the dialer exactly as `npm run build` does, once per test
- * run: test files in parallel workers take turns on a lock, and the ones after
- * the first find the build done. A failed build fails the calling suite.
+ * run: the suites that run the built apps (CLI, `npm start`, chaos) take turns
+ * on a lock, also across parallel workers, and the ones after the first find
+ * the build done. A failed build fails the calling suite.
  */
 export async function buildAppsOnce(): Promise<void> {
   const { artifactsDir } = testRunResources();

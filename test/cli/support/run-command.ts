@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { REPO_ROOT } from './repo-root';
+import { REPO_ROOT } from '../../support/repo-root';
 
 export interface CommandResult {
   code: number | null;

@@ -1,14 +1,8 @@
 import { ChildProcessByStdio, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { freePort } from '../../support/free-port';
-import { REPO_ROOT } from './repo-root';
-
-/** The built apps' entry points. */
-export const APP_MAINS = {
-  api: join(REPO_ROOT, 'dist/apps/api/apps/api/src/main.js'),
-  dialer: join(REPO_ROOT, 'dist/apps/dialer/apps/dialer/src/main.js'),
-};
+import { APP_MAINS } from '../../support/build-apps-once';
+import { REPO_ROOT } from '../../support/repo-root';
 
 export interface SpawnedApp {
   child: ChildProcessByStdio<null, Readable, Readable>;
