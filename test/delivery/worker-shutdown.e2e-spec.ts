@@ -114,7 +114,7 @@ describe('a dialer shutting down', () => {
     const warned = jest.spyOn(Logger.prototype, 'warn');
     try {
       // Idle workers as a dialer has them: the dialer's own connection options, through a proxy that can be cut.
-      const through = { ...redisConnectionOptions(`redis://127.0.0.1:${port}`, 'worker'), maxRetriesPerRequest: null };
+      const through = redisConnectionOptions(`redis://127.0.0.1:${port}`, 'worker');
       const [calls, events] = ['calls', 'events'].map((name) => {
         const worker = new Worker(`shutdown-blip-${name}-${randomUUID()}`, async () => undefined, { connection: through, prefix: queuePrefix });
         // Its connection errors while Redis is away are the test's doing.
@@ -130,7 +130,7 @@ describe('a dialer shutting down', () => {
       );
       await waitFor(async () => (blocking.every((client) => client.status === 'ready') ? true : undefined), { what: 'the blocking connections' });
 
-      // Redis goes away long enough for each connection to wait over 400 ms between attempts, and comes back.
+      // Redis goes away long enough for each connection to wait 400 ms or more between attempts, and comes back.
       const attempts = blocking.map(() => 0);
       blocking.forEach((client, index) => client.on('reconnecting', () => attempts[index]++));
       await proxy.cut();
