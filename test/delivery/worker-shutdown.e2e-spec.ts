@@ -70,6 +70,26 @@ describe('a dialer shutting down', () => {
     return worker;
   }
 
+  /** An idle worker as a dialer has it (the dialer's own connection options), through a proxy on `port` that can be cut. */
+  function idleWorkerThrough(port: number): Worker {
+    const worker = new Worker(`shutdown-proxied-${randomUUID()}`, async () => undefined, {
+      connection: redisConnectionOptions(`redis://127.0.0.1:${port}`, 'worker'),
+      prefix: queuePrefix,
+    });
+    // Its connection errors while Redis is away are the test's doing.
+    worker.on('error', () => undefined);
+    workers.push(worker);
+    return worker;
+  }
+
+  /** The worker's blocking connection, once it is ready. */
+  async function readyBlockingClient(worker: Worker): Promise<Redis> {
+    await worker.waitUntilReady();
+    const client = (await worker.backend.blockingConnection!.client) as unknown as Redis;
+    await waitFor(async () => (client.status === 'ready' ? true : undefined), { what: 'the blocking connection' });
+    return client;
+  }
+
   function shutdownOf(calls: Worker, events: Worker, shutdownGraceMs: number): WorkerShutdown {
     return new WorkerShutdown(
       { worker: calls } as unknown as PlaceCallProcessor,
@@ -113,29 +133,15 @@ describe('a dialer shutting down', () => {
     const logged = jest.spyOn(Logger.prototype, 'log');
     const warned = jest.spyOn(Logger.prototype, 'warn');
     try {
-      // Idle workers as a dialer has them: the dialer's own connection options, through a proxy that can be cut.
-      const through = redisConnectionOptions(`redis://127.0.0.1:${port}`, 'worker');
-      const [calls, events] = ['calls', 'events'].map((name) => {
-        const worker = new Worker(`shutdown-blip-${name}-${randomUUID()}`, async () => undefined, { connection: through, prefix: queuePrefix });
-        // Its connection errors while Redis is away are the test's doing.
-        worker.on('error', () => undefined);
-        workers.push(worker);
-        return worker;
-      });
-      const blocking = await Promise.all(
-        [calls, events].map(async (worker) => {
-          await worker.waitUntilReady();
-          return (await worker.backend.blockingConnection!.client) as unknown as Redis;
-        }),
-      );
-      await waitFor(async () => (blocking.every((client) => client.status === 'ready') ? true : undefined), { what: 'the blocking connections' });
+      const [calls, events] = ['calls', 'events'].map(() => idleWorkerThrough(port));
+      const blocking = await Promise.all([calls, events].map(readyBlockingClient));
 
-      // Redis goes away long enough for each connection to wait 400 ms or more between attempts, and comes back.
+      // Redis goes away long enough for each connection to wait 800 ms or more between attempts, and comes back.
       const attempts = blocking.map(() => 0);
       blocking.forEach((client, index) => client.on('reconnecting', () => attempts[index]++));
       await proxy.cut();
-      await waitFor(async () => (blocking.every((client, index) => client.status === 'reconnecting' && attempts[index] >= 8) ? true : undefined), {
-        what: 'eight attempts to reconnect',
+      await waitFor(async () => (blocking.every((client, index) => client.status === 'reconnecting' && attempts[index] >= 5) ? true : undefined), {
+        what: 'five attempts to reconnect',
       });
       await proxy.restore();
       // Asked to stop before either connection's next attempt (no await between this check and the shutdown's start).
@@ -149,6 +155,59 @@ describe('a dialer shutting down', () => {
       expect(warned).not.toHaveBeenCalled();
     } finally {
       logged.mockRestore();
+      warned.mockRestore();
+      await proxy.stop();
+    }
+  });
+
+  it('closes once drained, though a worker that paused early has lost its connection to Redis since', async () => {
+    const redis = new URL(connection.url);
+    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
+    const port = await proxy.start();
+    const logged = jest.spyOn(Logger.prototype, 'log');
+    try {
+      let finish!: () => void;
+      const { worker: calls, job } = await workerWithJobInFlight(new Promise<void>((resolve) => (finish = resolve)));
+      // The idle worker reaches Redis through a proxy that can be cut; the busy one directly.
+      const events = idleWorkerThrough(port);
+      const blocking = await readyBlockingClient(events);
+      const paused = new Promise<void>((resolve) => events.once('paused', () => resolve()));
+
+      const shutdown = within(12_000, shutdownOf(calls, events, 20_000).beforeApplicationShutdown('SIGTERM').then(() => 'closed'));
+      // The idle worker pauses at once; the other waits for its dial, during which the idle one's Redis goes away.
+      await paused;
+      await proxy.cut();
+      await waitFor(async () => (blocking.status === 'reconnecting' ? true : undefined), { what: 'the paused worker to lose its connection' });
+      finish();
+
+      expect(await shutdown).toBe('closed');
+      expect(await job.getState()).toBe('completed');
+      expect(logged).toHaveBeenCalledWith({ signal: 'SIGTERM' }, 'workers drained');
+    } finally {
+      logged.mockRestore();
+      await proxy.stop();
+    }
+  });
+
+  it('closes by force after its grace, saying Redis is away rather than dials in flight, when Redis stays away', async () => {
+    const redis = new URL(connection.url);
+    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
+    const port = await proxy.start();
+    const warned = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      const [calls, events] = ['calls', 'events'].map(() => idleWorkerThrough(port));
+      const blocking = await Promise.all([calls, events].map(readyBlockingClient));
+      await proxy.cut();
+      await waitFor(async () => (blocking.every((client) => client.status === 'reconnecting') ? true : undefined), { what: 'the connections to be lost' });
+
+      const closed: Worker[] = [];
+      for (const each of [calls, events]) each.once('closed', () => closed.push(each));
+      const outcome = await within(5000, shutdownOf(calls, events, 500).beforeApplicationShutdown('SIGTERM').then(() => 'closed'));
+
+      expect(outcome).toBe('closed');
+      expect(closed).toEqual(expect.arrayContaining([calls, events]));
+      expect(warned).toHaveBeenCalledWith({ signal: 'SIGTERM', grace_ms: 500 }, 'Redis still away after the grace period; closing the workers anyway');
+    } finally {
       warned.mockRestore();
       await proxy.stop();
     }

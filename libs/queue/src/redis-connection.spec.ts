@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { MAX_RECONNECT_DELAY_MS, reconnectDelay, redisConnectionOptions } from './redis-connection';
+import { MAX_RECONNECT_DELAY_MS, RECONNECT_JITTER_MS, reconnectDelay, redisConnectionOptions } from './redis-connection';
 
 describe('redisConnectionOptions', () => {
   it('reads host, port, credentials, database and TLS from the URL', () => {
@@ -14,12 +14,20 @@ describe('redisConnectionOptions', () => {
     expect(redisConnectionOptions('redis://127.0.0.1:6379', 'producer')).toMatchObject({ host: '127.0.0.1', port: 6379, db: undefined, tls: undefined });
   });
 
-  it('tries to reconnect at least every 2 s, however long Redis has been away, for producers and workers alike', () => {
+  it('tries to reconnect at least every 2.2 s, however long Redis has been away, for producers and workers alike', () => {
     for (const role of ['producer', 'worker'] as const) expect(redisConnectionOptions('redis://127.0.0.1:6379', role).retryStrategy).toBe(reconnectDelay);
-    expect([1, 2, 10, 39].map(reconnectDelay)).toEqual([50, 100, 500, 1950]);
-    // BullMQ's own default waits 20 s between attempts from the tenth on.
-    expect([40, 100, 10_000].map(reconnectDelay)).toEqual([MAX_RECONNECT_DELAY_MS, MAX_RECONNECT_DELAY_MS, MAX_RECONNECT_DELAY_MS]);
-    expect(MAX_RECONNECT_DELAY_MS).toBe(2000);
+    const random = jest.spyOn(Math, 'random');
+    try {
+      random.mockReturnValue(0);
+      expect([1, 2, 3, 5, 6, 7].map(reconnectDelay)).toEqual([50, 100, 200, 800, 1600, MAX_RECONNECT_DELAY_MS]);
+      // BullMQ's own default waits 20 s between attempts from the tenth on.
+      expect([10, 100, 10_000].map(reconnectDelay)).toEqual([MAX_RECONNECT_DELAY_MS, MAX_RECONNECT_DELAY_MS, MAX_RECONNECT_DELAY_MS]);
+      random.mockReturnValue(0.9999);
+      expect([1, 10_000].map(reconnectDelay)).toEqual([50 + RECONNECT_JITTER_MS - 1, MAX_RECONNECT_DELAY_MS + RECONNECT_JITTER_MS - 1]);
+    } finally {
+      random.mockRestore();
+    }
+    expect(MAX_RECONNECT_DELAY_MS + RECONNECT_JITTER_MS).toBe(2200);
   });
 
   it('gives an IPv6 address bare, as a socket takes it', () => {

@@ -1,24 +1,27 @@
 import { RedisOptions } from 'bullmq';
 
-/** The longest wait between two attempts to reconnect to Redis. */
+/** The longest wait between two attempts to reconnect to Redis, before its jitter. */
 export const MAX_RECONNECT_DELAY_MS = 2_000;
+/** Up to this much more, at random, so that the dialers do not all come back in the same instant. */
+export const RECONNECT_JITTER_MS = 200;
 
 /**
- * The wait before the `attempt`th attempt to reconnect: 50 ms more each
- * time, at most 2 s (ioredis' own default, written out because BullMQ's
- * default for its connections grows to 20 s). With BullMQ's, a connection
- * that failed a dozen attempts, over a Redis outage of ten seconds or a few
- * short ones in a row, waited up to 20 s after Redis was back: a dialer took
- * no jobs meanwhile, and one asked to stop waited out its whole grace.
+ * The wait before the `attempt`th attempt to reconnect (counted from 1 since
+ * the connection was last ready): 50 ms, doubling each time up to 2 s, and
+ * 0–200 ms of jitter. ioredis' own default has this shape up to 5 s; BullMQ
+ * replaces it for its connections with 1 s at least, growing to 20 s from
+ * the tenth attempt (about 18 s into an outage). With BullMQ's, after an
+ * outage of half a minute (a restart that loads a large AOF, a failover),
+ * a dialer could wait another 20 s before it took jobs again.
  */
 export function reconnectDelay(attempt: number): number {
-  return Math.min(attempt * 50, MAX_RECONNECT_DELAY_MS);
+  return Math.min(50 * 2 ** Math.max(attempt - 1, 0), MAX_RECONNECT_DELAY_MS) + Math.floor(Math.random() * RECONNECT_JITTER_MS);
 }
 
 /**
  * Connection options for BullMQ. Producers fail fast while Redis is away
  * (no offline queue); workers wait for it and retry forever. Both try to
- * reconnect at least every 2 s (`reconnectDelay`).
+ * reconnect at least every 2.2 s (`reconnectDelay`).
  */
 export function redisConnectionOptions(redisUrl: string, role: 'producer' | 'worker'): RedisOptions {
   const url = new URL(redisUrl);
