@@ -70,6 +70,13 @@ describe('a dialer shutting down', () => {
     return worker;
   }
 
+  /** A proxy in front of the test's Redis, to cut and restore, and its port. */
+  async function redisProxy(): Promise<{ proxy: TcpProxy; port: number }> {
+    const redis = new URL(connection.url);
+    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
+    return { proxy, port: await proxy.start() };
+  }
+
   /** An idle worker as a dialer has it (the dialer's own connection options), through a proxy on `port` that can be cut. */
   function idleWorkerThrough(port: number): Worker {
     const worker = new Worker(`shutdown-proxied-${randomUUID()}`, async () => undefined, {
@@ -127,9 +134,7 @@ describe('a dialer shutting down', () => {
   });
 
   it('stops, drained, without waiting out its grace when asked while its connections wait to reconnect after a Redis blip', async () => {
-    const redis = new URL(connection.url);
-    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
-    const port = await proxy.start();
+    const { proxy, port } = await redisProxy();
     const logged = jest.spyOn(Logger.prototype, 'log');
     const warned = jest.spyOn(Logger.prototype, 'warn');
     try {
@@ -161,9 +166,7 @@ describe('a dialer shutting down', () => {
   });
 
   it('closes once drained, though a worker that paused early has lost its connection to Redis since', async () => {
-    const redis = new URL(connection.url);
-    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
-    const port = await proxy.start();
+    const { proxy, port } = await redisProxy();
     const logged = jest.spyOn(Logger.prototype, 'log');
     try {
       let finish!: () => void;
@@ -190,9 +193,7 @@ describe('a dialer shutting down', () => {
   });
 
   it('closes by force after its grace, saying Redis is away rather than dials in flight, when Redis stays away', async () => {
-    const redis = new URL(connection.url);
-    const proxy = new TcpProxy(redis.hostname, Number(redis.port || 6379));
-    const port = await proxy.start();
+    const { proxy, port } = await redisProxy();
     const warned = jest.spyOn(Logger.prototype, 'warn');
     try {
       const [calls, events] = ['calls', 'events'].map(() => idleWorkerThrough(port));
