@@ -1,6 +1,6 @@
 import { TelephonyConfiguration } from '@app/persistence';
 import { createOrganization, TestOrganization } from '../support/fixtures';
-import { waitersOn } from '../support/lock-waiters';
+import { backendPid, waitersOn } from '../support/lock-waiters';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 import { createSandboxConfiguration } from './management-helpers';
@@ -37,7 +37,7 @@ describe('management API: a telephony configuration patched and deleted at once'
     const runner = apps.dataSource.createQueryRunner();
     await runner.connect();
     await runner.startTransaction();
-    const [{ pid }] = await runner.query('SELECT pg_backend_pid() AS pid');
+    const pid = await backendPid(runner);
     await runner.query(sql, params);
     let released = false;
     const release = async () => {
