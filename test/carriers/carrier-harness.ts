@@ -43,6 +43,12 @@ export interface CarrierHarness<Call> {
   playAgent(runId: number, token: string, providerCallId: string): Promise<void>;
   /** A run left in `dialing` by a dialer that died after dialing `to` (from `FROM`) through a configuration; answers its id. */
   strandedDialingRun(configId: number, to: string, dialedSecondsAgo: number): Promise<number>;
+  /**
+   * Makes an answered run's call older than its maximum duration (60 s here)
+   * plus the reaper's grace, as if the carrier had let it talk on, and waits
+   * for the reaper to end the run and log its hang-up of the call.
+   */
+  reapedPastItsLimit(runId: number): Promise<any>;
 }
 
 /** The names of a run's log events, in order. */
@@ -141,6 +147,18 @@ export function useCarrierHarness<Call>(options: {
         events: [...AGENT_TURNS.map((turn) => ({ type: 'transcript', ...turn })), { type: 'session_ended' }],
       });
       expect(reported.status).toBe(200);
+    },
+    async reapedPastItsLimit(runId) {
+      const [, backdated] = await apps.dataSource.query(
+        `UPDATE workflow_runs SET max_call_duration_seconds = 60, status_changed_at = now() - interval '150 seconds'
+          WHERE id = $1 AND status = 'in_progress'`,
+        [runId],
+      );
+      if (backdated !== 1) throw new Error(`run ${runId} is not in_progress`);
+      return waitFor(async () => {
+        const run = await readRun(runId);
+        return run.status === 'failed' && eventsOf(run).includes('reaper.hung_up') ? run : undefined;
+      }, { what: `the reaper to end run ${runId} and hang its call up`, timeoutMs: 20_000 });
     },
     strandedDialingRun: (configId, to, dialedSecondsAgo) =>
       seedStrandedDialingRun(apps.dataSource, {

@@ -196,6 +196,30 @@ describe('placing calls through Plivo', () => {
     expect(fake.requests.slice(before).filter((request) => request.path.includes('/Recording/'))).toEqual([]);
   });
 
+  it('hangs up, when the reaper ends its run, an answered call Plivo lets talk on past its maximum duration, and records what Plivo bills', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550191');
+    const call = await callFor(runId);
+    await fake.ring(call.requestUuid);
+    await fake.answer(call.requestUuid);
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+    // What Plivo will bill once the call is hung up.
+    fake.setCallStatus(call.requestUuid, { duration: 150, totalCost: '0.02125' });
+
+    const reaped = await carrier.reapedPastItsLimit(runId);
+
+    expect(reaped).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded', is_completed: true });
+    // The call request is answered, so it is the live call that is hung up.
+    const hangups = fake.requests.filter((request) => request.method === 'DELETE' && request.path.endsWith(`/Call/${call.requestUuid}/`));
+    expect(hangups).toHaveLength(1);
+    expect(fake.call(call.requestUuid).status).toBe('completed');
+    const billed = await runReaches(runId, (run) => run.duration_seconds === 150 && run.cost_info.total_cost !== undefined, 'what Plivo billed');
+    expect(billed).toMatchObject({
+      status: 'failed',
+      end_reason: 'max_duration_exceeded',
+      cost_info: { call_duration_seconds: 150, total_cost: 0.02125, currency: 'USD' },
+    });
+  });
+
   describe('webhooks that Plivo did not send', () => {
     let runId: number;
     let call: FakePlivoCall;

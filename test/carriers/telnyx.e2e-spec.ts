@@ -379,6 +379,30 @@ describe('placing calls through Telnyx', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
   });
+  it('hangs up, when the reaper ends its run, an answered call Telnyx lets talk on past its maximum duration, and records what Telnyx bills', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550189');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.callControlId, 'call.initiated');
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    await fake.sendCallEvent(call.callControlId, 'call.answered');
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+
+    const reaped = await carrier.reapedPastItsLimit(runId);
+
+    expect(reaped).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded', is_completed: true });
+    const hangups = fake.requests.filter((request) => request.method === 'POST' && request.path === `/v2/calls/${call.callControlId}/actions/hangup`);
+    expect(hangups).toHaveLength(1);
+    expect(fake.calls.get(call.callControlId)).toMatchObject({ isAlive: false, hungUpByApi: true });
+    // Telnyx reports no talk time with the hang-up: its bill brings it, and the run stays as the reaper ended it.
+    expect((await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0300', billed_duration_secs: 180 })).status).toBe(200);
+    const billed = await runReaches(runId, (run) => run.duration_seconds === 180, 'what Telnyx billed');
+    expect(billed).toMatchObject({
+      status: 'failed',
+      end_reason: 'max_duration_exceeded',
+      cost_info: { call_duration_seconds: 180, total_cost: 0.03, currency: 'USD' },
+    });
+  });
+
   describe('a call answered while its answer event was lost', () => {
     const hangupsOf = (call: TelnyxFakeCall) =>
       fake.requests.filter((request) => request.method === 'POST' && request.path === `/v2/calls/${call.callControlId}/actions/hangup`);

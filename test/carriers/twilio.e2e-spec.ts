@@ -374,6 +374,50 @@ describe('placing calls through Twilio', () => {
     expect(eventsOf(run)).toContain('api.answered_after_end');
   });
 
+  it('hangs up, when the reaper ends its run, an answered call Twilio lets talk on past its maximum duration, and records what Twilio bills', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550191');
+    const call = await callFor(runId);
+    await fake.ring(call.sid);
+    await fake.answer(call.sid);
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+    // What Twilio will bill once the call is hung up.
+    fake.setCallStatus(call.sid, { duration: 150, price: '-0.03750', priceUnit: 'USD' });
+
+    const reaped = await carrier.reapedPastItsLimit(runId);
+
+    expect(reaped).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded', is_completed: true });
+    const updates = fake.requests.filter((request) => request.method === 'POST' && request.path.endsWith(`/Calls/${call.sid}.json`));
+    expect(updates.map((request) => request.fields.Status)).toEqual(['completed']);
+    expect(fake.call(call.sid).status).toBe('completed');
+    // Twilio's report of the end it was asked for brings the billed duration, its look-up the price; the run stays as
+    // the reaper ended it.
+    const billed = await runReaches(runId, (run) => run.duration_seconds === 150 && run.cost_info.total_cost !== undefined, 'what Twilio billed');
+    expect(billed).toMatchObject({
+      status: 'failed',
+      end_reason: 'max_duration_exceeded',
+      cost_info: { call_duration_seconds: 150, total_cost: 0.0375, currency: 'USD' },
+    });
+  });
+
+  it('ends a call answered unbeknown to us when the reaper gives its ringing run up without being able to look it up', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550192');
+    const call = await callFor(runId);
+    await fake.ring(call.sid);
+    await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
+    // The callee picked up, but neither the answer nor its callbacks reached us; then Twilio cannot be asked.
+    fake.setCallStatus(call.sid, { status: 'in-progress', answeredAt: new Date() });
+    fake.failNext('unavailable');
+    await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '200 seconds' WHERE id = $1`, [runId]);
+
+    const failed = await runReaches(runId, (run) => run.status === 'failed', 'the reaper to give the run up');
+
+    expect(failed).toMatchObject({ end_reason: 'ring_timeout' });
+    // `Status=canceled` would have left the answered call talking on: it is ended with `Status=completed`.
+    await waitFor(async () => (fake.call(call.sid).status === 'completed' ? true : undefined), { what: 'the call to be hung up' });
+    const updates = fake.requests.filter((request) => request.method === 'POST' && request.path.endsWith(`/Calls/${call.sid}.json`));
+    expect(updates.map((request) => request.fields.Status)).toEqual(['completed']);
+  });
+
   describe('a dial whose answer was lost, so the call SID was never learned', () => {
     const callsOf = (runId: number) => [...fake.calls.values()].filter((placed) => placed.statusCallback?.endsWith(`/status/${runId}`));
 

@@ -303,4 +303,28 @@ describe('placing calls through Vonage', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
   });
+
+  it('hangs up, when the reaper ends its run, an answered call Vonage lets talk on past its maximum duration, and records what Vonage bills', async () => {
+    const runId = await trigger(recordedConfigId, '+14155550182');
+    const call = await callFor(runId);
+    await fake.sendCallEvent(call.uuid, 'ringing');
+    await fake.answerCall(call.uuid);
+    await fake.sendCallEvent(call.uuid, 'answered');
+    await runReaches(runId, (run) => run.status === 'in_progress', 'the run to be answered');
+
+    const reaped = await carrier.reapedPastItsLimit(runId);
+
+    expect(reaped).toMatchObject({ status: 'failed', end_reason: 'max_duration_exceeded', is_completed: true });
+    const hangups = fake.requests.filter((request) => request.method === 'PUT' && request.path === `/v1/calls/${call.uuid}`);
+    expect(hangups.map((request) => request.body)).toEqual([{ action: 'hangup' }]);
+    expect(call).toMatchObject({ status: 'completed', hungUpByApi: true });
+    // Vonage's `completed` for the hang-up carries the billed duration and price; the run stays as the reaper ended it.
+    const billed = await runReaches(runId, (run) => run.duration_seconds !== null && run.cost_info.total_cost !== undefined, 'what Vonage billed');
+    expect(billed).toMatchObject({
+      status: 'failed',
+      end_reason: 'max_duration_exceeded',
+      duration_seconds: Number(call.duration),
+      cost_info: { call_duration_seconds: Number(call.duration), total_cost: Number(call.price), currency: 'EUR' },
+    });
+  });
 });

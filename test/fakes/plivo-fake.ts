@@ -182,8 +182,15 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
     return result;
   }
 
-  /** The call ends after a conversation: hangup_url gets `completed` with Duration and TotalCost. */
-  async complete(uuid: string, options: { durationSeconds?: number; totalCost?: string } = {}): Promise<PlivoWebhookResponse | null> {
+  /**
+   * The call ends after a conversation: hangup_url gets `completed` with
+   * Duration and TotalCost. `hangupSource` is `API Request` for a call hung
+   * up through the API.
+   */
+  async complete(
+    uuid: string,
+    options: { durationSeconds?: number; totalCost?: string; hangupSource?: 'Callee' | 'API Request' } = {},
+  ): Promise<PlivoWebhookResponse | null> {
     const duration = options.durationSeconds ?? 42;
     const totalCost = options.totalCost ?? '0.00850';
     const call = this.setCallStatus(uuid, { status: 'completed', endTime: new Date(), duration, totalCost, hangupCauseName: 'Normal Hangup' });
@@ -195,7 +202,7 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
       HangupCause: 'NORMAL_CLEARING',
       HangupCauseName: 'Normal Hangup',
       HangupCauseCode: '4000',
-      HangupSource: 'Callee',
+      HangupSource: options.hangupSource ?? 'Callee',
       AnswerTime: plivoTime(call.answerTime ?? new Date()),
     });
   }
@@ -365,8 +372,9 @@ export class PlivoFake extends FormLoopbackFake<FakePlivoCall, PlivoFailure> {
     if (request.method === 'DELETE') {
       if (!call || !['queued', 'fired', 'ringing', 'in-progress'].includes(call.status)) return plivoError(response, 404, 'Call not found');
       if (call.status === 'in-progress') {
-        Object.assign(call, { status: 'completed', endTime: new Date() });
-        void this.hangupCallback(call, 'completed', { HangupCauseName: 'Normal Hangup', HangupSource: 'API Request' }).catch(() => undefined);
+        // Billed as any call that talked: what `setCallStatus` set, else the time since the answer.
+        const talked = Math.round((Date.now() - (call.answerTime ?? new Date()).getTime()) / 1000);
+        void this.complete(uuid, { durationSeconds: call.duration ?? talked, totalCost: call.totalCost ?? undefined, hangupSource: 'API Request' }).catch(() => undefined);
       } else {
         this.cancel(call);
       }

@@ -29,6 +29,18 @@ export function isFinalRunStatus(status: RunStatus): boolean {
 }
 
 /**
+ * Whether a run's call talked and has ended, so the carrier bills a
+ * duration and a price for it: the run completed, or failed once answered
+ * (the reaper ended it past its maximum duration and hung the call up).
+ * `TALKED_AND_ENDED_SQL` is the same condition on a `workflow_runs` row.
+ */
+export function talkedAndEnded(run: { status: RunStatus; answeredAt: Date | null }): boolean {
+  return run.status === 'completed' || (run.status === 'failed' && run.answeredAt !== null);
+}
+
+export const TALKED_AND_ENDED_SQL = `(status = 'completed' OR (status = 'failed' AND answered_at IS NOT NULL))`;
+
+/**
  * Which statuses a run may move to each status from. Moves only go forward:
  * a late or repeated event whose source status is gone changes nothing.
  */

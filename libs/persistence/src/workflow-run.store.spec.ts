@@ -96,7 +96,7 @@ describe('WorkflowRunStore durations and transitions', () => {
     for (const runId of runIds) expect(await durationOf(runId)).toEqual({ duration: 60, costInfo: { call_duration_seconds: 60 } });
   });
 
-  it('leaves a run that did not complete alone', async () => {
+  it('leaves a run that was never answered alone', async () => {
     const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
     await store.transition(runId, 'failed', 'carrier.failed', { endedAt: new Date() });
 
@@ -104,6 +104,20 @@ describe('WorkflowRunStore durations and transitions', () => {
     await store.fillDuration(runId);
 
     expect(await durationOf(runId)).toEqual({ duration: null, costInfo: {} });
+  });
+
+  it('fills the duration of a run the reaper ended once answered, from the carrier\'s report of the hang-up', async () => {
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
+    const answeredAt = new Date(Date.now() - 3_700_000);
+    await store.transition(runId, 'dialing', 'dialer.dialing');
+    await store.transition(runId, 'in_progress', 'carrier.answered', { answeredAt });
+    await store.transition(runId, 'failed', 'reaper.failed', { endReason: 'max_duration_exceeded', endedAt: new Date() });
+
+    await store.fillDuration(runId);
+    expect((await durationOf(runId)).duration).toBeCloseTo(3700, 0);
+
+    await store.fillDuration(runId, 3702);
+    expect(await durationOf(runId)).toEqual({ duration: 3702, costInfo: { call_duration_seconds: 3702 } });
   });
 
   /** A run whose call is being placed: one an agent runtime may report on. */

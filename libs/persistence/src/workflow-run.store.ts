@@ -5,7 +5,7 @@ import { RunLogEvent, TelephonyConfiguration } from './entities';
 import { WorkflowRun } from './entities/workflow-run.entity';
 import { preparedQuery } from './prepared-query';
 import { configurationFromRow } from './telephony-configuration-row';
-import { AGENT_SESSION_STATUSES, FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, isFinalRunStatus } from './run-status';
+import { AGENT_SESSION_STATUSES, FINAL_RUN_STATUSES, RUN_TRANSITIONS, RunEnvironment, RunStatus, TALKED_AND_ENDED_SQL, isFinalRunStatus } from './run-status';
 
 /** What completes a finished run's record: its artifacts' keys, and the agent turns its transcript was made from. */
 export interface RunArtifacts {
@@ -885,12 +885,15 @@ export class WorkflowRunStore {
   }
 
   /**
-   * Sets a completed run's duration. The carrier's figure (its billed or
-   * reported duration) always wins: it replaces whatever the run holds,
-   * including a duration computed earlier. Without one, the time from answer
-   * to end fills a run that has no duration yet, and never replaces one. Each
-   * case is one conditional statement, so a computed duration cannot
-   * overwrite the carrier's whichever arrives first, even concurrently.
+   * Sets the duration of a run that completed, or that failed once answered
+   * (the reaper ended the call past its maximum duration and hung it up: the
+   * carrier's report of that end tells how long it talked, and bills it).
+   * The carrier's figure (its billed or reported duration) always wins: it
+   * replaces whatever the run holds, including a duration computed earlier.
+   * Without one, the time from answer to end fills a run that has no
+   * duration yet, and never replaces one. Each case is one conditional
+   * statement, so a computed duration cannot overwrite the carrier's
+   * whichever arrives first, even concurrently.
    */
   async fillDuration(runId: number, carrierSeconds?: number): Promise<void> {
     if (carrierSeconds !== undefined) {
@@ -899,7 +902,7 @@ export class WorkflowRunStore {
             SET duration_seconds = $2::double precision,
                 cost_info = cost_info || jsonb_build_object('call_duration_seconds', $2::double precision),
                 updated_at = now()
-          WHERE id = $1 AND status = 'completed'`,
+          WHERE id = $1 AND ${TALKED_AND_ENDED_SQL}`,
         [runId, Math.max(0, carrierSeconds)],
       );
       return;
@@ -910,7 +913,7 @@ export class WorkflowRunStore {
               cost_info = cost_info || jsonb_build_object('call_duration_seconds',
                 GREATEST(0, EXTRACT(EPOCH FROM ended_at - answered_at))::double precision),
               updated_at = now()
-        WHERE id = $1 AND status = 'completed' AND duration_seconds IS NULL
+        WHERE id = $1 AND ${TALKED_AND_ENDED_SQL} AND duration_seconds IS NULL
           AND answered_at IS NOT NULL AND ended_at IS NOT NULL`,
       [runId],
     );

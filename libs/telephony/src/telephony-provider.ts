@@ -127,11 +127,13 @@ export interface TelephonyProvider {
   /** Ends a call that is dialing or ringing; the carrier then reports it `canceled`. Returns false when it cannot. */
   hangup(call: CallReference): Promise<boolean>;
   /**
-   * Ends an answered call (an answering machine to hang up on), for carriers
-   * that connect the agent at dial time and so cannot be told to hang up by
-   * the answer instructions (Telnyx). Returns false when there is no call to end.
+   * Ends the call whatever its state, answered included: the call of a run
+   * the reaper ended at its limit, which must not ring later nor talk on
+   * outside its configuration's concurrency; on carriers that connect the
+   * agent at dial time (Telnyx), an answering machine to hang up on. Returns
+   * false when there is no call to end.
    */
-  endCall?(call: CallReference): Promise<boolean>;
+  endCall(call: CallReference): Promise<boolean>;
   /** Builds or fetches what the call left behind once it completed. */
   collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts>;
   /**
@@ -141,12 +143,4 @@ export interface TelephonyProvider {
   afterAnswer?(call: CallReference): Promise<void>;
   /** Asks the carrier whether the credentials work. Throws when the carrier cannot be reached. */
   checkCredentials(credentials: Record<string, unknown> | null): Promise<CredentialsCheck>;
-}
-
-/**
- * Ends a call whatever its state where the carrier can (`endCall`); elsewhere
- * hangs it up if it is not answered yet, the answer instructions ending the rest.
- */
-export function endCallAnyway(provider: TelephonyProvider, call: CallReference): Promise<boolean> {
-  return provider.endCall ? provider.endCall(call) : provider.hangup(call);
 }

@@ -6,13 +6,14 @@ import {
   RunReader,
   RunStatus,
   RunTransitionFields,
+  talkedAndEnded,
   TelephonyConfiguration,
   TransitionOutcome,
   WorkflowRun,
   WorkflowRunStore,
 } from '@app/persistence';
 import { CallEventJob, CallEventsQueue, ConcurrencyLimiter, eventsOf } from '@app/queue';
-import { CallReference, callReferenceOf, CredentialsCipher, endCallAnyway, hangsUpOnMachines, TelephonyProviders } from '@app/telephony';
+import { CallReference, callReferenceOf, CredentialsCipher, hangsUpOnMachines, TelephonyProviders } from '@app/telephony';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
@@ -314,10 +315,11 @@ export class CallEventApplier {
     const provider = this.providers.get(config.provider);
     const reference = this.referenceOf(event, config);
     // As the carrier reads the configuration (detection on, no `machine_action`: a hang-up). On Telnyx the agent is
-    // connected at dial time, so this hang-up is the only one the call gets.
+    // connected at dial time, so this hang-up is the only one the call gets; the others' carrier hangs up itself, by
+    // the answer instructions (Twilio) or by the dial's `machine_detection: hangup` (Plivo, Vonage).
     if (event.answeredBy === 'machine' && hangsUpOnMachines(config.settings)) {
       await this.runs.appendEvent(event.runId, 'dialer.machine_hangup');
-      await endCallAnyway(provider, reference);
+      if (provider.streamsAtDial) await provider.endCall(reference);
       return;
     }
     if (!firstAnswer) return;
@@ -331,9 +333,9 @@ export class CallEventApplier {
   }
 }
 
-/** A completed call that has no price yet. */
+/** A call that talked and has ended (completed, or hung up by the reaper past its limit) and has no price yet. */
 function awaitsPrice(run: WorkflowRun | null): run is WorkflowRun {
-  return run?.status === 'completed' && run.costInfo?.total_cost === undefined;
+  return run !== null && talkedAndEnded(run) && run.costInfo?.total_cost === undefined;
 }
 
 /** The job id of a call's `lookup`-th price look-up after the hang-up: one each, so none collapses into another. */

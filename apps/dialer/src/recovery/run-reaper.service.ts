@@ -4,7 +4,7 @@ import { doublingDelay, RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
-import { callReferenceOf, CredentialsCipher, DialAttempt, endCallAnyway, TelephonyProviders } from '@app/telephony';
+import { callReferenceOf, CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from '../calls/call-limits';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
@@ -174,10 +174,10 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     if (!ended) return;
     // The run is final from here on: a slot that cannot be released now must not keep its call from being hung up.
     if (ended.telephonyConfigurationId) await this.releaseSlot(ended.telephonyConfigurationId, run.id);
-    // A call the carrier still holds (queued behind its own rate limit, or ringing) must not ring once its run has ended.
-    if (config && providerCallId && (candidate.status === 'dialing' || candidate.status === 'ringing')) {
-      await this.hangUp(run, config, providerCallId);
-    }
+    // A call the carrier still holds must not ring once its run has ended (one queued behind the carrier's own rate
+    // limit, or ringing), nor talk on past its limit (a carrier that did not apply the maximum duration the dial gave
+    // it, or whose end of the call never reached us while the look-up failed).
+    if (config && providerCallId) await this.hangUp(run, config, providerCallId);
   }
 
   /** Frees the slot of a run the reaper ended; one that cannot be freed now is tried again next round. */
@@ -193,15 +193,15 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
 
   /**
    * Best effort: the run ends at its limit whatever the carrier answers. The
-   * run is already ended, so a call the carrier reports answered is ended too
-   * where the carrier allows it (`endCall`, Telnyx: reached when the look-up
-   * failed and the run was given up): it would otherwise talk on unrecorded,
-   * outside its configuration's concurrency.
+   * run is already ended, so the call is ended whatever its state
+   * (`endCall`), answered included: a ringing run's call answered while the
+   * look-up failed, or an answered one past its maximum duration, would
+   * otherwise talk on unrecorded, outside its configuration's concurrency.
    */
   private async hangUp(run: WorkflowRun, config: TelephonyConfiguration, providerCallId: string): Promise<void> {
     if (!this.providers.has(config.provider)) return;
     try {
-      const hungUp = await endCallAnyway(this.providers.get(config.provider), { ...callReferenceOf(run, config, this.cipher), providerCallId });
+      const hungUp = await this.providers.get(config.provider).endCall({ ...callReferenceOf(run, config, this.cipher), providerCallId });
       if (hungUp) await this.runs.appendEvent(run.id, 'reaper.hung_up', { provider_call_id: providerCallId });
     } catch (error) {
       this.logger.warn({ err: error, run_id: run.id }, 'could not hang up the call of a run past its limit');

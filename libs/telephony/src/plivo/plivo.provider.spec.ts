@@ -377,6 +377,36 @@ describe('PlivoProvider', () => {
     });
   });
 
+  describe('ending a call whatever its state', () => {
+    it('hangs up an answered call with DELETE /Call/{uuid}/, and Plivo reports it completed', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      await fake.ring(providerCallId);
+      await fake.answer(providerCallId);
+      const before = receiver.received.length;
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(true);
+      expect(fake.requests.at(-1)).toMatchObject({ method: 'DELETE', path: `/v1/Account/${fake.authId}/Call/${providerCallId}/` });
+      expect(fake.call(providerCallId).status).toBe('completed');
+      await waitFor(() => receiver.since(before, '/status/').length > 0);
+      const [callback] = receiver.since(before, '/status/');
+      expect(provider.parseWebhook('status', callback.request).events).toEqual([expect.objectContaining({ type: 'completed' })]);
+    });
+
+    it('hangs up a ringing call request as such', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      await fake.ring(providerCallId);
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(true);
+      expect(fake.requests.at(-1)).toMatchObject({ method: 'DELETE', path: `/v1/Account/${fake.authId}/Request/${providerCallId}/` });
+      expect(fake.call(providerCallId).status).toBe('cancel');
+    });
+
+    it('answers false for a call that is over, or without a UUID', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      fake.setCallStatus(providerCallId, { status: 'completed' });
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(false);
+      await expect(provider.endCall(reference(null))).resolves.toBe(false);
+    });
+  });
+
   describe('verifying webhooks', () => {
     const url = 'https://voice.example.test/api/v1/telephony/plivo/status/7';
     const fields = { CallUUID: 'c-1', RequestUUID: 'c-1', CallStatus: 'ringing', Event: 'Ring' };

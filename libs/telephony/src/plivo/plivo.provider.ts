@@ -120,6 +120,18 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
     return this.api.hangupCall(credentials, call.providerCallId);
   }
 
+  /**
+   * Ends the call whatever its state: a call request not answered yet is
+   * hung up as such, and anything else through `DELETE /Call/{uuid}/`, which
+   * hangs up a live call and cancels a queued one.
+   */
+  async endCall(call: CallReference): Promise<boolean> {
+    if (!call.providerCallId) return false;
+    const credentials = readPlivoCredentials(call.credentials);
+    if (await this.api.cancelRequest(credentials, call.providerCallId)) return true;
+    return this.api.hangupCall(credentials, call.providerCallId);
+  }
+
   /** The transcript comes from the agent runtime, the recording through `fetchRecording`: Plivo has neither to give here. */
   async collectArtifacts(): Promise<CallArtifacts> {
     return { transcript: [], recording: null };

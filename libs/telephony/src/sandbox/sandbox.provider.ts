@@ -181,6 +181,15 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     return true;
   }
 
+  /**
+   * A sandbox call follows its timeline, whose answered part (`talk_ms`) is
+   * capped by the call's maximum duration: it cannot talk on past its limit,
+   * so only a ringing one is left to end.
+   */
+  async endCall(reference: CallReference): Promise<boolean> {
+    return this.hangup(reference);
+  }
+
   async afterAnswer(reference: CallReference): Promise<void> {
     if (!readSandboxSettings(reference.settings).builtinAgent) return;
     const call = await this.findCall(reference);

@@ -124,7 +124,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     return this.hangupById(api, lookup.providerCallId);
   }
 
-  /** Ends the call whatever its state: an answering machine to hang up on (the call was answered). */
+  /** Ends the call whatever its state: an answering machine to hang up on, or the call of a run the reaper ended. */
   async endCall(call: CallReference): Promise<boolean> {
     const credentials = this.credentialsOrThrow(call.credentials);
     const api = this.api(credentials);

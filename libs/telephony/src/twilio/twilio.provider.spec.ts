@@ -354,6 +354,41 @@ describe('TwilioProvider', () => {
     });
   });
 
+  describe('ending a call whatever its state', () => {
+    it('hangs up an answered call with Status=completed, and Twilio reports it completed', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      fake.setCallStatus(providerCallId, { status: 'in-progress', duration: 95 });
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(true);
+      const request = fake.requests.filter((entry) => entry.method === 'POST' && entry.path.endsWith(`/Calls/${providerCallId}.json`)).at(-1)!;
+      expect(request.form).toEqual([['Status', 'completed']]);
+      expect(fake.call(providerCallId).status).toBe('completed');
+      await waitFor(() => receiver.received.some(({ request: callback }) => callback.rawBody.toString().includes('CallStatus=completed')));
+    });
+
+    it('cancels a call that is still ringing', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      await fake.ring(providerCallId);
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(true);
+      expect(fake.call(providerCallId).status).toBe('canceled');
+    });
+
+    it('answers false for a call that already ended or that Twilio does not know', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      fake.setCallStatus(providerCallId, { status: 'completed' });
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(false);
+      await expect(provider.endCall(reference(`CA${'8'.repeat(32)}`))).resolves.toBe(false);
+      await expect(provider.endCall(reference(null))).resolves.toBe(false);
+    });
+
+    it("passes Twilio's failure on, so the reaper logs that it could not", async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      fake.setCallStatus(providerCallId, { status: 'in-progress' });
+      fake.failNext('server_error');
+      await expect(provider.endCall(reference(providerCallId))).rejects.toBeInstanceOf(TwilioApiError);
+      expect(fake.call(providerCallId).status).toBe('in-progress');
+    });
+  });
+
   describe('verifying webhooks', () => {
     const url = 'https://voice.example.test/api/v1/telephony/twilio/status/7';
     const credentials = fake.credentials;

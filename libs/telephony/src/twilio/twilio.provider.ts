@@ -115,12 +115,25 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
    * the call as it now is, so anything but `canceled` means it could not.
    */
   async hangup(call: CallReference): Promise<boolean> {
+    return this.endWithStatus(call, 'canceled', ['canceled']);
+  }
+
+  /**
+   * `Status=completed` ends the call whether it is answered or not: Twilio
+   * cancels one still queued or ringing, and hangs up one in progress.
+   */
+  async endCall(call: CallReference): Promise<boolean> {
+    return this.endWithStatus(call, 'completed', ['canceled', 'completed']);
+  }
+
+  private async endWithStatus(call: CallReference, status: 'canceled' | 'completed', ended: readonly string[]): Promise<boolean> {
     if (!call.providerCallId) return false;
     const credentials = readTwilioCredentials(call.credentials);
     try {
-      const updated = await this.api.updateCall(credentials, call.providerCallId, new URLSearchParams({ Status: 'canceled' }));
-      return updated?.status === 'canceled';
+      const updated = await this.api.updateCall(credentials, call.providerCallId, new URLSearchParams({ Status: status }));
+      return typeof updated?.status === 'string' && ended.includes(updated.status);
     } catch (error) {
+      // Gone, or already ended: nothing left to end.
       if (error instanceof TwilioApiError && (error.status === 404 || error.body?.code === INVALID_CALL_STATE)) return false;
       throw error;
     }

@@ -437,6 +437,38 @@ describe('VonageProvider against the Vonage fake', () => {
     });
   });
 
+  describe('endCall', () => {
+    it('hangs up an answered call with PUT /v1/calls/{uuid} {action: hangup}, and Vonage reports it completed', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      await fake.sendCallEvent(providerCallId, 'answered');
+      await receiver.waitFor(1);
+
+      expect(await provider.endCall(reference({ providerCallId }))).toBe(true);
+
+      expect(fake.requests.at(-1)).toMatchObject({ method: 'PUT', path: `/v1/calls/${providerCallId}`, body: { action: 'hangup' } });
+      await receiver.waitFor(2);
+      expect(receiver.received[1].parsed).toEqual({ providerCallId, events: [expect.objectContaining({ type: 'completed' })] });
+    });
+
+    it('hangs up a call that is still ringing', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      expect(await provider.endCall(reference({ providerCallId }))).toBe(true);
+      await receiver.waitFor(1);
+      expect(receiver.received[0].parsed).toEqual({ providerCallId, events: [expect.objectContaining({ type: 'canceled' })] });
+    });
+
+    it('leaves alone a call that has ended, asking for its status only', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      await fake.sendCallEvent(providerCallId, 'completed');
+      const before = fake.requests.length;
+
+      expect(await provider.endCall(reference({ providerCallId }))).toBe(false);
+
+      expect(fake.requests.slice(before).map(({ method }) => method)).toEqual(['GET']);
+      expect(await provider.endCall(reference())).toBe(false);
+    });
+  });
+
   describe('recordings and artifacts', () => {
     it('never sends the application JWT to a host that is not Vonage', async () => {
       await expect(provider.fetchRecording('https://evil.example.com/v1/files/x', fake.credentials)).rejects.toThrow(/Refusing/);

@@ -28,6 +28,11 @@ import { vonageSettingsProblems } from './vonage-settings';
 /** Hosts Vonage serves recordings from; the application JWT is sent to no other. */
 const RECORDING_HOSTS = /(^|\.)(nexmo|vonage)\.com$/;
 
+/** The statuses of a call not answered yet. */
+const UNANSWERED = ['started', 'ringing'];
+/** The statuses of a call that has not ended: not answered yet, or answered by a person or a machine. */
+const LIVE = [...UNANSWERED, 'answered', 'human', 'machine'];
+
 /**
  * Vonage through the Voice API (`POST /v1/calls`), authenticated by a JWT
  * signed with the customer's application key. Vonage fetches the NCCO from
@@ -90,6 +95,16 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
    * reached us is a conversation under way, not a call to cancel.
    */
   async hangup(call: CallReference): Promise<boolean> {
+    return this.hangupIn(call, UNANSWERED);
+  }
+
+  /** Hangs up a call Vonage reports unanswered or answered (a human or a machine): any call not ended yet. */
+  async endCall(call: CallReference): Promise<boolean> {
+    return this.hangupIn(call, LIVE);
+  }
+
+  /** Asks for the call's status first: Vonage's hangup is not documented for a call that has ended. */
+  private async hangupIn(call: CallReference, states: readonly string[]): Promise<boolean> {
     if (!call.providerCallId) return false;
     const credentials = this.credentialsOrThrow(call.credentials);
     const path = `/v1/calls/${encodeURIComponent(call.providerCallId)}`;
@@ -97,7 +112,7 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
     if (current.status === 404) return false;
     if (current.status !== 200) throw this.failure('look up the call', current);
     const status = (current.body as { status?: unknown } | null)?.status;
-    if (status !== 'started' && status !== 'ringing') return false;
+    if (typeof status !== 'string' || !states.includes(status)) return false;
     const response = await this.api(credentials).request('PUT', path, { action: 'hangup' });
     if (response.status >= 200 && response.status < 300) return true;
     if (response.status === 404) return false;
