@@ -379,6 +379,7 @@ describe('placing calls through Telnyx', () => {
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
   });
+
   it('hangs up, when the reaper ends its run, an answered call Telnyx lets talk on past its maximum duration, and records what Telnyx bills', async () => {
     const runId = await trigger(recordedConfigId, '+14155550189');
     const call = await callFor(runId);

@@ -406,12 +406,17 @@ describe('placing calls through Twilio', () => {
     await runReaches(runId, (run) => run.status === 'ringing', 'the run to ring');
     // The callee picked up, but neither the answer nor its callbacks reached us; then Twilio cannot be asked.
     fake.setCallStatus(call.sid, { status: 'in-progress', answeredAt: new Date() });
-    fake.failNext('unavailable');
-    await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '200 seconds' WHERE id = $1`, [runId]);
-
-    const failed = await runReaches(runId, (run) => run.status === 'failed', 'the reaper to give the run up');
+    fake.unreadableCalls.add(call.sid);
+    let failed;
+    try {
+      await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - interval '200 seconds' WHERE id = $1`, [runId]);
+      failed = await runReaches(runId, (run) => run.status === 'failed', 'the reaper to give the run up');
+    } finally {
+      fake.unreadableCalls.delete(call.sid);
+    }
 
     expect(failed).toMatchObject({ end_reason: 'ring_timeout' });
+    expect(fake.requests.some((request) => request.method === 'GET' && request.path.endsWith(`/Calls/${call.sid}.json`))).toBe(true);
     // `Status=canceled` would have left the answered call talking on: it is ended with `Status=completed`.
     await waitFor(async () => (fake.call(call.sid).status === 'completed' ? true : undefined), { what: 'the call to be hung up' });
     const updates = fake.requests.filter((request) => request.method === 'POST' && request.path.endsWith(`/Calls/${call.sid}.json`));

@@ -270,9 +270,10 @@ describe('placing calls through Vonage', () => {
     await fake.sendCallEvent(call.uuid, 'answered');
     await fake.sendCallEvent(call.uuid, 'machine');
     await runReaches(runId, (run) => run.gathered_context?.answered_by === 'machine', 'the machine verdict');
-    // Whether we asked Vonage to hang up first or Vonage did it itself, it reports the end.
-    if (!call.hungUpByApi) await fake.sendCallEvent(call.uuid, 'completed', { duration: '3' });
+    // Vonage hangs up itself and reports the end: we do not ask it to.
+    await fake.sendCallEvent(call.uuid, 'completed', { duration: '3' });
     const run = await runReaches(runId, (current) => current.is_completed === true, 'the run to end');
+    expect(fake.requests.filter((request) => request.method === 'PUT' && request.path === `/v1/calls/${call.uuid}`)).toEqual([]);
     expect(run).toMatchObject({ status: 'completed', gathered_context: { answered_by: 'machine' } });
     expect(run.logs.events.map((event: { event: string }) => event.event)).toContain('dialer.machine_hangup');
   });

@@ -25,6 +25,8 @@ export class TwilioFake extends FormLoopbackFake<FakeTwilioCall, TwilioFailure> 
   readonly requests: RecordedRequest[] = [];
   /** Answered by `GET /Accounts/{sid}.json`; anything but `active` also refuses dial requests. */
   accountStatus: 'active' | 'suspended' | 'closed' = 'active';
+  /** Calls whose resource cannot be read (`GET .../Calls/{sid}.json` answers 503, error 20503) while they are here. */
+  readonly unreadableCalls = new Set<string>();
 
   private readonly recordings = new Map<string, { callSid: string; durationSeconds: number }>();
 
@@ -220,6 +222,7 @@ export class TwilioFake extends FormLoopbackFake<FakeTwilioCall, TwilioFailure> 
     if (match[2] === '/Calls.json' && recorded.method === 'POST') return this.dial(recorded, response);
     if (match[2] === '/Calls.json' && recorded.method === 'GET') return this.listCalls(recorded, response);
     if (match[3] && recorded.method === 'GET') {
+      if (this.unreadableCalls.has(match[3])) return twilioError(response, 503, 20503, 'Service unavailable');
       const call = this.calls.get(match[3]);
       return call ? json(response, 200, this.callResource(call)) : twilioError(response, 404, 20404, `The requested resource ${url.pathname} was not found`);
     }

@@ -19,9 +19,10 @@ import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { RunArtifactsCollector } from './run-artifacts-collector.service';
 
 /**
- * The waits before each new look-up of a completed call's price, after the
- * one at the hang-up found none (1, 6 and 36 minutes after it): Twilio
- * prices a call some time after it ends, usually within minutes.
+ * The waits before each new look-up of the price of a call that talked and
+ * ended (`talkedAndEnded`), after the one at the hang-up found none (1, 6 and
+ * 36 minutes after it): Twilio prices a call some time after it ends,
+ * usually within minutes.
  */
 export const PRICE_LOOKUP_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000];
 
@@ -296,7 +297,7 @@ export class CallEventApplier {
     await this.events.enqueueEvent(next, PRICE_LOOKUP_DELAYS_MS[lookup], priceLookupJobId(event.runId, lookup + 1));
   }
 
-  /** A look-up of a completed call's price after the one at the hang-up found none; nothing if a price came since. */
+  /** A look-up of an ended call's price after the one at the hang-up found none; nothing if a price came since. */
   private async lookUpPriceAgain(event: CallEventJob): Promise<boolean> {
     const run = await this.reader.findById(event.runId);
     if (!awaitsPrice(run)) return false;

@@ -391,6 +391,28 @@ describe('PlivoProvider', () => {
       expect(provider.parseWebhook('status', callback.request).events).toEqual([expect.objectContaining({ type: 'completed' })]);
     });
 
+    it('hangs up the live call when Plivo refuses to hang up its answered request as such', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      await fake.ring(providerCallId);
+      await fake.answer(providerCallId);
+      fake.failNext({ status: 400, error: 'call request already answered' });
+      await expect(provider.endCall(reference(providerCallId))).resolves.toBe(true);
+      expect(fake.requests.slice(-2).map((request) => `${request.method} ${request.path}`)).toEqual([
+        `DELETE /v1/Account/${fake.authId}/Request/${providerCallId}/`,
+        `DELETE /v1/Account/${fake.authId}/Call/${providerCallId}/`,
+      ]);
+      expect(fake.call(providerCallId).status).toBe('completed');
+    });
+
+    it('passes a throttled hang-up on, without deleting the call', async () => {
+      const { providerCallId } = await provider.placeCall(dial());
+      await fake.ring(providerCallId);
+      await fake.answer(providerCallId);
+      fake.failNext('throttle');
+      await expect(provider.endCall(reference(providerCallId))).rejects.toBeInstanceOf(PlivoApiError);
+      expect(fake.call(providerCallId).status).toBe('in-progress');
+    });
+
     it('hangs up a ringing call request as such', async () => {
       const { providerCallId } = await provider.placeCall(dial());
       await fake.ring(providerCallId);

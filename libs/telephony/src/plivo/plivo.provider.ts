@@ -128,7 +128,13 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
   async endCall(call: CallReference): Promise<boolean> {
     if (!call.providerCallId) return false;
     const credentials = readPlivoCredentials(call.credentials);
-    if (await this.api.cancelRequest(credentials, call.providerCallId)) return true;
+    try {
+      if (await this.api.cancelRequest(credentials, call.providerCallId)) return true;
+    } catch (error) {
+      // A request Plivo refuses to hang up as such (answered already: Plivo's answer for that is not documented) may
+      // still be a live call. A throttled one is not tried again at once.
+      if (!(error instanceof PlivoApiError && error.status >= 400 && error.status < 500 && error.status !== 429)) throw error;
+    }
     return this.api.hangupCall(credentials, call.providerCallId);
   }
 

@@ -115,26 +115,29 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
    * the call as it now is, so anything but `canceled` means it could not.
    */
   async hangup(call: CallReference): Promise<boolean> {
-    return this.endWithStatus(call, 'canceled', ['canceled']);
+    return (await this.updateStatus(call, 'canceled')) === 'canceled';
   }
 
   /**
    * `Status=completed` ends the call whether it is answered or not: Twilio
-   * cancels one still queued or ringing, and hangs up one in progress.
+   * cancels one still queued or ringing, and hangs up one in progress. Only
+   * a call that has ended already is refused (error 21220), so an accepted
+   * request is a call ended, whatever status the answer shows.
    */
   async endCall(call: CallReference): Promise<boolean> {
-    return this.endWithStatus(call, 'completed', ['canceled', 'completed']);
+    return (await this.updateStatus(call, 'completed')) !== null;
   }
 
-  private async endWithStatus(call: CallReference, status: 'canceled' | 'completed', ended: readonly string[]): Promise<boolean> {
-    if (!call.providerCallId) return false;
+  /** The call's status in Twilio's answer to the update; null when there is no call, or it has ended already. */
+  private async updateStatus(call: CallReference, status: 'canceled' | 'completed'): Promise<string | null> {
+    if (!call.providerCallId) return null;
     const credentials = readTwilioCredentials(call.credentials);
     try {
       const updated = await this.api.updateCall(credentials, call.providerCallId, new URLSearchParams({ Status: status }));
-      return typeof updated?.status === 'string' && ended.includes(updated.status);
+      return typeof updated?.status === 'string' ? updated.status : '';
     } catch (error) {
       // Gone, or already ended: nothing left to end.
-      if (error instanceof TwilioApiError && (error.status === 404 || error.body?.code === INVALID_CALL_STATE)) return false;
+      if (error instanceof TwilioApiError && (error.status === 404 || error.body?.code === INVALID_CALL_STATE)) return null;
       throw error;
     }
   }
