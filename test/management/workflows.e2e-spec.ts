@@ -132,14 +132,66 @@ describe('management API: workflows', () => {
     expect(response.body).toEqual(created);
   });
 
-  it('lists the organization’s workflows newest first, without other organizations’ ones', async () => {
+  /** A workflow as the list shows it: its definitions' versions, not their graphs. */
+  const summary = ({ draft_definition, published_definition, ...rest }: any) => ({
+    ...rest,
+    draft_definition: draft_definition && { id: draft_definition.id, version: draft_definition.version, status: draft_definition.status },
+    published_definition: published_definition && {
+      id: published_definition.id,
+      version: published_definition.version,
+      status: published_definition.status,
+    },
+  });
+
+  it('lists the organization’s workflows newest first, without other organizations’ ones nor the definitions’ graphs', async () => {
     const fresh = await createOrganization(apps.dataSource);
     const first = await createWorkflow(apps, fresh);
+    const published = await apps.client.post(`/api/v1/workflows/${first.id}/publish`, undefined, { key: fresh.adminKey });
+    expect(published.status).toBe(200);
     const second = await createWorkflow(apps, fresh);
     await createWorkflow(apps, other);
     const response = await apps.client.get('/api/v1/workflows', { key: fresh.adminKey });
     expect(response.status).toBe(200);
-    expect(response.body).toEqual([second, first]);
+    expect(response.body).toEqual({ workflows: [summary(second), summary(published.body)], next_cursor: null });
+    expect(response.body.workflows[1]).toMatchObject({ draft_definition: null, published_definition: { version: 1, status: 'published' } });
+  });
+
+  it('pages the list with limit and cursor, stable while workflows are added', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const created = [];
+    for (let i = 0; i < 5; i += 1) created.push(await createWorkflow(apps, fresh));
+    const newestFirst = created.reverse().map(summary);
+
+    const first = await apps.client.get('/api/v1/workflows?limit=2', { key: fresh.adminKey });
+    expect(first.status).toBe(200);
+    expect(first.body.workflows).toEqual(newestFirst.slice(0, 2));
+    expect(first.body.next_cursor).toEqual(expect.any(String));
+    // A workflow added meanwhile goes to the head of the list, not into the next page.
+    await createWorkflow(apps, fresh);
+    const second = await apps.client.get(`/api/v1/workflows?limit=2&cursor=${first.body.next_cursor}`, { key: fresh.adminKey });
+    expect(second.body.workflows).toEqual(newestFirst.slice(2, 4));
+    const last = await apps.client.get(`/api/v1/workflows?limit=2&cursor=${second.body.next_cursor}`, { key: fresh.adminKey });
+    expect(last.body).toEqual({ workflows: newestFirst.slice(4), next_cursor: null });
+
+    // Another organization's key gets its own workflows past that cursor, never these.
+    const theirs = await apps.client.get(`/api/v1/workflows?cursor=${first.body.next_cursor}`, { key: other.adminKey });
+    expect(theirs.status).toBe(200);
+    const ours = new Set(created.map((workflow) => workflow.id));
+    expect(theirs.body.workflows.filter((workflow: { id: number }) => ours.has(workflow.id))).toEqual([]);
+  });
+
+  it.each([
+    ['limit=0', 'limit'],
+    ['limit=201', 'limit'],
+    ['limit=ten', 'limit'],
+    ['cursor=%21%21', 'cursor'],
+    [`cursor=${Buffer.from('0').toString('base64url')}`, 'cursor'],
+    [`cursor=${Buffer.from('2147483648').toString('base64url')}`, 'cursor'],
+    ['status=queued', 'status'],
+  ])('refuses a list query with %s: 400 validation_failed', async (query, named) => {
+    const response = await apps.client.get(`/api/v1/workflows?${query}`, { key: org.adminKey });
+    expectError(response, 400, 'validation_failed');
+    expect(JSON.stringify(response.body)).toContain(named);
   });
 
   it('replaces the draft with the next version and keeps the old draft row, archived', async () => {

@@ -9,8 +9,8 @@ import { CancelOutcome, RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
 import { RunRecordRow, RunRecords } from './run-records.service';
 import { DownloadLinkDto } from './create-download.dto';
-
-const DEFAULT_PAGE_SIZE = 50;
+import { decodeIdCursor, pageOf } from '../paging/id-cursor';
+import { DEFAULT_PAGE_SIZE } from '../paging/page-query';
 
 /**
  * Reading runs back, scoped to the key's organization and workflows. Records
@@ -50,12 +50,13 @@ export class WorkflowRunsService {
       workflowId,
       organizationId: key.organizationId,
       status: query.status,
-      beforeId: query.cursor ? decodeCursor(query.cursor) : undefined,
+      // Run ids are `bigint`s read as numbers: past MAX_RUN_ID the cursor cannot be one this API issued.
+      beforeId: query.cursor ? decodeIdCursor(query.cursor, MAX_RUN_ID) : undefined,
       limit: limit + 1,
     });
     if (rows.length === 0 && !(await this.records.isWorkflowOf(key.organizationId, workflowId))) throw workflowNotFound();
-    const page = rows.slice(0, limit);
-    return this.presenter.pageJson(page, rows.length > limit ? encodeCursor(page[page.length - 1].id) : null);
+    const page = pageOf(rows, limit);
+    return this.presenter.pageJson(page.items, page.nextCursor);
   }
 
   async createDownload(
@@ -92,16 +93,4 @@ export class WorkflowRunsService {
 
 export function runNotFound() {
   return Errors.notFound('run_not_found', 'No run with this id belongs to this workflow');
-}
-
-function encodeCursor(id: number): string {
-  return Buffer.from(String(id)).toString('base64url');
-}
-
-function decodeCursor(cursor: string): number {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  // Run ids are `bigint`s read as numbers: past MAX_RUN_ID the cursor cannot be one this API issued.
-  const id = /^[1-9][0-9]{0,15}$/.test(text) ? Number(text) : NaN;
-  if (!(id >= 1 && id <= MAX_RUN_ID)) throw Errors.validation('cursor is not one this API issued');
-  return id;
 }

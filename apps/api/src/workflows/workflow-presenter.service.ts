@@ -1,35 +1,55 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager, In } from 'typeorm';
-import { ApiTrigger, Workflow, WorkflowDefinition } from '@app/persistence';
-import { WorkflowDefinitionView } from './workflow-definition-view';
-import { WorkflowView } from './workflow-view';
+import { ApiTrigger, DefinitionStatus, Workflow, WorkflowDefinition } from '@app/persistence';
+import { DefinitionVersionView, WorkflowDefinitionView } from './workflow-definition-view';
+import { WorkflowSummaryView, WorkflowView } from './workflow-view';
+import { WorkflowTriggerView } from './workflow-trigger-view';
 
 /** Shapes workflows for the API: two queries for any number of workflows. */
 @Injectable()
 export class WorkflowPresenter {
-  async present(manager: EntityManager, workflows: Workflow[]): Promise<WorkflowView[]> {
+  /** Workflows with their current definitions, graphs included. */
+  present(manager: EntityManager, workflows: Workflow[]): Promise<WorkflowView[]> {
+    return this.shape(manager, workflows, true, (row) => WorkflowDefinitionView.from(row));
+  }
+
+  /** Workflows as the list shows them: their current definitions' versions, without the graphs (up to 256 KiB each). */
+  summarize(manager: EntityManager, workflows: Workflow[]): Promise<WorkflowSummaryView[]> {
+    return this.shape(manager, workflows, false, (row) => DefinitionVersionView.from(row));
+  }
+
+  private async shape<Definition>(
+    manager: EntityManager,
+    workflows: Workflow[],
+    withGraphs: boolean,
+    view: (row: WorkflowDefinition) => Definition,
+  ): Promise<Array<Omit<WorkflowView, 'draft_definition' | 'published_definition'> & Record<'draft_definition' | 'published_definition', Definition | null>>> {
     if (workflows.length === 0) return [];
     const ids = workflows.map((workflow) => workflow.id);
     // One after the other: the manager may be a transaction's, which runs one query at a time.
-    const definitions = await manager
-      .getRepository(WorkflowDefinition)
-      .findBy({ workflowId: In(ids), status: In(['draft', 'published']) });
-    const triggers = await manager
-      .getRepository(ApiTrigger)
-      .find({ where: { workflowId: In(ids) }, order: { createdAt: 'ASC', uuid: 'ASC' } });
+    const definitions = await manager.getRepository(WorkflowDefinition).find({
+      select: withGraphs ? undefined : { id: true, workflowId: true, version: true, status: true },
+      where: { workflowId: In(ids), status: In(['draft', 'published']) },
+    });
+    const triggerRows = await manager.getRepository(ApiTrigger).find({ where: { workflowId: In(ids) }, order: { createdAt: 'ASC', uuid: 'ASC' } });
+    const current = new Map(definitions.map((row) => [`${row.workflowId}:${row.status}`, row]));
+    const triggers = new Map<number, WorkflowTriggerView[]>();
+    for (const trigger of triggerRows) {
+      const list = triggers.get(trigger.workflowId) ?? [];
+      list.push({ uuid: trigger.uuid, is_active: trigger.isActive });
+      triggers.set(trigger.workflowId, list);
+    }
     return workflows.map((workflow) => {
-      const current = (status: 'draft' | 'published') => {
-        const row = definitions.find((definition) => definition.workflowId === workflow.id && definition.status === status);
-        return row ? WorkflowDefinitionView.from(row) : null;
+      const definition = (status: DefinitionStatus) => {
+        const row = current.get(`${workflow.id}:${status}`);
+        return row ? view(row) : null;
       };
       return {
         id: workflow.id,
         name: workflow.name,
-        draft_definition: current('draft'),
-        published_definition: current('published'),
-        triggers: triggers
-          .filter((trigger) => trigger.workflowId === workflow.id)
-          .map((trigger) => ({ uuid: trigger.uuid, is_active: trigger.isActive })),
+        draft_definition: definition('draft'),
+        published_definition: definition('published'),
+        triggers: triggers.get(workflow.id) ?? [],
         created_at: workflow.createdAt.toISOString(),
         updated_at: workflow.updatedAt.toISOString(),
       };

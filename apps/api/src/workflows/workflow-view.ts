@@ -1,13 +1,11 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { WorkflowDefinitionView } from './workflow-definition-view';
+import { DefinitionVersionView, WorkflowDefinitionView } from './workflow-definition-view';
 import { WorkflowTriggerView } from './workflow-trigger-view';
 
-/** A workflow with its current draft and published definitions and its triggers. */
-export class WorkflowView {
+/** What every shape of a workflow holds besides its definitions. */
+class WorkflowFields {
   @ApiProperty({ type: 'integer' }) id: number;
   @ApiProperty() name: string;
-  @ApiProperty({ type: WorkflowDefinitionView, nullable: true }) draft_definition: WorkflowDefinitionView | null;
-  @ApiProperty({ type: WorkflowDefinitionView, nullable: true }) published_definition: WorkflowDefinitionView | null;
   @ApiProperty({
     type: [WorkflowTriggerView],
     description: 'Every trigger ever registered to the workflow, including ones later definitions dropped',
@@ -15,4 +13,23 @@ export class WorkflowView {
   triggers: WorkflowTriggerView[];
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;
+}
+
+/** A workflow with its current draft and published definitions and its triggers. */
+export class WorkflowView extends WorkflowFields {
+  @ApiProperty({ type: WorkflowDefinitionView, nullable: true }) draft_definition: WorkflowDefinitionView | null;
+  @ApiProperty({ type: WorkflowDefinitionView, nullable: true }) published_definition: WorkflowDefinitionView | null;
+}
+
+/** A workflow as the list shows it: which versions are its draft and published definitions, not their graphs. */
+export class WorkflowSummaryView extends WorkflowFields {
+  @ApiProperty({ type: DefinitionVersionView, nullable: true }) draft_definition: DefinitionVersionView | null;
+  @ApiProperty({ type: DefinitionVersionView, nullable: true }) published_definition: DefinitionVersionView | null;
+}
+
+export class WorkflowPage {
+  @ApiProperty({ type: [WorkflowSummaryView], description: 'Summaries: read a workflow for its definitions' })
+  workflows: WorkflowSummaryView[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
+  next_cursor: string | null;
 }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { ParseIdPipe } from '@app/common';
 import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
@@ -7,9 +7,10 @@ import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { CreateWorkflowDto } from './create-workflow.dto';
 import { SaveDraftDto } from './save-draft.dto';
 import { workflowNotFound } from './workflow-not-found.error';
-import { WorkflowView } from './workflow-view';
+import { WorkflowPage, WorkflowView } from './workflow-view';
+import { PageQuery } from '../paging/page-query';
 import { WorkflowsService } from './workflows.service';
-import { ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam } from '../openapi-docs';
 
 const workflowId = new ParseIdPipe(workflowNotFound);
 
@@ -36,10 +37,15 @@ export class WorkflowsController {
   }
 
   @Get()
-  @ApiOperation({ operationId: 'listWorkflows', summary: "The organization's workflows, newest first" })
-  @ApiOkResponse({ type: [WorkflowView] })
-  list(@CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView[]> {
-    return this.workflows.list(key.organizationId);
+  @ApiOperation({
+    operationId: 'listWorkflows',
+    summary: "The organization's workflows, newest first, a page at a time",
+    description: 'Each item names the versions of its draft and published definitions; read the workflow for their graphs.',
+  })
+  @ApiOkResponse({ type: WorkflowPage })
+  @ApiErrors({ 400: '`validation_failed`: a bad cursor or limit' })
+  list(@Query() query: PageQuery, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowPage> {
+    return this.workflows.list(key.organizationId, query);
   }
 
   @Get(':id')

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, LessThan } from 'typeorm';
 import { Errors } from '@app/common';
 import { DefinitionGraph, Workflow, WorkflowDefinition } from '@app/persistence';
 import { TriggerLookups } from '../triggers/trigger-lookups.service';
@@ -8,7 +8,9 @@ import { DefinitionValidator } from './definition-validator.service';
 import { registerTriggers } from './register-triggers';
 import { workflowNotFound } from './workflow-not-found.error';
 import { WorkflowPresenter } from './workflow-presenter.service';
-import { WorkflowView } from './workflow-view';
+import { WorkflowPage, WorkflowView } from './workflow-view';
+import { decodeIdCursor, pageOf } from '../paging/id-cursor';
+import { DEFAULT_PAGE_SIZE, PageQuery } from '../paging/page-query';
 
 /**
  * Workflows and their versioned definitions. A stored definition is never
@@ -40,9 +42,17 @@ export class WorkflowsService {
     return view;
   }
 
-  async list(organizationId: number): Promise<WorkflowView[]> {
-    const workflows = await this.dataSource.getRepository(Workflow).find({ where: { organizationId }, order: { id: 'DESC' } });
-    return this.presenter.present(this.dataSource.manager, workflows);
+  /** A page of the organization's workflows, newest first, without their definitions' graphs. */
+  async list(organizationId: number, query: PageQuery): Promise<WorkflowPage> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const beforeId = query.cursor ? decodeIdCursor(query.cursor) : undefined;
+    const rows = await this.dataSource.getRepository(Workflow).find({
+      where: { organizationId, ...(beforeId === undefined ? {} : { id: LessThan(beforeId) }) },
+      order: { id: 'DESC' },
+      take: limit + 1,
+    });
+    const page = pageOf(rows, limit);
+    return { workflows: await this.presenter.summarize(this.dataSource.manager, page.items), next_cursor: page.nextCursor };
   }
 
   async get(organizationId: number, id: number): Promise<WorkflowView> {
