@@ -35,6 +35,26 @@ describe('management API: OpenAPI document', () => {
     });
   });
 
+  it('documents the workflow list as a page of summaries without graphs, read with limit and cursor', async () => {
+    const { body: doc } = await apps.client.get('/docs-json');
+    const schemas = doc.components.schemas;
+    const list = doc.paths['/api/v1/workflows'].get;
+    expect(list.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/WorkflowPage');
+    expect(list.parameters.filter((parameter: { in: string }) => parameter.in === 'query').map(({ name }: { name: string }) => name).sort()).toEqual([
+      'cursor',
+      'limit',
+    ]);
+    expect(schemas.WorkflowPage.properties.workflows.items.$ref).toBe('#/components/schemas/WorkflowSummaryView');
+    expect(schemas.WorkflowSummaryView.properties.draft_definition.allOf ?? [schemas.WorkflowSummaryView.properties.draft_definition]).toEqual([
+      expect.objectContaining({ $ref: '#/components/schemas/DefinitionVersionView' }),
+    ]);
+    expect(Object.keys(schemas.DefinitionVersionView.properties).sort()).toEqual(['id', 'status', 'version']);
+    expect(schemas.WorkflowView.properties.draft_definition.allOf ?? [schemas.WorkflowView.properties.draft_definition]).toEqual([
+      expect.objectContaining({ $ref: '#/components/schemas/WorkflowDefinitionView' }),
+    ]);
+    expect(schemas.WorkflowDefinitionView.properties.definition).toBeDefined();
+  });
+
   it('documents ids as integers: in the trigger answer, in run records, and in every path', async () => {
     const { body: doc } = await apps.client.get('/docs-json');
     const schemas = doc.components.schemas;

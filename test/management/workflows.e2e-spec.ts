@@ -160,7 +160,7 @@ describe('management API: workflows', () => {
     const fresh = await createOrganization(apps.dataSource);
     const created = [];
     for (let i = 0; i < 5; i += 1) created.push(await createWorkflow(apps, fresh));
-    const newestFirst = created.reverse().map(summary);
+    const newestFirst = [...created].reverse().map(summary);
 
     const first = await apps.client.get('/api/v1/workflows?limit=2', { key: fresh.adminKey });
     expect(first.status).toBe(200);
@@ -178,6 +178,27 @@ describe('management API: workflows', () => {
     expect(theirs.status).toBe(200);
     const ours = new Set(created.map((workflow) => workflow.id));
     expect(theirs.body.workflows.filter((workflow: { id: number }) => ours.has(workflow.id))).toEqual([]);
+  });
+
+  it('answers 50 workflows a page unless asked, up to 200, and no cursor after a last page that is exactly full', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const ids: number[] = [];
+    for (let i = 0; i < 51; i += 1) ids.push((await createWorkflow(apps, fresh)).id);
+    const newestFirst = ids.reverse();
+
+    const byDefault = await apps.client.get('/api/v1/workflows', { key: fresh.adminKey });
+    expect(byDefault.body.workflows.map((workflow: { id: number }) => workflow.id)).toEqual(newestFirst.slice(0, 50));
+    expect(byDefault.body.next_cursor).toEqual(expect.any(String));
+    const rest = await apps.client.get(`/api/v1/workflows?cursor=${byDefault.body.next_cursor}`, { key: fresh.adminKey });
+    expect(rest.body.workflows.map((workflow: { id: number }) => workflow.id)).toEqual(newestFirst.slice(50));
+    expect(rest.body.next_cursor).toBeNull();
+
+    const all = await apps.client.get('/api/v1/workflows?limit=200', { key: fresh.adminKey });
+    expect(all.body.workflows).toHaveLength(51);
+    expect(all.body.next_cursor).toBeNull();
+    const exactlyFull = await apps.client.get('/api/v1/workflows?limit=51', { key: fresh.adminKey });
+    expect(exactlyFull.body.workflows).toHaveLength(51);
+    expect(exactlyFull.body.next_cursor).toBeNull();
   });
 
   it.each([

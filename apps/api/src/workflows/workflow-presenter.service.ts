@@ -5,32 +5,37 @@ import { DefinitionVersionView, WorkflowDefinitionView } from './workflow-defini
 import { WorkflowSummaryView, WorkflowView } from './workflow-view';
 import { WorkflowTriggerView } from './workflow-trigger-view';
 
+/** A definition row read without its graph: what a summary needs. */
+type VersionRow = Pick<WorkflowDefinition, 'id' | 'workflowId' | 'version' | 'status'>;
+const VERSION_COLUMNS = { id: true, workflowId: true, version: true, status: true } as const;
+
 /** Shapes workflows for the API: two queries for any number of workflows. */
 @Injectable()
 export class WorkflowPresenter {
   /** Workflows with their current definitions, graphs included. */
   present(manager: EntityManager, workflows: Workflow[]): Promise<WorkflowView[]> {
-    return this.shape(manager, workflows, true, (row) => WorkflowDefinitionView.from(row));
+    return this.shape<WorkflowDefinition, WorkflowDefinitionView>(manager, workflows, undefined, (row) => WorkflowDefinitionView.from(row));
   }
 
   /** Workflows as the list shows them: their current definitions' versions, without the graphs (up to 256 KiB each). */
   summarize(manager: EntityManager, workflows: Workflow[]): Promise<WorkflowSummaryView[]> {
-    return this.shape(manager, workflows, false, (row) => DefinitionVersionView.from(row));
+    return this.shape<VersionRow, DefinitionVersionView>(manager, workflows, VERSION_COLUMNS, (row) => DefinitionVersionView.from(row));
   }
 
-  private async shape<Definition>(
+  /** `select`: the definition columns to read, all when undefined; `view` shapes a row read with them. */
+  private async shape<Row extends VersionRow, Definition>(
     manager: EntityManager,
     workflows: Workflow[],
-    withGraphs: boolean,
-    view: (row: WorkflowDefinition) => Definition,
+    select: typeof VERSION_COLUMNS | undefined,
+    view: (row: Row) => Definition,
   ): Promise<Array<Omit<WorkflowView, 'draft_definition' | 'published_definition'> & Record<'draft_definition' | 'published_definition', Definition | null>>> {
     if (workflows.length === 0) return [];
     const ids = workflows.map((workflow) => workflow.id);
     // One after the other: the manager may be a transaction's, which runs one query at a time.
-    const definitions = await manager.getRepository(WorkflowDefinition).find({
-      select: withGraphs ? undefined : { id: true, workflowId: true, version: true, status: true },
+    const definitions = (await manager.getRepository(WorkflowDefinition).find({
+      select,
       where: { workflowId: In(ids), status: In(['draft', 'published']) },
-    });
+    })) as unknown as Row[];
     const triggerRows = await manager.getRepository(ApiTrigger).find({ where: { workflowId: In(ids) }, order: { createdAt: 'ASC', uuid: 'ASC' } });
     const current = new Map(definitions.map((row) => [`${row.workflowId}:${row.status}`, row]));
     const triggers = new Map<number, WorkflowTriggerView[]>();
