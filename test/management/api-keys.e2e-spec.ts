@@ -52,13 +52,14 @@ describe('management API: API keys', () => {
 
     const response = await apps.client.get('/api/v1/api-keys', { key: fresh.adminKey });
     expect(response.status).toBe(200);
-    expect(response.body.map((key: { id: number }) => key.id)).toEqual([second.id, first.id, expect.any(Number)]);
-    expect(response.body[0]).toEqual({
+    expect(response.body.api_keys.map((key: { id: number }) => key.id)).toEqual([second.id, first.id, expect.any(Number)]);
+    expect(response.body.next_cursor).toBeNull();
+    expect(response.body.api_keys[0]).toEqual({
       id: second.id,
       name: 'admin key',
       role: 'admin',
       workflow_ids: null,
-      key_prefix: second.key.slice(0, response.body[0].key_prefix.length),
+      key_prefix: second.key.slice(0, response.body.api_keys[0].key_prefix.length),
       created_at: expect.any(String),
       revoked_at: null,
     });
@@ -139,8 +140,8 @@ describe('management API: API keys', () => {
     expect(response.text).toBe('');
 
     expectError(await apps.client.get('/api/v1/api-keys', { key: victim.key }), 401, 'unauthorized');
-    const listed = await apps.client.get('/api/v1/api-keys', { key: org.adminKey });
-    const entry = listed.body.find((key: { id: number }) => key.id === victim.id);
+    const listed = await apps.client.get('/api/v1/api-keys?limit=200', { key: org.adminKey });
+    const entry = listed.body.api_keys.find((key: { id: number }) => key.id === victim.id);
     expect(entry.revoked_at).toEqual(expect.any(String));
   });
 
@@ -211,10 +212,28 @@ describe('management API: API keys', () => {
     expect(row.revokedAt).toBeNull();
   });
 
+  it('pages the list with limit and cursor, as the other lists', async () => {
+    const fresh = await createOrganization(apps.dataSource);
+    const issued = [await issueKey(apps, fresh, 'trigger'), await issueKey(apps, fresh, 'trigger')];
+    const [bootstrapKey] = (await apps.client.get('/api/v1/api-keys', { key: fresh.adminKey })).body.api_keys.slice(-1);
+    const pages: number[][] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const page = await apps.client.get(`/api/v1/api-keys?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: fresh.adminKey });
+      expect(page.status).toBe(200);
+      pages.push(page.body.api_keys.map((key: { id: number }) => key.id));
+      cursor = page.body.next_cursor;
+    }
+    expect(pages).toEqual([[issued[1].id, issued[0].id], [bootstrapKey.id]]);
+    expectError(await apps.client.get('/api/v1/api-keys?limit=201', { key: fresh.adminKey }), 400, 'validation_failed');
+    expectError(await apps.client.get('/api/v1/api-keys?cursor=%24', { key: fresh.adminKey }), 400, 'validation_failed');
+  });
+
   it('does not list keys of another organization', async () => {
     const foreign = await issueKey(apps, other, 'trigger');
-    const response = await apps.client.get('/api/v1/api-keys', { key: org.adminKey });
-    expect(response.body.map((key: { id: number }) => key.id)).not.toContain(foreign.id);
+    const response = await apps.client.get('/api/v1/api-keys?limit=200', { key: org.adminKey });
+    expect(response.body.next_cursor).toBeNull();
+    expect(response.body.api_keys.map((key: { id: number }) => key.id)).not.toContain(foreign.id);
   });
 
   it('answers 400 for a malformed key id and 404 for one beyond the id range', async () => {

@@ -163,7 +163,13 @@ describe('management API: telephony configurations', () => {
     expect((await apps.client.get(`${PATH}/${first.id}`, { key: fresh.adminKey })).body).toEqual(first);
     const list = await apps.client.get(PATH, { key: fresh.adminKey });
     expect(list.status).toBe(200);
-    expect(list.body).toEqual([second, first]);
+    expect(list.body).toEqual({ telephony_configurations: [second, first], next_cursor: null });
+    // A page at a time, as the other lists.
+    const head = await apps.client.get(`${PATH}?limit=1`, { key: fresh.adminKey });
+    expect(head.body).toEqual({ telephony_configurations: [second], next_cursor: expect.any(String) });
+    const tail = await apps.client.get(`${PATH}?limit=1&cursor=${head.body.next_cursor}`, { key: fresh.adminKey });
+    expect(tail.body).toEqual({ telephony_configurations: [first], next_cursor: null });
+    expectError(await apps.client.get(`${PATH}?limit=0`, { key: fresh.adminKey }), 400, 'validation_failed');
   });
 
   it('deletes a configuration: 204, then 404', async () => {
@@ -441,8 +447,9 @@ describe('management API: telephony configurations', () => {
     });
 
     it('does not list configurations of another organization', async () => {
-      const list = await apps.client.get(PATH, { key: org.adminKey });
-      expect(list.body.map((config: { id: number }) => config.id)).not.toContain(foreign.id);
+      const list = await apps.client.get(`${PATH}?limit=200`, { key: org.adminKey });
+      expect(list.body.next_cursor).toBeNull();
+      expect(list.body.telephony_configurations.map((config: { id: number }) => config.id)).not.toContain(foreign.id);
     });
   });
 

@@ -24,3 +24,9 @@ export class ApiKeyView {
     };
   }
 }
+
+export class ApiKeyPage {
+  @ApiProperty({ type: [ApiKeyView] }) api_keys: ApiKeyView[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
+  next_cursor: string | null;
+}

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
@@ -13,7 +13,8 @@ import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { apiKeyNotFound } from './api-key-not-found.error';
-import { ApiKeyView } from './api-key-view';
+import { ApiKeyPage } from './api-key-view';
+import { PageQuery } from '../paging/page-query';
 import { ApiKeysService } from './api-keys.service';
 import { CreateApiKeyDto } from './create-api-key.dto';
 import { CreatedApiKeyView } from './created-api-key-view';
@@ -38,10 +39,14 @@ export class ApiKeysController {
   }
 
   @Get()
-  @ApiOperation({ operationId: 'listApiKeys', summary: "The organization's API keys, without secrets, newest first" })
-  @ApiOkResponse({ type: [ApiKeyView] })
-  list(@CurrentApiKey() key: AuthenticatedKey): Promise<ApiKeyView[]> {
-    return this.apiKeys.list(key.organizationId);
+  @ApiOperation({
+    operationId: 'listApiKeys',
+    summary: "The organization's API keys, revoked ones included, without secrets, newest first, a page at a time",
+  })
+  @ApiOkResponse({ type: ApiKeyPage })
+  @ApiErrors({ 400: '`validation_failed`: a bad cursor or limit' })
+  list(@Query() query: PageQuery, @CurrentApiKey() key: AuthenticatedKey): Promise<ApiKeyPage> {
+    return this.apiKeys.list(key.organizationId, query);
   }
 
   @Delete(':id')

@@ -5,7 +5,9 @@ import { ApiKey, lockOrganization } from '@app/persistence';
 import { ApiKeyAuthenticator } from '../auth/api-key-authenticator.service';
 import { issueApiKey } from '../auth/api-key-secret';
 import { apiKeyNotFound } from './api-key-not-found.error';
-import { ApiKeyView } from './api-key-view';
+import { ApiKeyPage, ApiKeyView } from './api-key-view';
+import { readPage } from '../paging/id-cursor';
+import { PageQuery } from '../paging/page-query';
 import { CreateApiKeyDto } from './create-api-key.dto';
 import { CreatedApiKeyView } from './created-api-key-view';
 
@@ -45,9 +47,10 @@ export class ApiKeysService {
     };
   }
 
-  async list(organizationId: number): Promise<ApiKeyView[]> {
-    const rows = await this.dataSource.getRepository(ApiKey).find({ where: { organizationId }, order: { id: 'DESC' } });
-    return rows.map((row) => ApiKeyView.from(row));
+  /** A page of the organization's keys, revoked ones included, newest first. */
+  async list(organizationId: number, query: PageQuery): Promise<ApiKeyPage> {
+    const page = await readPage(this.dataSource.getRepository(ApiKey), { organizationId }, query);
+    return { api_keys: page.items.map((row) => ApiKeyView.from(row)), next_cursor: page.nextCursor };
   }
 
   /**

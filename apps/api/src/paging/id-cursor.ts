@@ -1,4 +1,6 @@
+import { FindOptionsOrder, FindOptionsWhere, LessThan, Repository } from 'typeorm';
 import { Errors, MAX_ID } from '@app/common';
+import { DEFAULT_PAGE_SIZE, PageQuery } from './page-query';
 
 /**
  * Lists read newest first page by page with a cursor that is the last id of
@@ -25,4 +27,24 @@ export function decodeIdCursor(cursor: string, maxId: number = MAX_ID): number {
 export function pageOf<Row extends { id: number }>(rows: Row[], limit: number): { items: Row[]; nextCursor: string | null } {
   const items = rows.slice(0, limit);
   return { items, nextCursor: rows.length > limit ? encodeIdCursor(items[items.length - 1].id) : null };
+}
+
+/**
+ * One page of an organization's rows (an int4 `id` each), newest first: the
+ * rows `where` selects below the query's cursor, `limit` of them (read one
+ * more to tell whether more follow).
+ */
+export async function readPage<Row extends { id: number }>(
+  repository: Repository<Row>,
+  where: FindOptionsWhere<Row>,
+  query: PageQuery,
+): Promise<{ items: Row[]; nextCursor: string | null }> {
+  const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+  const below = query.cursor ? { id: LessThan(decodeIdCursor(query.cursor)) } : {};
+  const rows = await repository.find({
+    where: { ...where, ...below } as FindOptionsWhere<Row>,
+    order: { id: 'DESC' } as FindOptionsOrder<Row>,
+    take: limit + 1,
+  });
+  return pageOf(rows, limit);
 }

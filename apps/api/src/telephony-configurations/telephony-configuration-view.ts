@@ -33,3 +33,9 @@ export class TelephonyConfigurationView {
     };
   }
 }
+
+export class TelephonyConfigurationPage {
+  @ApiProperty({ type: [TelephonyConfigurationView] }) telephony_configurations: TelephonyConfigurationView[];
+  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
+  next_cursor: string | null;
+}

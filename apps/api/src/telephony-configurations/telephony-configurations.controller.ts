@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
@@ -15,10 +15,11 @@ import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
 import { telephonyConfigurationNotFound } from './telephony-configuration-not-found.error';
-import { TelephonyConfigurationView } from './telephony-configuration-view';
+import { TelephonyConfigurationPage, TelephonyConfigurationView } from './telephony-configuration-view';
+import { PageQuery } from '../paging/page-query';
 import { TelephonyConfigurationsService } from './telephony-configurations.service';
 import { UpdateTelephonyConfigurationDto } from './update-telephony-configuration.dto';
-import { ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam } from '../openapi-docs';
 
 const configurationId = new ParseIdPipe(telephonyConfigurationNotFound);
 
@@ -48,10 +49,11 @@ export class TelephonyConfigurationsController {
   }
 
   @Get()
-  @ApiOperation({ operationId: 'listTelephonyConfigurations', summary: "The organization's carrier accounts, newest first" })
-  @ApiOkResponse({ type: [TelephonyConfigurationView] })
-  list(@CurrentApiKey() key: AuthenticatedKey): Promise<TelephonyConfigurationView[]> {
-    return this.configurations.list(key.organizationId);
+  @ApiOperation({ operationId: 'listTelephonyConfigurations', summary: "The organization's carrier accounts, newest first, a page at a time" })
+  @ApiOkResponse({ type: TelephonyConfigurationPage })
+  @ApiErrors({ 400: '`validation_failed`: a bad cursor or limit' })
+  list(@Query() query: PageQuery, @CurrentApiKey() key: AuthenticatedKey): Promise<TelephonyConfigurationPage> {
+    return this.configurations.list(key.organizationId, query);
   }
 
   @Get(':id')

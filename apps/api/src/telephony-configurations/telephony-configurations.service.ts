@@ -6,7 +6,9 @@ import { CredentialsCheck, CredentialsCipher, TelephonyProviders } from '@app/te
 import { TriggerLookups } from '../triggers/trigger-lookups.service';
 import { CreateTelephonyConfigurationDto } from './create-telephony-configuration.dto';
 import { telephonyConfigurationNotFound } from './telephony-configuration-not-found.error';
-import { TelephonyConfigurationView } from './telephony-configuration-view';
+import { TelephonyConfigurationPage, TelephonyConfigurationView } from './telephony-configuration-view';
+import { readPage } from '../paging/id-cursor';
+import { PageQuery } from '../paging/page-query';
 import { UpdateTelephonyConfigurationDto } from './update-telephony-configuration.dto';
 
 const DEFAULTS = { callsPerSecond: 1, maxConcurrentCalls: 10, maxCallDurationSeconds: 3600 };
@@ -57,11 +59,10 @@ export class TelephonyConfigurationsService {
     return view;
   }
 
-  async list(organizationId: number): Promise<TelephonyConfigurationView[]> {
-    const rows = await this.dataSource
-      .getRepository(TelephonyConfiguration)
-      .find({ where: { organizationId }, order: { id: 'DESC' } });
-    return rows.map((row) => TelephonyConfigurationView.from(row));
+  /** A page of the organization's configurations, newest first. */
+  async list(organizationId: number, query: PageQuery): Promise<TelephonyConfigurationPage> {
+    const page = await readPage(this.dataSource.getRepository(TelephonyConfiguration), { organizationId }, query);
+    return { telephony_configurations: page.items.map((row) => TelephonyConfigurationView.from(row)), next_cursor: page.nextCursor };
   }
 
   async get(organizationId: number, id: number): Promise<TelephonyConfigurationView> {

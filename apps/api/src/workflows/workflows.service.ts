@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager, LessThan } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { Errors } from '@app/common';
 import { DefinitionGraph, Workflow, WorkflowDefinition } from '@app/persistence';
 import { TriggerLookups } from '../triggers/trigger-lookups.service';
@@ -9,8 +9,8 @@ import { registerTriggers } from './register-triggers';
 import { workflowNotFound } from './workflow-not-found.error';
 import { WorkflowPresenter } from './workflow-presenter.service';
 import { WorkflowPage, WorkflowView } from './workflow-view';
-import { decodeIdCursor, pageOf } from '../paging/id-cursor';
-import { DEFAULT_PAGE_SIZE, PageQuery } from '../paging/page-query';
+import { readPage } from '../paging/id-cursor';
+import { PageQuery } from '../paging/page-query';
 
 /**
  * Workflows and their versioned definitions. A stored definition is never
@@ -44,14 +44,7 @@ export class WorkflowsService {
 
   /** A page of the organization's workflows, newest first, without their definitions' graphs. */
   async list(organizationId: number, query: PageQuery): Promise<WorkflowPage> {
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const beforeId = query.cursor ? decodeIdCursor(query.cursor) : undefined;
-    const rows = await this.dataSource.getRepository(Workflow).find({
-      where: { organizationId, ...(beforeId === undefined ? {} : { id: LessThan(beforeId) }) },
-      order: { id: 'DESC' },
-      take: limit + 1,
-    });
-    const page = pageOf(rows, limit);
+    const page = await readPage(this.dataSource.getRepository(Workflow), { organizationId }, query);
     return { workflows: await this.presenter.summarize(this.dataSource.manager, page.items), next_cursor: page.nextCursor };
   }
 
