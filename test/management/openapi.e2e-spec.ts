@@ -35,16 +35,23 @@ describe('management API: OpenAPI document', () => {
     });
   });
 
-  it('documents the workflow list as a page of summaries without graphs, read with limit and cursor', async () => {
+  it('documents the management lists as pages read with limit and cursor, the workflow list of summaries without graphs', async () => {
     const { body: doc } = await apps.client.get('/docs-json');
     const schemas = doc.components.schemas;
-    const list = doc.paths['/api/v1/workflows'].get;
-    expect(list.responses['200'].content['application/json'].schema.$ref).toBe('#/components/schemas/WorkflowPage');
-    expect(list.parameters.filter((parameter: { in: string }) => parameter.in === 'query').map(({ name }: { name: string }) => name).sort()).toEqual([
-      'cursor',
-      'limit',
-    ]);
-    expect(schemas.WorkflowPage.properties.workflows.items.$ref).toBe('#/components/schemas/WorkflowSummaryView');
+    for (const [path, page, field, item] of [
+      ['/api/v1/workflows', 'WorkflowPage', 'workflows', 'WorkflowSummaryView'],
+      ['/api/v1/api-keys', 'ApiKeyPage', 'api_keys', 'ApiKeyView'],
+      ['/api/v1/telephony-configurations', 'TelephonyConfigurationPage', 'telephony_configurations', 'TelephonyConfigurationView'],
+    ]) {
+      const list = doc.paths[path].get;
+      expect({ path, page: list.responses['200'].content['application/json'].schema.$ref }).toEqual({ path, page: `#/components/schemas/${page}` });
+      expect(list.parameters.filter((parameter: { in: string }) => parameter.in === 'query').map(({ name }: { name: string }) => name).sort()).toEqual([
+        'cursor',
+        'limit',
+      ]);
+      expect(schemas[page].properties[field].items.$ref).toBe(`#/components/schemas/${item}`);
+      expect(schemas[page].properties.next_cursor).toMatchObject({ type: 'string', nullable: true });
+    }
     expect(schemas.WorkflowSummaryView.properties.draft_definition.allOf ?? [schemas.WorkflowSummaryView.properties.draft_definition]).toEqual([
       expect.objectContaining({ $ref: '#/components/schemas/DefinitionVersionView' }),
     ]);
