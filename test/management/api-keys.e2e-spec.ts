@@ -219,10 +219,11 @@ describe('management API: API keys', () => {
     const pages: number[][] = [];
     let cursor: string | null = '';
     while (cursor !== null) {
-      const page = await apps.client.get(`/api/v1/api-keys?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: fresh.adminKey });
+      const query: string = cursor ? `&cursor=${cursor}` : '';
+      const page = await apps.client.get(`/api/v1/api-keys?limit=2${query}`, { key: fresh.adminKey });
       expect(page.status).toBe(200);
       pages.push(page.body.api_keys.map((key: { id: number }) => key.id));
-      cursor = page.body.next_cursor;
+      cursor = page.body.next_cursor as string | null;
     }
     expect(pages).toEqual([[issued[1].id, issued[0].id], [bootstrapKey.id]]);
     expectError(await apps.client.get('/api/v1/api-keys?limit=201', { key: fresh.adminKey }), 400, 'validation_failed');
