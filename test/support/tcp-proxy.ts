@@ -10,6 +10,8 @@ export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   port = 0;
+  /** Connections accepted since the proxy was made, across cuts. */
+  accepted = 0;
 
   constructor(
     private readonly targetHost: string,
@@ -18,6 +20,7 @@ export class TcpProxy {
 
   async start(port = 0): Promise<number> {
     this.server = createServer((client) => {
+      this.accepted += 1;
       const upstream = connect(this.targetPort, this.targetHost);
       for (const socket of [client, upstream]) {
         this.sockets.add(socket);

@@ -6,6 +6,7 @@ import { CallsQueue } from './calls.queue';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { DialBacklogs } from './dial-backlogs';
 import { QueueConnectionErrors } from './connection-errors';
+import { QueueConnectionsShutdown } from './queue-connections-shutdown';
 import { PacingInstants } from './pacing-instants';
 import { QueueName } from './queue-names';
 import { RedisClient } from './redis-client';
@@ -39,6 +40,7 @@ export class QueueModule {
         ConcurrencyLimiter,
         DialBacklogs,
         QueueConnectionErrors,
+        QueueConnectionsShutdown,
       ],
       exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs],
     };
