@@ -152,6 +152,22 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await client.redis.pttl(client.keyFor('slots', configurationId))).toBeGreaterThan(LEASE_MS - 5_000);
   });
 
+  it("never shortens a run's own slot when it is renewed with a shorter lease", async () => {
+    const slots = client.keyFor('slots', configurationId);
+    await admission.admit(configurationId, 1, limits(100), false);
+    const placed = Number(await client.redis.zscore(slots, '1'));
+    // A retried job of the run, after the configuration's maximum call duration was lowered while its call is live.
+    expect(await admission.admit(configurationId, 1, { callsPerSecond: 100, maxConcurrentCalls: 100, leaseMs: 5_000 }, false)).toEqual({
+      kind: 'admitted',
+      waitMs: 0,
+    });
+    expect(Number(await client.redis.zscore(slots, '1'))).toBe(placed);
+    expect(await client.redis.pttl(slots)).toBeGreaterThan(LEASE_MS - 5_000);
+    // A longer lease still extends it.
+    await admission.admit(configurationId, 1, { callsPerSecond: 100, maxConcurrentCalls: 100, leaseMs: 2 * LEASE_MS }, false);
+    expect(Number(await client.redis.zscore(slots, '1'))).toBeGreaterThan(placed + LEASE_MS / 2);
+  });
+
   it('refuses a dial when every concurrency slot is taken, and renews the slot of a run that holds one', async () => {
     expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });

@@ -39,7 +39,11 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    short the life of one counted ahead;
  * 3. a concurrency slot for the run, taken now. The set of slots lives as long
  *    as its longest lease: a shorter one (the configuration's maximum call
- *    duration lowered while longer calls are live) does not shorten it.
+ *    duration lowered while longer calls are live) does not shorten it. Nor
+ *    does a run's own slot renewed with a shorter lease (a retried or stalled
+ *    job of a run whose call went out under the old maximum, after it was
+ *    lowered): the slot may be that live call's, which the reaper judges by
+ *    the maximum it was placed with.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
  * Instants are stored as text too, in full (`exact`): Lua's `tostring` keeps
  * 14 digits, a tenth of a millisecond at today's epoch, which would round
@@ -76,9 +80,13 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if not (holdsSlot or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2])) then
   return {-1, '0'}
 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-if redis.call('PTTL', KEYS[1]) < lease then
-  redis.call('PEXPIRE', KEYS[1], lease)
+local expiry = now + lease
+if holdsSlot then
+  expiry = math.max(expiry, tonumber(held))
+end
+redis.call('ZADD', KEYS[1], exact(expiry), ARGV[1])
+if redis.call('PTTL', KEYS[1]) < expiry - now then
+  redis.call('PEXPIRE', KEYS[1], math.ceil(expiry - now))
 end
 redis.call('ZADD', KEYS[2], at, ARGV[1] .. ':' .. t[1] .. t[2])
 redis.call('PEXPIRE', KEYS[2], window + tonumber(ARGV[7]))
