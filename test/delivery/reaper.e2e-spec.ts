@@ -153,6 +153,34 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     await expectHungUp(runId, `SB-still-ringing-${runId}`);
   });
 
+  it("keeps the run's slot taken until the carrier was asked to end its call, then frees it", async () => {
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    const redis = apps.dialer!.get(RedisClient).redis;
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const endCall = sandbox.endCall.bind(sandbox);
+    let runId = 0;
+    const slotAtHangUp: Array<string | null> = [];
+    const hangUps = jest.spyOn(sandbox, 'endCall').mockImplementation(async (reference) => {
+      if (reference.runId === runId) slotAtHangUp.push(await redis.zscore(slots.key(seed.configId), String(runId)));
+      return endCall(reference);
+    });
+    try {
+      runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
+        await stillRinging(id, `SB-slot-order-${id}`);
+        await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
+      });
+      const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+      expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+      await expectHungUp(runId, `SB-slot-order-${runId}`);
+      await waitFor(async () => ((await redis.zscore(slots.key(seed.configId), String(runId))) === null ? true : undefined), {
+        what: 'the slot to be freed',
+      });
+      expect(slotAtHangUp).toEqual([expect.any(String)]);
+    } finally {
+      hangUps.mockRestore();
+    }
+  });
+
   it('hangs up the call of a run it ended though freeing its slot failed, and frees the slot in a later round', async () => {
     const slots = apps.dialer!.get(ConcurrencyLimiter);
     const redis = apps.dialer!.get(RedisClient).redis;

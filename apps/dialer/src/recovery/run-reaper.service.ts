@@ -172,12 +172,13 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       { unmovedSince: candidate.status_changed_at },
     );
     if (!ended) return;
-    // The run is final from here on: a slot that cannot be released now must not keep its call from being hung up.
-    if (ended.telephonyConfigurationId) await this.releaseSlot(ended.telephonyConfigurationId, run.id);
     // A call the carrier still holds must not ring once its run has ended (one queued behind the carrier's own rate
     // limit, or ringing), nor talk on past its limit (a carrier that did not apply the maximum duration the dial gave
-    // it, or whose end of the call never reached us while the look-up failed).
+    // it, or whose end of the call never reached us while the look-up failed). Hung up before its slot is freed: the
+    // slot stays taken while the call may still talk, and a Redis that is away (the release then waits for it) does not
+    // hold the hang-up back.
     if (config && providerCallId) await this.hangUp(run, config, providerCallId);
+    if (ended.telephonyConfigurationId) await this.releaseSlot(ended.telephonyConfigurationId, run.id);
   }
 
   /** Frees the slot of a run the reaper ended; one that cannot be freed now is tried again next round. */
