@@ -8,13 +8,14 @@ import { QueueName } from './queue-names';
 const CONNECTION_WAIT_MS = 1_000;
 
 /**
- * Ends the queues' own Redis connections at shutdown, whatever their state.
- * BullMQ closes a queue's connection with QUIT, which ioredis refuses without
- * sending while the connection waits to reconnect and the offline queue is
- * off (the gateway's producers): the connection then goes on reconnecting
- * for ever, and its timer holds the process open. Ending it again after
- * BullMQ's close is harmless, and before it makes BullMQ's QUIT fail as a
- * connection error, which it ignores.
+ * Ends the queues' own Redis connections at shutdown, after BullMQ's close
+ * (this module is global, so its hooks run last). BullMQ closes a queue's
+ * connection with QUIT, which ioredis refuses without sending while the
+ * connection waits to reconnect and the offline queue is off (the gateway's
+ * producers): the connection then goes on reconnecting for ever, and its
+ * timer holds the process open. Ending a connection BullMQ did close is
+ * harmless. (With the offline queue on, as the dialer's, ioredis ends a
+ * connection that waits to reconnect on QUIT itself.)
  */
 @Injectable()
 export class QueueConnectionsShutdown implements OnApplicationShutdown {

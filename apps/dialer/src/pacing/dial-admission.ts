@@ -43,7 +43,9 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    does a run's own slot renewed with a shorter lease (a retried or stalled
  *    job of a run whose call went out under the old maximum, after it was
  *    lowered): the slot may be that live call's, which the reaper judges by
- *    the maximum it was placed with.
+ *    the maximum it was placed with. A renewal always changes the slot's
+ *    score (by a microsecond at least), which is how the reaper's
+ *    `releaseLease` tells a slot renewed since it read it.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
  * Instants are stored as text too, in full (`exact`): Lua's `tostring` keeps
  * 14 digits, a tenth of a millisecond at today's epoch, which would round
@@ -82,7 +84,8 @@ if not (holdsSlot or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2])) then
 end
 local expiry = now + lease
 if holdsSlot then
-  expiry = math.max(expiry, tonumber(held))
+  -- Never shorter than the slot held, and never the same score: a renewal must show to ConcurrencyLimiter.releaseLease.
+  expiry = math.max(expiry, tonumber(held) + 0.001)
 end
 redis.call('ZADD', KEYS[1], exact(expiry), ARGV[1])
 if redis.call('PTTL', KEYS[1]) < expiry - now then
