@@ -153,31 +153,44 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     await expectHungUp(runId, `SB-still-ringing-${runId}`);
   });
 
+  /**
+   * A run ringing past its limit whose dial holds a slot, its call still
+   * ringing at the sandbox (`SB-<label>-<id>`), left to the reaper: it must
+   * end the run, hang the call up and, at last, free the slot. `seeded`
+   * learns the run's id as soon as it exists, before the reaper can reach it.
+   */
+  async function reapRingingRunHoldingSlot(label: string, seeded: (id: number) => void = () => undefined): Promise<number> {
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    const redis = apps.dialer!.get(RedisClient).redis;
+    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
+      seeded(id);
+      await stillRinging(id, `SB-${label}-${id}`);
+      // The slot its dial took.
+      await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
+    });
+    const [run] = await runsWhenComplete(apps.dataSource, [runId]);
+    expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
+    await expectHungUp(runId, `SB-${label}-${runId}`);
+    await waitFor(async () => ((await redis.zscore(slots.key(seed.configId), String(runId))) === null ? true : undefined), {
+      what: 'the slot to be freed',
+    });
+    return runId;
+  }
+
   it("keeps the run's slot taken until the carrier was asked to end its call, then frees it", async () => {
     const slots = apps.dialer!.get(ConcurrencyLimiter);
     const redis = apps.dialer!.get(RedisClient).redis;
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     const endCall = sandbox.endCall.bind(sandbox);
-    let runId = 0;
     const slotAtHangUp: Array<string | null> = [];
     const hangUps = jest.spyOn(sandbox, 'endCall').mockImplementation(async (reference) => {
-      // By the call's id: the reaper may reach the run before `strandedRun` has answered its id.
       if (reference.providerCallId?.startsWith('SB-slot-order-')) {
         slotAtHangUp.push(await redis.zscore(slots.key(seed.configId), String(reference.runId)));
       }
       return endCall(reference);
     });
     try {
-      runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
-        await stillRinging(id, `SB-slot-order-${id}`);
-        await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
-      });
-      const [run] = await runsWhenComplete(apps.dataSource, [runId]);
-      expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
-      await expectHungUp(runId, `SB-slot-order-${runId}`);
-      await waitFor(async () => ((await redis.zscore(slots.key(seed.configId), String(runId))) === null ? true : undefined), {
-        what: 'the slot to be freed',
-      });
+      await reapRingingRunHoldingSlot('slot-order');
       expect(slotAtHangUp).toEqual([expect.any(String)]);
     } finally {
       hangUps.mockRestore();
@@ -186,7 +199,6 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
 
   it('hangs up the call of a run it ended though freeing its slot failed, and frees the slot in a later round', async () => {
     const slots = apps.dialer!.get(ConcurrencyLimiter);
-    const redis = apps.dialer!.get(RedisClient).redis;
     const release = slots.release.bind(slots);
     let runId = 0;
     let failed = false;
@@ -199,19 +211,12 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
       return release(configurationId, id);
     });
     try {
-      runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
-        await stillRinging(id, `SB-slot-blip-${id}`);
-        // The slot its dial took.
-        await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
-      });
-      const [run] = await runsWhenComplete(apps.dataSource, [runId]);
-      expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
       // The run is final and never selected again: the hang-up and the slot cannot wait for another reaping of it.
-      await expectHungUp(runId, `SB-slot-blip-${runId}`);
-      expect(failed).toBe(true);
-      await waitFor(async () => ((await redis.zscore(slots.key(seed.configId), String(runId))) === null ? true : undefined), {
-        what: 'the slot to be freed',
+      await reapRingingRunHoldingSlot('slot-blip', (id) => {
+        runId = id;
       });
+      // Freed in a later round, after the release that failed (the hang-up comes before either).
+      expect(failed).toBe(true);
     } finally {
       releases.mockRestore();
     }
