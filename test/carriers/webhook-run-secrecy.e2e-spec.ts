@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { TelephonyConfiguration } from '@app/persistence';
+import { WEBHOOK_BODY_LIMIT_BYTES } from '../../apps/api/src/create-api-app';
 import { LoopbackWebhook } from '../fakes/loopback-http-fake';
 import { PlivoFake } from '../fakes/plivo-fake';
 import { TelnyxFake } from '../fakes/telnyx-fake';
@@ -90,6 +91,21 @@ const SIGNERS: Signer[] = [
 function unsigned(webhook: LoopbackWebhook): LoopbackWebhook {
   const headers = Object.fromEntries(Object.entries(webhook.headers).filter(([name]) => !SIGNATURE_HEADERS.includes(name)));
   return { ...webhook, headers };
+}
+
+/**
+ * The webhook with its body grown to `bytes`: a padding field added to its
+ * form, or to its JSON object. Its signature no longer matches.
+ */
+function padded(webhook: LoopbackWebhook, bytes: number): LoopbackWebhook {
+  const json = (webhook.headers['content-type'] ?? '').startsWith('application/json');
+  const withPad = (pad: string) =>
+    json
+      ? Buffer.from(JSON.stringify({ ...JSON.parse(webhook.rawBody.toString('utf8')), pad }), 'utf8')
+      : Buffer.concat([webhook.rawBody, Buffer.from(`&pad=${pad}`, 'utf8')]);
+  const rawBody = withPad('x'.repeat(bytes - withPad('').length));
+  expect(rawBody.length).toBe(bytes);
+  return { ...webhook, rawBody };
 }
 
 /**
@@ -242,6 +258,20 @@ describe('carrier webhooks tell an unsigned or forged caller nothing about the r
       expect(await sendAbsolute(signer.forged(runUrl))).toEqual({ status: 403, code: 'webhook_signature_invalid' });
       expect(await sendAbsolute(unsigned(signer.signed(runUrl)))).toEqual({ status: 401, code: 'webhook_unsigned' });
       expect(await sendAbsolute(signer.signed(runUrl))).toEqual({ status: 200, code: undefined });
+    });
+
+    it('answers a body over 64 KiB 413 payload_too_large, signed or not, before its signature is checked', async () => {
+      const runUrl = url(provider, 'status', String(runs.get(provider)!.run));
+      for (const webhook of [signer.signed(runUrl), signer.forged(runUrl), unsigned(signer.signed(runUrl))]) {
+        const answer = await send(padded(webhook, WEBHOOK_BODY_LIMIT_BYTES + 1));
+        expect(answer).toEqual({ status: 413, code: 'payload_too_large', message: expect.any(String) });
+      }
+      // At the limit, the body is read and checked as any other.
+      expect(await send(padded(signer.forged(runUrl), WEBHOOK_BODY_LIMIT_BYTES))).toEqual({
+        status: 403,
+        code: 'webhook_signature_invalid',
+        message: expect.any(String),
+      });
     });
 
     it("answers a signature that is valid for the carrier's account, on a URL whose run it cannot verify, as a forged one", async () => {

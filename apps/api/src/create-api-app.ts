@@ -24,6 +24,14 @@ import { originForm } from './request-target';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 const RECORDING_ROUTE = '/api/v1/agent-sessions/:token/recording';
+/**
+ * A carrier's callback body above this answers 413 before it is read on.
+ * Real ones are a few KiB; the signature check reads every field of a body
+ * before it can tell it is not the carrier's, so the limit bounds what an
+ * unsigned one can cost.
+ */
+export const WEBHOOK_BODY_LIMIT_BYTES = 64 * 1024;
+const WEBHOOK_ROUTES = '/api/v1/telephony/';
 
 /** What the router answers a URL it cannot route: malformed percent-encoding, or a path segment past its length limit. */
 function routerRefusal(fastifyCode: string, requestId: string): ErrorBody {
@@ -196,11 +204,13 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
   // In place of Nest's default JSON parser, before `init` would register it.
   app.useBodyParser('application/json', { bodyLimit: BODY_LIMIT_BYTES }, utf8JsonParser(adapter.getInstance()));
 
-  // The recording upload's token and type are checked once the head has arrived, before its body is read,
-  // and the bodies held at once are bounded (`RecordingUploads`: each is read whole into memory).
+  // Carrier callbacks get a body limit of their own. The recording upload's token and type are checked once the head
+  // has arrived, before its body is read, and the bodies held at once are bounded (`RecordingUploads`: each is read
+  // whole into memory).
   const sessions = app.get(AgentSessionsService);
   const uploads = app.get(RecordingUploads);
   adapter.getInstance().addHook('onRoute', (route) => {
+    if (route.url.startsWith(WEBHOOK_ROUTES)) route.bodyLimit = WEBHOOK_BODY_LIMIT_BYTES;
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
     const admit: onRequestAsyncHookHandler = (request, reply) =>
       admitUpload(request, reply).catch((error: Error) => {
