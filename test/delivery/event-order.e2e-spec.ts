@@ -1,7 +1,9 @@
 import { WorkflowRunStore } from '@app/persistence';
-import { CallEventJob } from '@app/queue';
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
+import { CallEventJob, JobName, QueueName } from '@app/queue';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventApplier, EventTooEarly } from '../../apps/dialer/src/call-events/call-event-applier.service';
+import { ANSWER_QUEUED_RECHECK_MS, CallEventApplier, EventTooEarly } from '../../apps/dialer/src/call-events/call-event-applier.service';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -156,6 +158,33 @@ describe('carrier events applied out of order', () => {
       expect(await readRow(runId)).toMatchObject({ status: 'completed' });
       expect(await logged(runId)).toContain('carrier.hangup_after_answer');
     });
+
+    it.each(['answered', 'answered-amd'])(
+      'past the wait, holds the failure while a job with the run\'s answer (%s) is still queued, and ends the call completed once it is applied',
+      async (answerJob) => {
+        const runId = await seedRun('ringing');
+        const queue = apps.dialer!.get<Queue<CallEventJob>>(getQueueToken(QueueName.CallEvents));
+        // The queue is behind: the failure reached us past its wait ago, and the answer that came after it waits its turn.
+        const answer = events(runId, 'answered', new Date(Date.now() - 8_000), answerJob === 'answered-amd' ? { answeredBy: 'human' } : {});
+        await queue.add(JobName.CallEvent, answer, { jobId: `run-${runId}-${answerJob}`, delay: 60_000 });
+        const failure = events(runId, 'failed', new Date(), { reason: 'unspecified', answerUnknown: true });
+        const longAgo = Date.now() - lateAnswerWaitMs - 30_000;
+
+        const before = Date.now();
+        const held = await applier.apply(failure, false, longAgo).catch((error: unknown) => error);
+        expect(held).toBeInstanceOf(EventTooEarly);
+        expect((held as EventTooEarly).untilMs).toBeGreaterThanOrEqual(before + ANSWER_QUEUED_RECHECK_MS);
+        expect((held as EventTooEarly).untilMs).toBeLessThanOrEqual(Date.now() + ANSWER_QUEUED_RECHECK_MS);
+        expect(await readRow(runId)).toMatchObject({ status: 'ringing' });
+
+        // Its job applied (here by hand, then removed as a completed one is no longer waiting), the failure ends the answered call.
+        expect(await applier.apply(answer)).toBe(true);
+        await (await queue.getJob(`run-${runId}-${answerJob}`))!.remove();
+        expect(await applier.apply(failure, false, longAgo)).toBe(true);
+        expect(await readRow(runId)).toMatchObject({ status: 'completed' });
+        expect(await logged(runId)).toContain('carrier.hangup_after_answer');
+      },
+    );
 
     it('fails the run once the wait is over, on the last attempt, or when the cause tells the call was not answered', async () => {
       const waited = await seedRun('ringing');

@@ -26,6 +26,9 @@ import { RunArtifactsCollector } from './run-artifacts-collector.service';
  */
 export const PRICE_LOOKUP_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000];
 
+/** How long a failure that may follow an answer waits again while a job with the run's answer is still queued. */
+export const ANSWER_QUEUED_RECHECK_MS = 1_000;
+
 /** Where a carrier's failure moves a run from: an answered run is ended `completed` instead (`endAnsweredCall`). */
 const FAILED_BEFORE_ANSWER = { from: RUN_TRANSITIONS.failed.filter((status) => status !== 'in_progress'), statuses: [] };
 
@@ -123,15 +126,23 @@ export class CallEventApplier {
    * more than the wait is not waited for, and no delay is longer than the
    * wait, so the clocks' disagreement cannot hold a run for longer than
    * twice the wait.
+   *
+   * Past the wait, an answer that reached us meanwhile is in the queue
+   * (`holdsAnswerOf`): behind this job when the queue is behind, or being
+   * applied beside it. The failure then waits ANSWER_QUEUED_RECHECK_MS more
+   * at a time, until that job is applied or given up, however far the queue
+   * is behind.
    */
   private async waitForLateAnswer(event: CallEventJob, receivedAtMs: number): Promise<void> {
     const waitMs = this.config.lateAnswerWaitMs;
     const now = Date.now();
     const due = receivedAtMs + waitMs;
-    if (now >= due || due - now > 2 * waitMs) return;
+    if (due - now > 2 * waitMs) return;
+    const untilMs = now < due ? Math.min(due, now + waitMs) : (await this.events.holdsAnswerOf(event.runId)) ? now + ANSWER_QUEUED_RECHECK_MS : null;
+    if (untilMs === null) return;
     const status = (await this.reader.findById(event.runId))?.status;
     if (status === 'dialing' || status === 'ringing') {
-      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`, Math.min(due, now + waitMs));
+      throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`, untilMs);
     }
   }
 
