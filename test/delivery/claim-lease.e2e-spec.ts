@@ -1,9 +1,10 @@
 import { WorkflowRunStore } from '@app/persistence';
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { placeCallJobId, QueueName } from '@app/queue';
+import { ConcurrencyLimiter, placeCallJobId, QueueName } from '@app/queue';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { PlaceCallProgress } from '../../apps/dialer/src/calls/place-decision';
+import { DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { sandboxDialsByRun } from '../support/fixtures';
 import { queuedSandboxRun } from '../support/queued-sandbox-run';
@@ -172,5 +173,28 @@ describe('a dial job whose claim outlived its lease', () => {
     // Added again: the job was gone when the stalled copy ended.
     expect(await calls.getJob(jobId)).toBeDefined();
     expect(await dialsOf(job.runId)).toBe(0);
+  });
+
+  it("leaves the run's slot to a copy of its job that renewed it while this one was stopped", async () => {
+    const job = await queuedRun();
+    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
+      job.runId,
+    ]);
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    let renewed: string | null = null;
+
+    // The stalled copy of the job, run by another dialer while this one is stopped, is admitted: the slot is its now.
+    const stopped = await placeStoppedAfterTheClaim(job, async () => {
+      const before = await slots.lease(configurationId, job.runId);
+      const limits = { callsPerSecond: 10, maxConcurrentCalls: 10, leaseMs: 600_000 };
+      const admitted = await apps.dialer!.get(DialAdmission).admit(configurationId, job.runId, limits, false);
+      expect(admitted).toMatchObject({ kind: 'admitted' });
+      renewed = admitted.kind === 'admitted' ? admitted.lease : null;
+      expect(renewed).not.toBe(before);
+    });
+
+    expect(stopped).toMatchObject({ kind: 'delay', reason: 'claim_lapsed' });
+    expect((await runOf(job.runId)).status).toBe('queued');
+    expect(await slots.lease(configurationId, job.runId)).toBe(renewed);
   });
 });

@@ -47,7 +47,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     // One dial every 100 ms: the second instant is within the wait a dial makes in place, 100 ms after the first's less
     // the time between the two asks (at most the time between the two reads of Redis' clock).
     const before = await redisNow();
-    expect(await admission.admit(configurationId, 1, limits(10), true)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await admission.admit(configurationId, 1, limits(10), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
     const second = await admission.admit(configurationId, 2, limits(10), true);
     const after = await redisNow();
     expect(second.kind).toBe('admitted');
@@ -68,7 +68,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     const firstBy = await redisNow();
     expect((await admission.admit(configurationId, 2, limits(10), true)).kind).toBe('admitted');
     // A dial counted now, after one counted 100 ms ahead: the set must outlive the later instant by a window.
-    expect(await admission.admit(configurationId, 3, limits(10), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await admission.admit(configurationId, 3, limits(10), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
     // When the set expires, on Redis' clock: its time to live read in the same step as the clock.
     const [[, time], [, ttl]] = (await client.redis.multi().time().pttl(client.keyFor('dials', configurationId)).exec()) as [
       [null, [string, string]],
@@ -134,7 +134,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     await client.redis.set(paceKey, String(now + 600_000), 'PX', 700_000);
     await client.redis.zadd(client.keyFor('slots', configurationId), now + LEASE_MS, '1');
 
-    expect(await admission.admit(configurationId, 1, limits(1, 1), true)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await admission.admit(configurationId, 1, limits(1, 1), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
     expect(await client.redis.get(paceKey)).toBe(String(now + 600_000));
     // A run holding no slot waits behind the backlog, as before.
     expect((await admission.admit(configurationId, 2, limits(1, 1), true)).kind).toBe('paced');
@@ -154,6 +154,20 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await client.redis.pttl(client.keyFor('slots', configurationId))).toBeGreaterThan(LEASE_MS - 5_000);
   });
 
+  it("answers the slot's lease as Redis keeps it: releasing under it frees the slot, unless it was renewed since", async () => {
+    const first = await admission.admit(configurationId, 1, limits(100), false);
+    if (first.kind !== 'admitted') throw new Error(`not admitted: ${first.kind}`);
+    expect(first.lease).toBe(await limiter.lease(configurationId, 1));
+    // Another job of the run renews the slot: the first lease frees it no more, the renewed one does.
+    const renewed = await admission.admit(configurationId, 1, limits(100), false);
+    if (renewed.kind !== 'admitted') throw new Error(`not admitted: ${renewed.kind}`);
+    expect(renewed.lease).not.toBe(first.lease);
+    await limiter.releaseLease(configurationId, 1, first.lease);
+    expect(await limiter.lease(configurationId, 1)).toBe(renewed.lease);
+    await limiter.releaseLease(configurationId, 1, renewed.lease);
+    expect(await limiter.lease(configurationId, 1)).toBeNull();
+  });
+
   it("never shortens a run's own slot when it is renewed with a shorter lease, and still shows the renewal", async () => {
     const slots = client.keyFor('slots', configurationId);
     await admission.admit(configurationId, 1, limits(100), false);
@@ -162,6 +176,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await admission.admit(configurationId, 1, { callsPerSecond: 100, maxConcurrentCalls: 100, leaseMs: 5_000 }, false)).toEqual({
       kind: 'admitted',
       waitMs: 0,
+      lease: expect.any(String),
     });
     const renewed = Number(await client.redis.zscore(slots, '1'));
     expect(renewed).toBeGreaterThan(Number(lease));
@@ -175,9 +190,9 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('refuses a dial when every concurrency slot is taken, and renews the slot of a run that holds one', async () => {
-    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });
-    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
   });
 
   /**
@@ -210,7 +225,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
 
     it('answers how long until the rolling window has room when it is full', async () => {
       const before = await redisNow();
-      expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+      expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
       const refused = await admission.admit(configurationId, 2, limits(1), false);
       const after = await redisNow();
       expect(refused.kind).toBe('rate');
@@ -227,7 +242,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
 
     it('reserves the next pacing instant and admits the dial whose instant is now', async () => {
       const before = await redisNow();
-      expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0 });
+      expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
       const second = await admission.admit(configurationId, 2, limits(2), true);
       const after = await redisNow();
       // One dial every 500 ms: the second one's instant is 500 ms after the first's, less the time between the two
@@ -236,7 +251,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
       expect((second as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(500 - (after - before));
       expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(500);
       // A reserved instant is not paced again: the dial asks without pacing once it has waited.
-      expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0 });
+      expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
     });
 
     it('judges the rolling window at a near instant, not at the time of asking', async () => {

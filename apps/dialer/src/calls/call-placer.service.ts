@@ -2,7 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { doublingDelay } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ClaimedRun, isFinalRunStatus, LIVE_STATUSES, RunReader, RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import {
+  ClaimedRun,
+  isFinalRunStatus,
+  LIVE_STATUSES,
+  RunReader,
+  RunStatus,
+  TelephonyConfiguration,
+  TransitionOutcome,
+  WorkflowRun,
+  WorkflowRunStore,
+} from '@app/persistence';
 import { ConcurrencyLimiter, PlaceCallJob, PlaceCallRoute } from '@app/queue';
 import {
   AgentSessionTokens,
@@ -38,15 +48,30 @@ const MAX_CARRIER_RETRIES = 25;
 const UNSETTLED_RETRY_MS = 2_000;
 /** The longest a job whose claims keep lapsing waits before claiming again (`PlaceCallProgress.claimLapses`). */
 const MAX_LAPSED_CLAIM_WAIT_MS = 60_000;
+/**
+ * How long after its admission (its pacing instant) a dial may still go
+ * out. Later, the database held it back (a lock, a checkpoint, a failover)
+ * while dials went on being admitted at the configuration's pace: all of them
+ * would reach the carrier together once it answered (`handBackLateDial`).
+ */
+export const DIAL_LATE_MS = 1_000;
+/** A job's dials handed back as late at most this many times; then it goes out however late (the database is slow). */
+export const MAX_LATE_DIALS = 3;
 /** The log entry of a claim taken up again (`resumeClaim`). */
 const CLAIM_RESUMED = 'dialer.claim_resumed';
 const CARRIER_BACKOFF_CAP_MS = 60_000;
 
-/** A run this job claimed, the claim's id and when it was sent (`performance.now()`), and the job's progress so far. */
+/**
+ * A run this job claimed, the claim's id and when it was sent
+ * (`performance.now()`), when the dial was admitted and the slot's lease it
+ * took, and the job's progress so far.
+ */
 interface ClaimedDial {
   run: ClaimedRun;
   claimId: string;
   claimedAt: number;
+  admittedAt: number;
+  lease: string;
   progress: PlaceCallProgress;
 }
 
@@ -130,6 +155,7 @@ export class CallPlacer {
       // Every slot is taken: look again shortly, and reserve a fresh pacing instant then.
       return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: { ...progress, slotAt: undefined }, reason: 'concurrency' };
     }
+    const admitted = { admittedAt: performance.now(), lease: admission.lease };
 
     const definition = await picking;
     // The claim answers the run as it moved it: the job's one read of the run, in the same statement. Its id, in its
@@ -166,7 +192,7 @@ export class CallPlacer {
       if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, runId);
       return done('skipped');
     }
-    const claimed: ClaimedDial = { run, claimId, claimedAt, progress };
+    const claimed: ClaimedDial = { run, claimId, claimedAt, ...admitted, progress };
     try {
       if (run.provider !== config.provider) {
         await this.runs.setProvider(run.id, config.provider, { from: run.provider, to: config.provider });
@@ -202,8 +228,11 @@ export class CallPlacer {
   ): Promise<PlaceDecision> {
     const { run } = claimed;
     // A monotonic clock, which runs on while a process is stopped.
-    const held = performance.now() - claimed.claimedAt;
+    const now = performance.now();
+    const held = now - claimed.claimedAt;
     if (held > this.config.dialClaimLeaseMs) return this.handBackLapsedClaim(claimed, config, held);
+    const late = now - claimed.admittedAt;
+    if (late > DIAL_LATE_MS && (claimed.progress.lateDials ?? 0) < MAX_LATE_DIALS) return this.handBackLateDial(claimed, config, late);
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
@@ -255,23 +284,65 @@ export class CallPlacer {
     const lapses = (progress.claimLapses ?? 0) + 1;
     let moved;
     try {
-      const guard = { withoutCallId: true, latestClaim: { ids: [claimId], resumeEvent: CLAIM_RESUMED } };
-      moved = await this.runs.transition(run.id, 'queued', 'dialer.claim_lapsed', {}, { claim: claimId, held_ms }, ['dialing'], guard);
+      moved = await this.handBack(claimed, 'dialer.claim_lapsed', { held_ms });
     } catch (error) {
       // Counted all the same: a database slower than the lease is the likeliest reason this write failed.
       const counted = { ...progress, claimLapses: lapses };
       return this.unsettled(run.id, { unsettledClaim: claimId }, counted, 'a claim past its lease could not be handed back', error);
     }
     if (!moved) return done('skipped');
-    await this.slots.release(config.id, run.id);
+    await this.slots.releaseLease(config.id, run.id, claimed.lease);
     await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
     const waitMs = doublingDelay(UNSETTLED_RETRY_MS, lapses, MAX_LAPSED_CLAIM_WAIT_MS);
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(waitMs / 2, waitMs),
-      progress: { carrierRetries: progress.carrierRetries, claimLapses: lapses },
+      progress: { carrierRetries: progress.carrierRetries, claimLapses: lapses, lateDials: progress.lateDials },
       reason: 'claim_lapsed',
     };
+  }
+
+  /**
+   * A dial past DIAL_LATE_MS after its admission is not sent: the database
+   * held its claim back, and the dials admitted at the configuration's pace
+   * meanwhile were held with it, so sent now they would reach the carrier
+   * together, as many at once as the stall lasted instants (a carrier
+   * refuses or queues what passes its rate). The run goes back to `queued`
+   * under the guard of a lapsed claim, its slot is freed (unless another job
+   * of the run has renewed it since), and its job comes back at once to be
+   * paced again. At most MAX_LATE_DIALS times a job: a database that is slow
+   * rather than stalled holds every dial back alike, which spaces them as
+   * their admissions were, and must not keep them from going out.
+   */
+  private async handBackLateDial(claimed: ClaimedDial, config: TelephonyConfiguration, lateMs: number): Promise<PlaceDecision> {
+    const { run, claimId, progress } = claimed;
+    const lateDials = (progress.lateDials ?? 0) + 1;
+    const late_ms = Math.round(lateMs);
+    let moved;
+    try {
+      moved = await this.handBack(claimed, 'dialer.dial_late', { late_ms });
+    } catch (error) {
+      return this.unsettled(run.id, { unsettledClaim: claimId }, progress, 'a dial past its pacing instant could not be handed back', error);
+    }
+    if (!moved) return done('skipped');
+    this.logger.log({ run_id: run.id, late_ms, late_dials: lateDials }, 'dial later than DIAL_LATE_MS after its pacing instant: paced again');
+    await this.slots.releaseLease(config.id, run.id, claimed.lease);
+    return {
+      kind: 'delay',
+      untilMs: Date.now(),
+      progress: { carrierRetries: progress.carrierRetries, claimLapses: progress.claimLapses, lateDials },
+      reason: 'dial_late',
+    };
+  }
+
+  /**
+   * Moves a claimed run that sent no dial back to `queued`: only while it is
+   * `dialing` without a call under this very claim (another dialer's claim
+   * since is left alone). Answers the move, or null.
+   */
+  private handBack(claimed: ClaimedDial, event: string, detail: Record<string, unknown>): Promise<TransitionOutcome | null> {
+    const guard = { withoutCallId: true, latestClaim: { ids: [claimed.claimId], resumeEvent: CLAIM_RESUMED } };
+    return this.runs.transition(claimed.run.id, 'queued', event, {}, { claim: claimed.claimId, ...detail }, ['dialing'], guard);
   }
 
   /**
@@ -410,7 +481,7 @@ export class CallPlacer {
     // ended and frees the slot, or queued and dials on it (`DialAdmission` does not pace a run holding a slot again),
     // without this backoff, which BullMQ's retry does not carry.
     if (!moved) return done('skipped');
-    await this.slots.release(config.id, run.id);
+    await this.slots.releaseLease(config.id, run.id, claimed.lease);
     if (gaveUp) return done('failed');
     const backoff = Math.max(retryAfterMs ?? 0, doublingDelay(500, retries, CARRIER_BACKOFF_CAP_MS));
     return {

@@ -12,6 +12,7 @@ describe('PlaceCallProcessor', () => {
     unsettledClaim: 'claim-a',
     resumingAs: ['claim-b'],
     claimLapses: 3,
+    lateDials: 1,
   };
 
   function processorWith(decision: PlaceDecision) {

@@ -41,8 +41,8 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     }
     let decision: PlaceDecision;
     try {
-      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses } = job.data;
-      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses });
+      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials } = job.data;
+      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials });
     } catch (error) {
       const attempt = job.attemptsMade + 1;
       this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');

@@ -29,6 +29,12 @@ export interface PlaceCallProgress {
    * the job made after a lost lock starts again from none.
    */
   claimLapses?: number;
+  /**
+   * Dials of this job's handed back for going out more than DIAL_LATE_MS
+   * after their pacing instant; past MAX_LATE_DIALS the next goes out however
+   * late. Kept in the job's data only, as `claimLapses`.
+   */
+  lateDials?: number;
 }
 
 export type PlaceDecision =

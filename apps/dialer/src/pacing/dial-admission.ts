@@ -45,7 +45,8 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    lowered): the slot may be that live call's, which the reaper judges by
  *    the maximum it was placed with. A renewal always changes the slot's
  *    score (by a microsecond at least), which is how the reaper's
- *    `releaseLease` tells a slot renewed since it read it.
+ *    `releaseLease` tells a slot renewed since it read it. The slot's lease
+ *    is answered as Redis keeps it, for `releaseLease`.
  * Waits are answered as text: a pacing interval may be a fraction of a millisecond.
  * Instants are stored as text too, in full (`exact`): Lua's `tostring` keeps
  * 14 digits, a tenth of a millisecond at today's epoch, which would round
@@ -93,7 +94,7 @@ if redis.call('PTTL', KEYS[1]) < expiry - now then
 end
 redis.call('ZADD', KEYS[2], at, ARGV[1] .. ':' .. t[1] .. t[2])
 redis.call('PEXPIRE', KEYS[2], window + tonumber(ARGV[7]))
-return {1, tostring(at - now)}
+return {1, tostring(at - now), redis.call('ZSCORE', KEYS[1], ARGV[1])}
 `;
 
 export type Admission =
@@ -102,7 +103,16 @@ export type Admission =
    * INLINE_PACING_WAIT_MS; 0 without pacing), has come: its slot and its place
    * in the rolling window are taken.
    */
-  | { kind: 'admitted'; waitMs: number }
+  | {
+      kind: 'admitted';
+      waitMs: number;
+      /**
+       * The run's slot as this admission left it (its expiry, as Redis keeps
+       * it): a dial that does not go out frees it with `releaseLease`, and so
+       * leaves alone a slot another job of the run has renewed since.
+       */
+      lease: string;
+    }
   /** The pacing instant reserved for this dial is `waitMs` ahead: dial then, without pacing again. */
   | { kind: 'paced'; waitMs: number }
   /** The rolling window is full for `waitMs` more. */
@@ -144,7 +154,7 @@ export class DialAdmission {
   async admit(configurationId: number, runId: number, limits: AdmissionLimits, pace: boolean): Promise<Admission> {
     const { limit, windowMs } = rateWindow(limits.callsPerSecond);
     const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, MIN_CALLS_PER_SECOND)) : '';
-    const [verdict, wait] = (await this.admitScript(
+    const [verdict, wait, lease] = (await this.admitScript(
       [this.slots.key(configurationId), this.client.keyFor('dials', configurationId), this.instants.key(configurationId)],
       [
         String(runId),
@@ -155,10 +165,10 @@ export class DialAdmission {
         interval,
         String(INLINE_PACING_WAIT_MS),
       ],
-    )) as [number, string];
+    )) as [number, string, string?];
     switch (verdict) {
       case 1:
-        return { kind: 'admitted', waitMs: Number(wait) };
+        return { kind: 'admitted', waitMs: Number(wait), lease: lease! };
       case 2:
         return { kind: 'paced', waitMs: Number(wait) };
       case 0:
