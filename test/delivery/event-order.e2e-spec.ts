@@ -7,6 +7,7 @@ import { ANSWER_QUEUED_RECHECK_MS, CallEventApplier, EventTooEarly } from '../..
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Carrier events of one call travel in jobs of their own, which the dialer
@@ -177,9 +178,11 @@ describe('carrier events applied out of order', () => {
         expect((held as EventTooEarly).untilMs).toBeLessThanOrEqual(Date.now() + ANSWER_QUEUED_RECHECK_MS);
         expect(await readRow(runId)).toMatchObject({ status: 'ringing' });
 
-        // Its job applied (here by hand, then removed as a completed one is no longer waiting), the failure ends the answered call.
-        expect(await applier.apply(answer)).toBe(true);
-        await (await queue.getJob(`run-${runId}-${answerJob}`))!.remove();
+        // Its job's turn comes, and the dialer applies it: the failure, back again, ends the answered call.
+        const queued = (await queue.getJob(`run-${runId}-${answerJob}`))!;
+        await queued.promote();
+        await waitFor(async () => ((await queue.getJobState(queued.id!)) === 'completed' ? true : undefined), { what: 'the answer to be applied' });
+        expect(await readRow(runId)).toMatchObject({ status: 'in_progress' });
         expect(await applier.apply(failure, false, longAgo)).toBe(true);
         expect(await readRow(runId)).toMatchObject({ status: 'completed' });
         expect(await logged(runId)).toContain('carrier.hangup_after_answer');

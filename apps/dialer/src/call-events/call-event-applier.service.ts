@@ -138,10 +138,10 @@ export class CallEventApplier {
     const now = Date.now();
     const due = receivedAtMs + waitMs;
     if (due - now > 2 * waitMs) return;
-    const untilMs = now < due ? Math.min(due, now + waitMs) : (await this.events.holdsAnswerOf(event.runId)) ? now + ANSWER_QUEUED_RECHECK_MS : null;
-    if (untilMs === null) return;
     const status = (await this.reader.findById(event.runId))?.status;
-    if (status === 'dialing' || status === 'ringing') {
+    if (status !== 'dialing' && status !== 'ringing') return;
+    const untilMs = now < due ? Math.min(due, now + waitMs) : (await this.events.holdsAnswerOf(event.runId)) ? now + ANSWER_QUEUED_RECHECK_MS : null;
+    if (untilMs !== null) {
       throw new EventTooEarly(`a failure of run ${event.runId} whose cause does not tell whether its call was answered`, untilMs);
     }
   }

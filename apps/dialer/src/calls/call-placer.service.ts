@@ -327,6 +327,8 @@ export class CallPlacer {
     if (!moved) return done('skipped');
     this.logger.log({ run_id: run.id, late_ms, late_dials: lateDials }, 'dial later than DIAL_LATE_MS after its pacing instant: paced again');
     await this.slots.releaseLease(config.id, run.id, claimed.lease);
+    // As for a lapsed claim: a copy of the job that ran while this one was held (its lock lapsed) may have ended.
+    await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
     return {
       kind: 'delay',
       untilMs: Date.now(),
@@ -481,13 +483,18 @@ export class CallPlacer {
     // ended and frees the slot, or queued and dials on it (`DialAdmission` does not pace a run holding a slot again),
     // without this backoff, which BullMQ's retry does not carry.
     if (!moved) return done('skipped');
+    // Ended, the run has no call for a slot to hold: freed whoever renewed it. Queued again, it keeps a slot another
+    // job of the run renewed since (the next admission reuses it, unpaced).
+    if (gaveUp) {
+      await this.slots.release(config.id, run.id);
+      return done('failed');
+    }
     await this.slots.releaseLease(config.id, run.id, claimed.lease);
-    if (gaveUp) return done('failed');
     const backoff = Math.max(retryAfterMs ?? 0, doublingDelay(500, retries, CARRIER_BACKOFF_CAP_MS));
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(backoff * 0.5, backoff),
-      progress: { carrierRetries: retries, slotAt: undefined },
+      progress: { carrierRetries: retries, slotAt: undefined, lateDials: progress.lateDials },
       reason,
     };
   }
