@@ -1,8 +1,8 @@
-import { WorkflowRunStore } from '@app/persistence';
+import { TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { ConcurrencyLimiter, placeCallJobId, QueueName } from '@app/queue';
-import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
+import { CallPlacer, DIAL_LATE_MS } from '../../apps/dialer/src/calls/call-placer.service';
 import { PlaceCallProgress } from '../../apps/dialer/src/calls/place-decision';
 import { DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
@@ -36,6 +36,7 @@ describe('a dial job whose claim outlived its lease', () => {
     job: { runId: number; organizationId: number },
     meanwhile: () => Promise<void> = async () => undefined,
     progress: PlaceCallProgress = {},
+    holdMs = LEASE_MS + 200,
   ) {
     const writes = apps.dialer!.get(GroupedRunWrites);
     const claim = writes.claim.bind(writes);
@@ -45,7 +46,7 @@ describe('a dial job whose claim outlived its lease', () => {
       spy.mockRestore();
       const stoppedAt = Date.now();
       await meanwhile();
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, LEASE_MS + 200 - (Date.now() - stoppedAt))));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, holdMs - (Date.now() - stoppedAt))));
       return claimed;
     });
     try {
@@ -196,5 +197,56 @@ describe('a dial job whose claim outlived its lease', () => {
     expect(stopped).toMatchObject({ kind: 'delay', reason: 'claim_lapsed' });
     expect((await runOf(job.runId)).status).toBe('queued');
     expect(await slots.lease(configurationId, job.runId)).toBe(renewed);
+  });
+
+  describe('held back past DIAL_LATE_MS, within the lease', () => {
+    const late = DIAL_LATE_MS + 300;
+    const configurationOf = async (runId: number): Promise<TelephonyConfiguration> =>
+      (await apps.dataSource.getRepository(TelephonyConfiguration).findOneBy({
+        id: (await apps.dataSource.query(`SELECT telephony_configuration_id AS id FROM workflow_runs WHERE id = $1`, [runId]))[0].id,
+      }))!;
+    const loggedLate = async (runId: number) =>
+      (
+        await apps.dataSource.query(
+          `SELECT count(*)::int AS n FROM workflow_runs, jsonb_array_elements(logs->'events') AS entry WHERE id = $1 AND entry->>'event' = 'dialer.dial_late'`,
+          [runId],
+        )
+      )[0].n;
+
+    it('goes out when the rate window has room for it now', async () => {
+      const job = await queuedRun();
+      expect(await placeStoppedAfterTheClaim(job, undefined, {}, late)).toEqual({ kind: 'done', outcome: 'placed' });
+      expect(await dialsOf(job.runId)).toBe(1);
+      expect(await loggedLate(job.runId)).toBe(0);
+    });
+
+    it('is paced again, not sent, when the window filled meanwhile, and its job dials it once when it comes back', async () => {
+      const job = await queuedRun();
+      const config = await configurationOf(job.runId);
+      const limits = { callsPerSecond: config.callsPerSecond, maxConcurrentCalls: 1_000, leaseMs: 60_000 };
+      // Dials of other runs admitted while this one was held: the configuration's whole second.
+      const held = await placeStoppedAfterTheClaim(
+        job,
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, DIAL_LATE_MS));
+          for (let other = 1; other <= Math.ceil(config.callsPerSecond); other++) {
+            expect(await apps.dialer!.get(DialAdmission).admit(config.id, 900_000_000 + other, limits, false)).toMatchObject({ kind: 'admitted' });
+          }
+        },
+        {},
+        late,
+      );
+
+      expect(held).toMatchObject({ kind: 'delay', reason: 'dial_late', progress: { lateDials: 1 } });
+      expect(await dialsOf(job.runId)).toBe(0);
+      expect(await runOf(job.runId)).toMatchObject({ status: 'queued', last_event: 'dialer.dial_late' });
+      const slots = apps.dialer!.get(ConcurrencyLimiter);
+      expect(await slots.lease(config.id, job.runId)).toBeNull();
+      // The other dials end, and the window moves on.
+      for (let other = 1; other <= Math.ceil(config.callsPerSecond); other++) await slots.release(config.id, 900_000_000 + other);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(await apps.dialer!.get(CallPlacer).place(job, held.kind === 'delay' ? held.progress : {})).toEqual({ kind: 'done', outcome: 'placed' });
+      expect(await dialsOf(job.runId)).toBe(1);
+    });
   });
 });

@@ -29,7 +29,7 @@ import {
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { Admission, DialAdmission, INLINE_PACING_WAIT_MS } from '../pacing/dial-admission';
+import { Admission, AdmissionLimits, DialAdmission, INLINE_PACING_WAIT_MS, rateWindow } from '../pacing/dial-admission';
 import { RunDispatcher } from '../recovery/run-dispatcher.service';
 import { DefinitionPicker } from './definition-picker.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from './call-limits';
@@ -49,10 +49,11 @@ const UNSETTLED_RETRY_MS = 2_000;
 /** The longest a job whose claims keep lapsing waits before claiming again (`PlaceCallProgress.claimLapses`). */
 const MAX_LAPSED_CLAIM_WAIT_MS = 60_000;
 /**
- * How long after its admission (its pacing instant) a dial may still go
- * out. Later, the database held it back (a lock, a checkpoint, a failover)
- * while dials went on being admitted at the configuration's pace: all of them
- * would reach the carrier together once it answered (`handBackLateDial`).
+ * How long after its admission (its pacing instant) a dial goes out on it.
+ * Later, the database may have held it back (a lock, a checkpoint, a
+ * failover) while dials went on being admitted at the configuration's pace,
+ * all of which would reach the carrier together once it answered: it is
+ * admitted again (`handBackLateDial`).
  */
 export const DIAL_LATE_MS = 1_000;
 /** A job's dials handed back as late at most this many times; then it goes out however late (the database is slow). */
@@ -232,7 +233,15 @@ export class CallPlacer {
     const held = now - claimed.claimedAt;
     if (held > this.config.dialClaimLeaseMs) return this.handBackLapsedClaim(claimed, config, held);
     const late = now - claimed.admittedAt;
-    if (late > DIAL_LATE_MS && (claimed.progress.lateDials ?? 0) < MAX_LATE_DIALS) return this.handBackLateDial(claimed, config, late);
+    // Within its rate window of its admission (a second, or 1/cps seconds below one call a second), the dial is still
+    // counted there.
+    const lateAfterMs = Math.max(DIAL_LATE_MS, rateWindow(config.callsPerSecond).windowMs);
+    if (late > lateAfterMs && (claimed.progress.lateDials ?? 0) < MAX_LATE_DIALS) {
+      // Counted in the rolling window at its admission, which has left the window since: counted again, now.
+      const again = await this.admission.admit(config.id, run.id, this.limitsOf(config), false);
+      if (again.kind !== 'admitted' || again.waitMs > 0) return this.handBackLateDial(claimed, config, late);
+      claimed.lease = again.lease;
+    }
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
@@ -303,16 +312,18 @@ export class CallPlacer {
   }
 
   /**
-   * A dial past DIAL_LATE_MS after its admission is not sent: the database
-   * held its claim back, and the dials admitted at the configuration's pace
-   * meanwhile were held with it, so sent now they would reach the carrier
-   * together, as many at once as the stall lasted instants (a carrier
-   * refuses or queues what passes its rate). The run goes back to `queued`
-   * under the guard of a lapsed claim, its slot is freed (unless another job
-   * of the run has renewed it since), and its job comes back at once to be
-   * paced again. At most MAX_LATE_DIALS times a job: a database that is slow
-   * rather than stalled holds every dial back alike, which spaces them as
-   * their admissions were, and must not keep them from going out.
+   * A dial past DIAL_LATE_MS after its admission is admitted again first, in
+   * the rolling window as it is now: the database may have held its claim
+   * back while the dials admitted at the configuration's pace meanwhile were
+   * held with it, and sent now they would reach the carrier together, as
+   * many at once as the stall lasted instants (a carrier refuses or queues
+   * what passes its rate). A window with room (a dialer merely busy, or a
+   * configuration far from its rate) lets it go; a full one sends it back:
+   * the run goes back to `queued` under the guard of a lapsed claim, its
+   * slot is freed (unless another job of the run has renewed it since), and
+   * its job comes back at once to be paced again. At most MAX_LATE_DIALS
+   * times a job: a database that is slow rather than stalled must not keep
+   * its dials from going out.
    */
   private async handBackLateDial(claimed: ClaimedDial, config: TelephonyConfiguration, lateMs: number): Promise<PlaceDecision> {
     const { run, claimId, progress } = claimed;
@@ -347,14 +358,8 @@ export class CallPlacer {
     return this.runs.transition(claimed.run.id, 'queued', event, {}, { claim: claimed.claimId, ...detail }, ['dialing'], guard);
   }
 
-  /**
-   * Pacing (when `pace`), the rate window and a concurrency slot, in one
-   * Redis round trip. A near pacing instant, and a short wait for room in the
-   * rate window, are waited out in place before asking again (without
-   * pacing: the instant is this dial's); longer waits are answered to the caller.
-   */
-  private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission> {
-    const limits = {
+  private limitsOf(config: TelephonyConfiguration): AdmissionLimits {
+    return {
       callsPerSecond: config.callsPerSecond,
       maxConcurrentCalls: config.maxConcurrentCalls,
       // As long as the call can live before the reaper would end it: dialing, ringing, then the whole maximum, which
@@ -362,6 +367,16 @@ export class CallPlacer {
       leaseMs:
         (this.config.dialTimeoutSeconds + this.config.ringTimeoutSeconds + config.maxCallDurationSeconds + ANSWERED_CALL_GRACE_SECONDS) * 1000,
     };
+  }
+
+  /**
+   * Pacing (when `pace`), the rate window and a concurrency slot, in one
+   * Redis round trip. A near pacing instant, and a short wait for room in the
+   * rate window, are waited out in place before asking again (without
+   * pacing: the instant is this dial's); longer waits are answered to the caller.
+   */
+  private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission> {
+    const limits = this.limitsOf(config);
     let admission = await this.admission.admit(config.id, runId, limits, pace);
     if (admission.kind === 'rate' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
       await sleep(admission.waitMs);
