@@ -1,6 +1,14 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 
-/** A child process the chaos run starts, kills and restarts; its output is kept for the report. */
+/** Where every process's whole output is appended (`<name>.log`), when set: CHAOS_LOG_DIR. */
+const LOG_DIR = process.env.CHAOS_LOG_DIR;
+
+/**
+ * A child process the chaos run starts, kills and restarts; the end of its
+ * output is kept for the report, and all of it in CHAOS_LOG_DIR when set.
+ */
 export class ManagedProcess {
   private child: ChildProcess | null = null;
   /** When the current process was started (epoch ms). */
@@ -20,7 +28,9 @@ export class ManagedProcess {
 
   start(): void {
     const child = spawn(this.command, this.args, { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (LOG_DIR) mkdirSync(LOG_DIR, { recursive: true });
     const keep = (chunk: Buffer) => {
+      if (LOG_DIR) appendFileSync(join(LOG_DIR, `${this.name}.log`), chunk);
       this.output.push(chunk.toString('utf8'));
       if (this.output.length > 400) this.output.splice(0, this.output.length - 400);
     };

@@ -1,6 +1,6 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { placeCallJobId, QueueName } from '@app/queue';
+import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
@@ -85,5 +85,42 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
 
     expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'failed', end_reason: 'dial_outcome_unknown' });
     expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(0);
+  });
+
+  describe('a run the carrier has no call for, whose dial job a dialer holds', () => {
+    /** A run claimed by a dialer that then died before its dial, its job held by another (its lock taken). */
+    async function claimedAndHeld() {
+      const job = await queuedRun();
+      const claimed = await apps.dialer!.get(GroupedRunWrites).claim(job.runId, 'dialer.dialing', { fromNumber: '+15005550006' }, { claim: 'dead-dialer' });
+      expect(claimed).not.toBeNull();
+      const redis = apps.dialer!.get(RedisClient);
+      const lock = redis.keyFor(QueueName.Calls, placeCallJobId(job.runId), 'lock');
+      await redis.redis.set(lock, 'another-dialer', 'PX', 60_000);
+      return { job, release: () => redis.redis.del(lock) };
+    }
+    /** One reaper round, the claim made `claimedAgo`, the carrier's own answer (the sandbox has no such call). */
+    async function reap(runId: number, claimedAgo: string) {
+      await apps.dataSource.query(`UPDATE workflow_runs SET status_changed_at = now() - $2::interval WHERE id = $1`, [runId, claimedAgo]);
+      await apps.dialer!.get(RunReaper).round();
+      return (await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [runId]))[0];
+    }
+
+    it('leaves it past the dial timeout while the job is held, and queues it again once the job lets go', async () => {
+      const { job, release } = await claimedAndHeld();
+      expect(await reap(job.runId, '5 minutes')).toEqual({ status: 'dialing', end_reason: null });
+      await release();
+      expect(await reap(job.runId, '5 minutes')).toEqual({ status: 'queued', end_reason: null });
+      expect(await apps.dialer!.get(CallPlacer).place(job)).toEqual({ kind: 'done', outcome: 'placed' });
+      expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(1);
+    });
+
+    it('ends it as before ten minutes past the dial timeout, however long the job is held', async () => {
+      const { job, release } = await claimedAndHeld();
+      try {
+        expect(await reap(job.runId, '13 minutes')).toEqual({ status: 'failed', end_reason: 'dial_outcome_unknown' });
+      } finally {
+        await release();
+      }
+    });
   });
 });

@@ -12,7 +12,7 @@ import { PeriodicTask } from './periodic-task';
 import { RunDispatcher } from './run-dispatcher.service';
 
 const BATCH = 200;
-/** How long past DIAL_TIMEOUT_SECONDS a dialing run is left to a dial job coming back for its unsettled claim. */
+/** How long past DIAL_TIMEOUT_SECONDS a dialing run is left to a dial job a dialer runs, or coming back for its unsettled claim. */
 const UNSETTLED_CLAIM_GRACE_SECONDS = 600;
 /** A completed run whose artifacts are not stored after this long gets another try. */
 const ARTIFACTS_RETRY_SECONDS = 30;
@@ -23,6 +23,8 @@ const RETRY_FIRST_MS = 30_000;
 const RETRY_CAP_MS = 30 * 60_000;
 /** Runs remembered with a failed reaping (the oldest forgotten first: it is then simply tried again). */
 const FAILURES_LIMIT = 10_000;
+
+type ReconcileOutcome = 'moved' | 'job_running' | 'unmoved';
 
 interface StaleRun {
   id: number;
@@ -139,16 +141,20 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
-    if (await this.reconcile(run, config)) return;
+    const reconciled = await this.reconcile(run, config);
+    if (reconciled === 'moved') return;
     const limit = this.hardLimitSeconds(candidate);
     if (candidate.age_seconds < limit) return;
     // The look-up may have taught the run its call id.
     const providerCallId = run.providerCallId ?? (await this.runs.findById(run.id))?.providerCallId ?? null;
+    // A run the carrier has no call for, whose dial job a dialer is running (its dial under way, or about to find the
+    // run claimed and leave it, after which the next round queues it again), is not ended for a dial that never went
+    // out; nor one whose job comes back for its unsettled claim. Either, only so long.
     if (
       candidate.status === 'dialing' &&
       !providerCallId &&
       candidate.age_seconds < limit + UNSETTLED_CLAIM_GRACE_SECONDS &&
-      (await this.claimComesBack(run.id))
+      (reconciled === 'job_running' || (await this.claimComesBack(run.id)))
     ) {
       return;
     }
@@ -209,9 +215,13 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     }
   }
 
-  /** Asks the carrier; returns true when what it said moved the run (or queued it again). */
-  private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<boolean> {
-    if (!config || !this.providers.has(config.provider)) return false;
+  /**
+   * Asks the carrier: `moved` when what it said moved the run (or queued it
+   * again); `job_running` when it has no call for a `dialing` run whose dial
+   * job a dialer holds; else `unmoved`.
+   */
+  private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<ReconcileOutcome> {
+    if (!config || !this.providers.has(config.provider)) return 'unmoved';
     const provider = this.providers.get(config.provider);
     // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
     const lookup = await Promise.resolve()
@@ -222,7 +232,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       });
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {
       // A live dialer still holds the job's lock while its dial request is under way: leave it be.
-      if (await this.dialJobIsLocked(run.id)) return false;
+      if (await this.dialJobIsLocked(run.id)) return 'job_running';
       // The carrier never got the request (the dialer stopped in between): dialing again cannot duplicate. Only the
       // dial the look-up was about, though: a run requeued and claimed again since it was read (by another reaper
       // whose round overlapped this one) is a new dial the look-up knows nothing of.
@@ -243,19 +253,19 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         // The dead dialer's job may have ended (stalled too often): replace it rather than add beside it.
         await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
       }
-      return requeued !== null;
+      return requeued !== null ? 'moved' : 'unmoved';
     }
-    if (lookup.kind !== 'found') return false;
+    if (lookup.kind !== 'found') return 'unmoved';
     if (!run.providerCallId) {
       // A call found by the dial's numbers may be another run's (see `anotherOpenRunMayOwn`): not this run's to follow.
       if (provider.findsCallsByNumbers && run.fromNumber && (await this.runs.anotherOpenRunMayOwn(run, config.provider, run.fromNumber, lookup.providerCallId))) {
-        return false;
+        return 'unmoved';
       }
       await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
     }
     let moved = false;
     for (const event of lookup.events) moved = (await this.events.apply(event)) || moved;
-    return moved;
+    return moved ? 'moved' : 'unmoved';
   }
 
   /**
