@@ -228,10 +228,11 @@ describe('a dial job whose claim outlived its lease', () => {
       const held = await placeStoppedAfterTheClaim(
         job,
         async () => {
+          // Once this dial's own place in the window has passed, within the second before it is admitted again.
           await new Promise((resolve) => setTimeout(resolve, DIAL_LATE_MS));
-          for (let other = 1; other <= Math.ceil(config.callsPerSecond); other++) {
-            expect(await apps.dialer!.get(DialAdmission).admit(config.id, 900_000_000 + other, limits, false)).toMatchObject({ kind: 'admitted' });
-          }
+          const others = Array.from({ length: Math.ceil(config.callsPerSecond) }, (_, index) => 900_000_001 + index);
+          const admitted = await Promise.all(others.map((other) => apps.dialer!.get(DialAdmission).admit(config.id, other, limits, false)));
+          expect(admitted.every((admission) => admission.kind === 'admitted')).toBe(true);
         },
         {},
         late,
@@ -247,6 +248,30 @@ describe('a dial job whose claim outlived its lease', () => {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       expect(await apps.dialer!.get(CallPlacer).place(job, held.kind === 'delay' ? held.progress : {})).toEqual({ kind: 'done', outcome: 'placed' });
       expect(await dialsOf(job.runId)).toBe(1);
+    });
+
+    it('sends nothing when admitting it again took it past the lease, and hands the run back as a lapsed claim', async () => {
+      const job = await queuedRun();
+      const admission = apps.dialer!.get(DialAdmission);
+      const admit = admission.admit.bind(admission);
+      // Redis away while the late dial is admitted again: its answer comes past the claim's lease.
+      const spy = jest.spyOn(admission, 'admit').mockImplementation(async (...args) => {
+        const answer = await admit(...args);
+        if (args[1] === job.runId && spy.mock.calls.length > 1) await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+        return answer;
+      });
+      let held;
+      try {
+        held = await placeStoppedAfterTheClaim(job, undefined, {}, late);
+      } finally {
+        spy.mockRestore();
+      }
+
+      expect(held).toMatchObject({ kind: 'delay', reason: 'claim_lapsed' });
+      expect(await dialsOf(job.runId)).toBe(0);
+      expect(await runOf(job.runId)).toMatchObject({ status: 'queued', last_event: 'dialer.claim_lapsed' });
+      // The slot the admission renewed is freed with the claim.
+      expect(await apps.dialer!.get(ConcurrencyLimiter).lease((await configurationOf(job.runId)).id, job.runId)).toBeNull();
     });
   });
 });

@@ -237,10 +237,19 @@ export class CallPlacer {
     // counted there.
     const lateAfterMs = Math.max(DIAL_LATE_MS, rateWindow(config.callsPerSecond).windowMs);
     if (late > lateAfterMs && (claimed.progress.lateDials ?? 0) < MAX_LATE_DIALS) {
-      // Counted in the rolling window at its admission, which has left the window since: counted again, now.
-      const again = await this.admission.admit(config.id, run.id, this.limitsOf(config), false);
-      if (again.kind !== 'admitted' || again.waitMs > 0) return this.handBackLateDial(claimed, config, late);
-      claimed.lease = again.lease;
+      // Counted in the rolling window at its admission, which has left the window since: counted again, now (a short
+      // wait for room is waited out in place, as at the first admission).
+      let again: Admission;
+      try {
+        again = await this.admit(config, run.id, false);
+      } catch (error) {
+        return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, claimed.progress, 'a late dial could not be admitted again', error);
+      }
+      if (again.kind === 'admitted') claimed.lease = again.lease;
+      // The admission waited on Redis, which may have been away past the claim's lease.
+      const heldSince = performance.now() - claimed.claimedAt;
+      if (heldSince > this.config.dialClaimLeaseMs) return this.handBackLapsedClaim(claimed, config, heldSince);
+      if (again.kind !== 'admitted') return this.handBackLateDial(claimed, config, late);
     }
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };

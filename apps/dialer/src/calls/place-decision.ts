@@ -31,8 +31,9 @@ export interface PlaceCallProgress {
   claimLapses?: number;
   /**
    * Dials of this job's handed back for going out more than DIAL_LATE_MS
-   * after their pacing instant; past MAX_LATE_DIALS the next goes out however
-   * late. Kept in the job's data only, as `claimLapses`.
+   * after their admission into a rate window that was full when they were
+   * admitted again; past MAX_LATE_DIALS the next goes out however late.
+   * Kept in the job's data only, as `claimLapses`.
    */
   lateDials?: number;
 }
