@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { API_KEY_ROLES, ApiKey, ApiKeyRole } from '@app/persistence';
+import { CursorPage } from '../paging/cursor-page';
 
 /** A key as listings show it: never the secret, only its display prefix. */
 export class ApiKeyView {
@@ -25,8 +26,6 @@ export class ApiKeyView {
   }
 }
 
-export class ApiKeyPage {
+export class ApiKeyPage extends CursorPage {
   @ApiProperty({ type: [ApiKeyView] }) api_keys: ApiKeyView[];
-  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
-  next_cursor: string | null;
 }

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { CursorPage } from '../paging/cursor-page';
 
 const ARTIFACT_LINK =
   'Null until stored. A signed link that needs no API key and expires DOWNLOAD_URL_TTL_SECONDS (1 h by default) ' +
@@ -42,12 +43,10 @@ export class RunView extends RunSummary {
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) annotations: Record<string, unknown>;
 }
 
-export class RunPage {
+export class RunPage extends CursorPage {
   @ApiProperty({
     type: [RunSummary],
     description: 'Summaries: read a run for its initial_context, gathered_context, logs and annotations',
   })
   runs: RunSummary[];
-  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
-  next_cursor: string | null;
 }

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { TelephonyConfiguration } from '@app/persistence';
+import { CursorPage } from '../paging/cursor-page';
 
 /** A configuration as the API answers it: whether it has credentials, never the credentials. */
 export class TelephonyConfigurationView {
@@ -34,8 +35,6 @@ export class TelephonyConfigurationView {
   }
 }
 
-export class TelephonyConfigurationPage {
+export class TelephonyConfigurationPage extends CursorPage {
   @ApiProperty({ type: [TelephonyConfigurationView] }) telephony_configurations: TelephonyConfigurationView[];
-  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
-  next_cursor: string | null;
 }

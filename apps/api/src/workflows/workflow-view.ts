@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { DefinitionVersionView, WorkflowDefinitionView } from './workflow-definition-view';
 import { WorkflowTriggerView } from './workflow-trigger-view';
+import { CursorPage } from '../paging/cursor-page';
 
 /** What every shape of a workflow holds besides its definitions. */
 class WorkflowFields {
@@ -27,9 +28,7 @@ export class WorkflowSummaryView extends WorkflowFields {
   @ApiProperty({ type: DefinitionVersionView, nullable: true }) published_definition: DefinitionVersionView | null;
 }
 
-export class WorkflowPage {
+export class WorkflowPage extends CursorPage {
   @ApiProperty({ type: [WorkflowSummaryView], description: 'Summaries: read a workflow for its definitions' })
   workflows: WorkflowSummaryView[];
-  @ApiProperty({ type: String, nullable: true, description: 'Pass as `cursor` for the next page; null on the last' })
-  next_cursor: string | null;
 }
