@@ -110,6 +110,56 @@ describe('carrier events applied out of order', () => {
     expect(await readRow(busy)).toMatchObject({ status: 'busy', answered_at: null });
   });
 
+  describe("an answering-machine verdict applied before the answer's own event", () => {
+    const readCost = async (runId: number) => (await apps.dataSource.query(`SELECT cost_info FROM workflow_runs WHERE id = $1`, [runId]))[0].cost_info;
+    const verdict = (runId: number, at: Date) => events(runId, 'answered', at, { answeredBy: 'human', answerTimeEstimated: true });
+
+    it("takes the answer's own time over the verdict's, on a run still talking", async () => {
+      const runId = await seedRun('ringing');
+      const now = Date.now();
+      const answeredAt = new Date(now - 9_000);
+      const verdictAt = new Date(now - 5_000);
+      // The verdict moves the run: its time is the best there is until the answer comes.
+      expect(await applier.apply(verdict(runId, verdictAt))).toBe(true);
+      expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: verdictAt });
+
+      expect(await applier.apply(events(runId, 'answered', answeredAt))).toBe(false);
+      expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: answeredAt });
+      // A repeat of the verdict, or a look-up's estimate, changes it no more.
+      await applier.apply(verdict(runId, verdictAt));
+      await applier.apply(events(runId, 'answered', new Date(now - 12_000), { answerTimeEstimated: true }));
+      expect(await readRow(runId)).toMatchObject({ answered_at: answeredAt });
+
+      await applier.apply(events(runId, 'completed', new Date(now - 1_000)));
+      const row = await readRow(runId);
+      expect(row).toMatchObject({ status: 'completed', answered_at: answeredAt });
+      expect(row.duration_seconds).toBeCloseTo(8, 3);
+    });
+
+    it('computes a duration from the verdict again once the answer comes after the hang-up; a carrier duration stays', async () => {
+      const runId = await seedRun('ringing');
+      const now = Date.now();
+      const endedAt = new Date(now - 1_000);
+      await applier.apply(verdict(runId, new Date(now - 5_000)));
+      await applier.apply(events(runId, 'completed', endedAt));
+      expect((await readRow(runId)).duration_seconds).toBeCloseTo(4, 3);
+
+      expect(await applier.apply(events(runId, 'answered', new Date(now - 9_000)))).toBe(false);
+      const row = await readRow(runId);
+      expect(row).toMatchObject({ status: 'completed', answered_at: new Date(now - 9_000) });
+      expect(row.duration_seconds).toBeCloseTo(8, 3);
+      expect((await readCost(runId)).call_duration_seconds).toBeCloseTo(8, 3);
+
+      // A duration the carrier reported is the one billed: a better answer time does not replace it.
+      const billed = await seedRun('ringing');
+      await applier.apply(verdict(billed, new Date(now - 5_000)));
+      await applier.apply(events(billed, 'completed', endedAt, { durationSeconds: 7 }));
+      await applier.apply(events(billed, 'answered', new Date(now - 9_000)));
+      expect(await readRow(billed)).toMatchObject({ answered_at: new Date(now - 9_000), duration_seconds: 7 });
+      expect(await readCost(billed)).toMatchObject({ call_duration_seconds: 7 });
+    });
+  });
+
   describe('a failure that may follow an answer', () => {
     let lateAnswerWaitMs: number;
     beforeAll(() => {

@@ -864,17 +864,33 @@ export class WorkflowRunStore {
   }
 
   /**
-   * The answer time of a call whose hang-up was applied before its answer
-   * (the two events' jobs ran side by side): set once, on a completed run
-   * that has none, and never later than the hang-up. An answer time the run
-   * has is kept: a carrier look-up's answer event may carry the call's start
-   * instead. Answers whether it was set.
+   * The answer time an answer event gives a run it did not move (the run
+   * had moved past `ringing` already), never later than the hang-up:
+   * - a completed run without one gets it: the hang-up was applied before
+   *   the answer (the two events' jobs ran side by side);
+   * - with `exact` (the carrier's report of the answer itself), it replaces
+   *   a later one the run has, on a run answered or ended after talking:
+   *   that one came from an event whose time is not the answer's
+   *   (`answerTimeEstimated`: an answering-machine verdict applied first).
+   *   A duration computed from the replaced time is computed again; a
+   *   carrier's duration is kept.
+   * An estimated time never replaces one: a look-up's answer may carry the
+   * call's start instead. Answers whether it was set.
    */
-  async fillAnsweredAt(runId: number, answeredAt: Date): Promise<boolean> {
+  async fillAnsweredAt(runId: number, answeredAt: Date, exact: boolean): Promise<boolean> {
+    const computed = (from: string) => `GREATEST(0, EXTRACT(EPOCH FROM ended_at - ${from}))::double precision`;
+    const wasComputed = `(answered_at IS NOT NULL AND duration_seconds = ${computed('answered_at')})`;
     const [, affected] = await this.dataSource.query(
-      `UPDATE workflow_runs SET answered_at = $2, updated_at = now()
-        WHERE id = $1 AND status = 'completed' AND answered_at IS NULL AND (ended_at IS NULL OR ended_at >= $2)`,
-      [runId, answeredAt],
+      `UPDATE workflow_runs
+          SET answered_at = $2,
+              duration_seconds = CASE WHEN ${wasComputed} THEN ${computed('$2')} ELSE duration_seconds END,
+              cost_info = CASE WHEN ${wasComputed} THEN cost_info || jsonb_build_object('call_duration_seconds', ${computed('$2')})
+                               ELSE cost_info END,
+              updated_at = now()
+        WHERE id = $1 AND (ended_at IS NULL OR ended_at >= $2)
+          AND ((status = 'completed' AND answered_at IS NULL)
+               OR ($3 AND answered_at > $2 AND (status = 'in_progress' OR ${TALKED_AND_ENDED_SQL})))`,
+      [runId, answeredAt, exact],
     );
     return affected > 0;
   }

@@ -72,6 +72,13 @@ export interface CallEventJob {
   answerUnknown?: boolean;
   /** Who picked up, with `answered`, where the carrier runs answering-machine detection. */
   answeredBy?: 'human' | 'machine' | 'unknown';
+  /**
+   * With `answered`: `occurredAt` is not when the call was answered, but a
+   * later time (an answering-machine verdict reported on its own, seconds
+   * after the answer) or an estimate (a look-up's). It stands for the answer
+   * time only until the carrier's report of the answer itself comes.
+   */
+  answerTimeEstimated?: boolean;
   /** What the carrier charged, with `completed` or `cost`, when it reports it. */
   cost?: { amount: number; currency: string };
   /** Where the carrier's recording can be fetched (with the carrier's auth), once it is ready. */

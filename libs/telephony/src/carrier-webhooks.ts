@@ -33,6 +33,8 @@ export interface WebhookEvent {
   /** With `failed`: the carrier's cause does not tell whether the call was answered first (see `CallEventJob`). */
   answerUnknown?: boolean;
   answeredBy?: 'human' | 'machine' | 'unknown';
+  /** With `answered`: the time is not the answer's, but a verdict's after it or a look-up's estimate (see `CallEventJob`). */
+  answerTimeEstimated?: boolean;
   cost?: { amount: number; currency: string };
   recordingUrl?: string;
 }

@@ -199,8 +199,10 @@ export class CallEventApplier {
     if (!moved) {
       this.logger.debug({ run_id: event.runId, event: event.type }, 'carrier event changed nothing');
       // An answer applied after the hang-up (their jobs ran side by side) still tells when the call was answered,
-      // and so how long it lasted when the carrier did not say.
-      if (event.type === 'answered' && (await this.runs.fillAnsweredAt(event.runId, occurredAt))) await this.runs.fillDuration(event.runId);
+      // and so how long it lasted when the carrier did not say; the answer itself, applied after the machine verdict
+      // that moved the run, tells it better than the verdict's time did.
+      const exact = !event.answerTimeEstimated;
+      if (event.type === 'answered' && (await this.runs.fillAnsweredAt(event.runId, occurredAt, exact))) await this.runs.fillDuration(event.runId);
       // Cost and recordings may come with a late event for a call that already ended.
       if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
       if (isFinalRunStatus(to)) ended = await this.releaseSlotOfEndedRun(event.runId);

@@ -78,7 +78,7 @@ export function plivoRecordingEvents(fields: ReadonlyMap<string, string>, receiv
 export function plivoLiveCallEvents(call: PlivoLiveCall, now: Date): WebhookEvent[] {
   const occurredAt = plivoDate(call.session_start, now);
   const ringing: WebhookEvent = { type: 'ringing', occurredAt };
-  if (call.call_status === 'in-progress') return [ringing, { type: 'answered', occurredAt }];
+  if (call.call_status === 'in-progress') return [ringing, { type: 'answered', occurredAt, answerTimeEstimated: true }];
   if (call.call_status === 'ringing' || call.call_status === 'early media') return [ringing];
   return [];
 }

@@ -13,7 +13,7 @@ describe('telnyxLiveCallEvents', () => {
 
     expect(events).toEqual([
       { type: 'ringing', occurredAt: ago(61) },
-      { type: 'answered', occurredAt: ago(31) },
+      { type: 'answered', occurredAt: ago(31), answerTimeEstimated: true },
     ]);
     expect(provesAnswered(events)).toBe(true);
   });

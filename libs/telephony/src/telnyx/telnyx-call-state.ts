@@ -33,7 +33,7 @@ export function telnyxLiveCallEvents(call: TelnyxLiveCall, nowMs: number): Webho
   const aliveForSecs = Math.max((nowMs - startedAtMs) / 1000, duration);
   if (aliveForSecs <= TELNYX_RING_TIMEOUT_SECS + ANSWERED_MARGIN_SECS) return [ringing];
   const answeredBy = Math.min(nowMs, startedAtMs + TELNYX_RING_TIMEOUT_SECS * 1000);
-  return [ringing, { type: 'answered', occurredAt: new Date(answeredBy).toISOString() }];
+  return [ringing, { type: 'answered', occurredAt: new Date(answeredBy).toISOString(), answerTimeEstimated: true }];
 }
 
 /** Whether those events say the call was answered. */

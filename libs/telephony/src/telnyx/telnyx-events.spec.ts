@@ -75,7 +75,7 @@ describe('parseTelnyxWebhook', () => {
     ['call.machine.detection.ended', 'machine', 'machine'],
     ['call.machine.detection.ended', 'not_sure', 'unknown'],
   ])('%s with result %s says the call was answered by a %s', (eventType, result, answeredBy) => {
-    expect(parseEvent(eventType, { result }).events).toEqual([{ type: 'answered', occurredAt: '2018-02-02T22:25:27.521Z', answeredBy }]);
+    expect(parseEvent(eventType, { result }).events).toEqual([{ type: 'answered', occurredAt: '2018-02-02T22:25:27.521Z', answeredBy, answerTimeEstimated: true }]);
   });
 
   it.each([

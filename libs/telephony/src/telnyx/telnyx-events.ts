@@ -78,7 +78,8 @@ function telnyxEvent(type: string, payload: Record<string, unknown>, occurredAt:
       return { type: 'answered', occurredAt };
     case 'call.machine.detection.ended':
     case 'call.machine.premium.detection.ended':
-      return { type: 'answered', occurredAt, answeredBy: ANSWERED_BY[String(payload.result)] ?? 'unknown' };
+      // The verdict comes seconds after the answer, in an event of its own: its time is not the answer's.
+      return { type: 'answered', occurredAt, answeredBy: ANSWERED_BY[String(payload.result)] ?? 'unknown', answerTimeEstimated: true };
     case 'call.hangup': {
       const cause = String(payload.hangup_cause ?? 'unspecified');
       // A cause outside the table may end an answered call as well as one that never was: said so, for the dialer.

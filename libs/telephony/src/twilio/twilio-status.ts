@@ -86,13 +86,14 @@ export function twilioCallEvents(call: TwilioCallResource, now: Date): WebhookEv
     case 'ringing':
       return [ringing];
     case 'in-progress':
-      return [ringing, { type: 'answered', occurredAt: startedAt, ...(answeredBy ? { answeredBy } : {}) }];
+      return [ringing, { type: 'answered', occurredAt: startedAt, answerTimeEstimated: true, ...(answeredBy ? { answeredBy } : {}) }];
     case 'completed': {
       const cost = twilioCost(call.price, call.price_unit);
       const answeredAt = duration !== undefined ? new Date(Date.parse(endedAt) - duration * 1000).toISOString() : startedAt;
       return [
         ringing,
-        { type: 'answered', occurredAt: answeredAt, ...(answeredBy ? { answeredBy } : {}) },
+        // From whole seconds, or the call's start: an estimate.
+        { type: 'answered', occurredAt: answeredAt, answerTimeEstimated: true, ...(answeredBy ? { answeredBy } : {}) },
         completedEvent(endedAt, duration, cost),
       ];
     }

@@ -214,7 +214,7 @@ describe('TwilioProvider', () => {
         providerCallId,
         events: [
           { runId: 7, organizationId: 3, provider: 'twilio', providerCallId, type: 'ringing', occurredAt: '2030-01-01T10:00:00.000Z' },
-          { runId: 7, organizationId: 3, provider: 'twilio', providerCallId, type: 'answered', occurredAt: '2030-01-01T10:00:30.000Z', answeredBy: 'machine' },
+          { runId: 7, organizationId: 3, provider: 'twilio', providerCallId, type: 'answered', occurredAt: '2030-01-01T10:00:30.000Z', answerTimeEstimated: true, answeredBy: 'machine' },
           {
             runId: 7,
             organizationId: 3,

@@ -16,8 +16,8 @@ describe('parseVonageWebhook', () => {
   it.each([
     ['ringing', { type: 'ringing' }],
     ['answered', { type: 'answered' }],
-    ['human', { type: 'answered', answeredBy: 'human' }],
-    ['machine', { type: 'answered', answeredBy: 'machine' }],
+    ['human', { type: 'answered', answeredBy: 'human', answerTimeEstimated: true }],
+    ['machine', { type: 'answered', answeredBy: 'machine', answerTimeEstimated: true }],
     ['busy', { type: 'busy' }],
     ['timeout', { type: 'no_answer' }],
     ['unanswered', { type: 'no_answer' }],

@@ -69,9 +69,10 @@ export function vonageStatusEvent(call: Record<string, unknown>, occurredAt: str
     case 'answered':
       return { type: 'answered', occurredAt };
     case 'human':
-      return { type: 'answered', occurredAt, answeredBy: 'human' };
+      // The verdicts come after the `answered` event, on their own: their time is not the answer's.
+      return { type: 'answered', occurredAt, answeredBy: 'human', answerTimeEstimated: true };
     case 'machine':
-      return { type: 'answered', occurredAt, answeredBy: 'machine' };
+      return { type: 'answered', occurredAt, answeredBy: 'machine', answerTimeEstimated: true };
     case 'completed':
       return completed(call, occurredAt);
     case 'busy':
