@@ -1,4 +1,4 @@
-import { ExpiringCache } from './expiring-cache';
+import { ExpiringCache, FoundOrMissingCache } from './expiring-cache';
 
 describe('ExpiringCache', () => {
   afterEach(() => jest.useRealTimers());
@@ -71,5 +71,64 @@ describe('ExpiringCache', () => {
     for (const key of [1, 2, 3]) await cache.get(key, async () => key);
     expect(cache.size).toBe(2);
     expect(await cache.get(1, async () => 100)).toBe(100);
+  });
+
+  describe('admitting a key once loaded', () => {
+    it('gives a key no place while it loads, so loads under way push nothing out', async () => {
+      const cache = new ExpiringCache<string, number>(60_000, 2, true);
+      await cache.get('a', async () => 1);
+      await cache.get('b', async () => 2);
+      let finish!: (value: number) => void;
+      const pending = cache.get('c', () => new Promise((resolve) => (finish = resolve)));
+      expect(cache.size).toBe(2);
+      expect(await cache.get('a', async () => 10)).toBe(1);
+      finish(3);
+      await pending;
+      await Promise.resolve();
+      // Admitted now: the oldest made room.
+      expect(cache.size).toBe(2);
+      expect(await cache.get('c', async () => 30)).toBe(3);
+      expect(await cache.get('a', async () => 10)).toBe(10);
+    });
+
+    it('does not admit a value its keep test refuses, one loaded past its time to live, or one a forget overtook', async () => {
+      jest.useFakeTimers({ now: 1_000_000 });
+      const cache = new ExpiringCache<string, number | null>(2000, 10, true);
+      await cache.get('none', async () => null, (value) => value !== null);
+      let finish!: (value: number) => void;
+      const slow = cache.get('slow', () => new Promise((resolve) => (finish = resolve)));
+      jest.setSystemTime(1_002_000);
+      finish(1);
+      await slow;
+      let finishForgotten!: (value: number) => void;
+      const forgotten = cache.get('forgotten', () => new Promise((resolve) => (finishForgotten = resolve)));
+      cache.forget(() => false);
+      finishForgotten(2);
+      await forgotten;
+      await Promise.resolve();
+      expect(cache.size).toBe(0);
+    });
+  });
+
+  describe('FoundOrMissingCache', () => {
+    it('keeps what was found through any number of misses, and shares concurrent loads of one key', async () => {
+      const cache = new FoundOrMissingCache<string, number | null>(60_000, (value) => value !== null, { found: 10, missing: 5 });
+      let loads = 0;
+      const find = (key: string) => async () => {
+        loads += 1;
+        return key.startsWith('real') ? 1 : null;
+      };
+      await cache.get('real-1', find('real-1'));
+      await Promise.all(Array.from({ length: 100 }, (_, index) => cache.get(`fake-${index}`, find(`fake-${index}`))));
+      expect(cache.size).toEqual({ found: 1, missing: 5 });
+      loads = 0;
+      expect(await cache.get('real-1', find('real-1'))).toBe(1);
+      expect(await Promise.all([cache.get('real-2', find('real-2')), cache.get('real-2', find('real-2'))])).toEqual([1, 1]);
+      expect(loads).toBe(1);
+
+      cache.forget((key) => key === 'real-1');
+      await cache.get('real-1', find('real-1'));
+      expect(loads).toBe(2);
+    });
   });
 });

@@ -16,9 +16,16 @@ export class ExpiringCache<K, V> {
   private readonly entries = new Map<K, Entry<V>>();
   private generation = 0;
 
+  /**
+   * `admitOnceLoaded`: a key takes a place (and may push the oldest out)
+   * only once its load has succeeded and `keep` took it, not while it loads;
+   * concurrent misses of a key then each load (see `FoundOrMissingCache`,
+   * which shares them).
+   */
   constructor(
     private readonly ttlMs: number,
     private readonly maxEntries = 10_000,
+    private readonly admitOnceLoaded = false,
   ) {}
 
   /** `keep`: whether a loaded value stays cached; one it refuses answers its waiters and is dropped, as a failure is. */
@@ -31,6 +38,14 @@ export class ExpiringCache<K, V> {
 
     const generation = this.generation;
     const value = load();
+    if (this.admitOnceLoaded) {
+      // Its time to live counts from before the load, as for an entry placed at once.
+      void value.then(
+        (loaded) => this.admit(key, { value, expiresAt: now + this.ttlMs, loaded: { value: loaded } }, generation, keep),
+        () => undefined,
+      );
+      return value;
+    }
     if (this.entries.size >= this.maxEntries) this.evictOldest();
     const entry: Entry<V> = { value, expiresAt: now + this.ttlMs };
     this.entries.set(key, entry);
@@ -63,8 +78,54 @@ export class ExpiringCache<K, V> {
     return this.entries.size;
   }
 
+  private admit(key: K, entry: Entry<V>, generation: number, keep: (value: V) => boolean): void {
+    if (generation !== this.generation || !keep(entry.loaded!.value) || entry.expiresAt <= Date.now()) return;
+    // A newer load of the key was admitted meanwhile: it stays.
+    if (this.entries.has(key)) return;
+    if (this.entries.size >= this.maxEntries) this.evictOldest();
+    this.entries.set(key, entry);
+  }
+
   private evictOldest(): void {
     const oldest = this.entries.keys().next();
     if (!oldest.done) this.entries.delete(oldest.value);
+  }
+}
+
+/**
+ * Look-ups by a key the caller chooses (an API key, a trigger UUID), where
+ * most of a flood of made-up keys finds nothing: what was found and what
+ * was not are kept apart, each bounded, and a key takes a place among the
+ * found only once it was found. A stream of misses, however many load at
+ * once, pushes out other misses only, never the entries real clients use.
+ * Concurrent misses of a key share one load.
+ */
+export class FoundOrMissingCache<K, V> {
+  private readonly found: ExpiringCache<K, V>;
+  private readonly missing: ExpiringCache<K, V>;
+
+  constructor(
+    ttlMs: number,
+    private readonly isFound: (value: V) => boolean,
+    limits: { found?: number; missing?: number } = {},
+  ) {
+    this.found = new ExpiringCache(ttlMs, limits.found ?? 10_000, true);
+    this.missing = new ExpiringCache(ttlMs, limits.missing ?? 1_000);
+  }
+
+  get(key: K, load: () => Promise<V>): Promise<V> {
+    const isMissing = (value: V) => !this.isFound(value);
+    // The loads under way sit among the missing, so concurrent misses share one; a found value moves to the found.
+    return this.found.get(key, () => this.missing.get(key, load, isMissing), this.isFound);
+  }
+
+  /** Drops the entries `matches` picks from both, and every load under way. */
+  forget(matches: (key: K, value: V) => boolean): void {
+    this.found.forget(matches);
+    this.missing.forget(matches);
+  }
+
+  get size(): { found: number; missing: number } {
+    return { found: this.found.size, missing: this.missing.size };
   }
 }

@@ -33,6 +33,32 @@ describe('ApiKeyAuthenticator', () => {
     expect(lookups.length).toBe(before);
   });
 
+  it('keeps a real key cached while a flood of made-up keys is looked up all at once', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let realLookups = 0;
+    // Lookups of unknown keys wait in the pool, as they do when thousands arrive at once.
+    const dataSource = {
+      query: async (_sql: string, [hash]: [string]) => {
+        if (hash === hashApiKey(realKey)) {
+          realLookups += 1;
+          return [{ id: 1, organization_id: 7, role: 'admin', workflow_ids: null }];
+        }
+        await held;
+        return [];
+      },
+    } as unknown as DataSource;
+    const flooded = new ApiKeyAuthenticator(dataSource, { apiKeyCacheTtlMs: 600_000 } as AppConfig);
+    await flooded.authenticate(realKey);
+    const flood = Array.from({ length: 12_000 }, () => flooded.authenticate(`vak_live_${randomBytes(12).toString('hex')}`));
+    expect(await flooded.authenticate(realKey)).toMatchObject({ organizationId: 7 });
+    expect(realLookups).toBe(1);
+    release();
+    expect(new Set(await Promise.all(flood))).toEqual(new Set([null]));
+    expect(await flooded.authenticate(realKey)).toMatchObject({ organizationId: 7 });
+    expect(realLookups).toBe(1);
+  });
+
   it('remembers an unknown key as unknown, and a key forgotten is looked up again', async () => {
     expect(await authenticator.authenticate('vak_live_nobody')).toBeNull();
     expect(await authenticator.authenticate('vak_live_nobody')).toBeNull();

@@ -1,44 +1,38 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { ExpiringCache } from '@app/common';
+import { FoundOrMissingCache } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ApiKeyRole } from '@app/persistence';
 import { hashApiKey } from './api-key-secret';
 import { AuthenticatedKey } from './authenticated-key';
 
-/** Unknown keys remembered at once; the organizations' own keys have a cache of their own (10,000). */
-const UNKNOWN_KEYS_KEPT = 1_000;
-
 /**
  * Resolves a presented key to its organization and role. Lookups are kept
  * in memory for at most API_KEY_CACHE_TTL_MS (≤ 5 s), which bounds how long
  * a revoked key keeps working on any replica. Keys that exist and keys that
- * do not are kept apart: in one cache, a stream of made-up keys (each one
- * kept as a miss) pushed the real keys out, and every request of a real
- * client went to Postgres.
+ * do not are kept apart (`FoundOrMissingCache`): in one cache, a stream of
+ * made-up keys pushed the real keys out, and every request of a real client
+ * went to Postgres.
  */
 @Injectable()
 export class ApiKeyAuthenticator {
-  private readonly known: ExpiringCache<string, AuthenticatedKey | null>;
-  private readonly unknown: ExpiringCache<string, AuthenticatedKey | null>;
+  private readonly keys: FoundOrMissingCache<string, AuthenticatedKey | null>;
 
   constructor(
     private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.known = new ExpiringCache(config.apiKeyCacheTtlMs);
-    this.unknown = new ExpiringCache(config.apiKeyCacheTtlMs, UNKNOWN_KEYS_KEPT);
+    this.keys = new FoundOrMissingCache(config.apiKeyCacheTtlMs, (key) => key !== null);
   }
 
   authenticate(presented: string): Promise<AuthenticatedKey | null> {
     const hash = hashApiKey(presented);
-    return this.known.get(hash, () => this.unknown.get(hash, () => this.load(hash), isMissing), isFound);
+    return this.keys.get(hash, () => this.load(hash));
   }
 
   /** Drops this replica's cached lookups at once (other replicas expire theirs within the TTL). */
   forget(keyHash: string): void {
-    this.known.forget((hash) => hash === keyHash);
-    this.unknown.forget((hash) => hash === keyHash);
+    this.keys.forget((hash) => hash === keyHash);
   }
 
   private async load(hash: string): Promise<AuthenticatedKey | null> {
@@ -50,6 +44,3 @@ export class ApiKeyAuthenticator {
     return row ? { id: row.id, organizationId: row.organization_id, role: row.role, workflowIds: row.workflow_ids } : null;
   }
 }
-
-const isFound = (key: AuthenticatedKey | null) => key !== null;
-const isMissing = (key: AuthenticatedKey | null) => key === null;

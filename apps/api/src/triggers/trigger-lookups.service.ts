@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DomainError, Errors, ExpiringCache } from '@app/common';
+import { DomainError, Errors, FoundOrMissingCache } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunEnvironment, TelephonyConfiguration } from '@app/persistence';
 
@@ -27,15 +27,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 @Injectable()
 export class TriggerLookups {
-  private readonly targets: ExpiringCache<string, TriggerTarget | null>;
-  private readonly configurations: ExpiringCache<string, UsableConfiguration | DomainError>;
+  // Both are looked up by what the caller sends (a trigger UUID, a configuration id): the ones found are kept apart
+  // from the ones not, so a stream of made-up UUIDs or ids cannot push the real ones out (`FoundOrMissingCache`).
+  private readonly targets: FoundOrMissingCache<string, TriggerTarget | null>;
+  private readonly configurations: FoundOrMissingCache<string, UsableConfiguration | DomainError>;
 
   constructor(
     private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.targets = new ExpiringCache(config.lookupCacheTtlMs);
-    this.configurations = new ExpiringCache(config.lookupCacheTtlMs);
+    this.targets = new FoundOrMissingCache(config.lookupCacheTtlMs, (target) => target !== null);
+    this.configurations = new FoundOrMissingCache(config.lookupCacheTtlMs, (answer) => !(answer instanceof DomainError));
   }
 
   /**
