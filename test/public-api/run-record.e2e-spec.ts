@@ -167,6 +167,16 @@ describe('run record: GET /api/v1/workflow/{workflow_id}/runs/{run_id}', () => {
       expectError(await apps.client.get(path(), { key, bearer: true }), 403, 'forbidden');
     });
 
+    it('answers 403 to a trigger key not allowed for the workflow whether the run exists or not, so it learns nothing of its runs', async () => {
+      const elsewhere = await seedWorkflow(apps.dataSource, main.org.organizationId, { published: (uuid) => agentGraph(uuid) });
+      const { key } = await issueKey(apps.dataSource, main.org.organizationId, { workflowIds: [elsewhere.workflowId] });
+      for (const runId of [completedRunId, 2147483647]) {
+        expectError(await apps.client.get(path(runId), { key }), 403, 'forbidden');
+        expectError(await apps.client.post(`${path(runId)}/downloads`, { artifact: 'recording' }, { key }), 403, 'forbidden');
+        expectError(await apps.client.post(`${path(runId)}/cancel`, {}, { key }), 403, 'forbidden');
+      }
+    });
+
     it('answers 404 when the run belongs to another workflow of the same organization', async () => {
       const elsewhere = await seedWorkflow(apps.dataSource, main.org.organizationId, { published: (uuid) => agentGraph(uuid) });
       expectError(await apps.client.get(path(completedRunId, elsewhere.workflowId), { key: main.org.adminKey }), 404, 'run_not_found');

@@ -7,7 +7,7 @@ import { workflowNotFound } from '../workflows/workflow-not-found.error';
 import { ListRunsQuery } from './list-runs.query';
 import { CancelOutcome, RunCancellation } from './run-cancellation.service';
 import { RunPresenter } from './run-presenter.service';
-import { RunRecordRow, RunRecords } from './run-records.service';
+import { RunRecords } from './run-records.service';
 import { DownloadLinkDto } from './create-download.dto';
 import { decodeIdCursor, pageOf } from '../paging/id-cursor';
 import { DEFAULT_PAGE_SIZE } from '../paging/page-query';
@@ -33,8 +33,9 @@ export class WorkflowRunsService {
 
   /** The run's record as JSON text. */
   async getJson(key: AuthenticatedKey, workflowId: number, runId: number): Promise<string> {
+    this.assertWorkflowAccess(key, workflowId);
     const run = await this.records.findVisible({ runId, organizationId: key.organizationId, workflowId });
-    this.assertVisible(key, workflowId, run);
+    if (!run) throw runNotFound();
     return this.presenter.recordJson(run);
   }
 
@@ -66,8 +67,9 @@ export class WorkflowRunsService {
     artifact: ArtifactKind,
     lifetimeSeconds: number | undefined,
   ): Promise<DownloadLinkDto> {
+    this.assertWorkflowAccess(key, workflowId);
     const run = await this.records.findVisible({ runId, organizationId: key.organizationId, workflowId });
-    this.assertVisible(key, workflowId, run);
+    if (!run) throw runNotFound();
     const stored = artifact === 'recording' ? run.has_recording : run.has_transcript;
     if (!stored) throw Errors.notFound('artifact_not_available', `The run has no ${artifact} (yet)`);
     return this.presenter.downloadUrl(run.id, artifact, lifetimeSeconds);
@@ -75,17 +77,17 @@ export class WorkflowRunsService {
 
   /** The whole run, for a change to it; another organization's is not read (as for `getJson`). */
   private async find(key: AuthenticatedKey, workflowId: number, runId: number): Promise<WorkflowRun> {
+    this.assertWorkflowAccess(key, workflowId);
     const run = await this.runs.findScoped(runId, workflowId, key.organizationId);
-    this.assertVisible(key, workflowId, run);
+    if (!run) throw runNotFound();
     return run;
   }
 
-  /** No run (none of this workflow and organization is read) is answered as not found; one the key may not read, 403. */
-  private assertVisible<T extends RunRecordRow | WorkflowRun>(key: AuthenticatedKey, workflowId: number, run: T | null): asserts run is T {
-    if (!run) throw runNotFound();
-    this.assertWorkflowAccess(key, workflowId);
-  }
-
+  /**
+   * A key limited to some workflows gets 403 for any other before a run is
+   * read: answered after, 404 or 403 would tell it which run ids exist in
+   * workflows it may not see.
+   */
   private assertWorkflowAccess(key: AuthenticatedKey, workflowId: number): void {
     if (!keyMayUseWorkflow(key, workflowId)) throw Errors.forbidden('This API key has no access to this workflow');
   }
