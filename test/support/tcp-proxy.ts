@@ -9,6 +9,7 @@ import { createServer, Server, Socket, connect } from 'node:net';
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  private readonly pairs = new Set<[Socket, Socket]>();
   port = 0;
   /** Connections accepted since the proxy was made, across cuts. */
   accepted = 0;
@@ -28,7 +29,12 @@ export class TcpProxy {
         socket.on('error', () => socket.destroy());
       }
       client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
+      const pair: [Socket, Socket] = [client, upstream];
+      this.pairs.add(pair);
+      client.on('close', () => {
+        upstream.destroy();
+        this.pairs.delete(pair);
+      });
       upstream.on('close', () => client.destroy());
     });
     await new Promise<void>((resolve, reject) => {
@@ -47,6 +53,21 @@ export class TcpProxy {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * The open connections go silent both ways, closed by neither side, as
+   * when a failover or a partition drops their packets; connections made
+   * afterwards go through as before.
+   */
+  silenceOpenConnections(): void {
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+    this.pairs.clear();
   }
 
   /** The service "comes back" on the same port. */

@@ -1,5 +1,6 @@
 import { types as pgTypes } from 'pg';
 import { DataSource } from 'typeorm';
+import { AnsweringClient } from './answering-client';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 import { SilentTypeormLogger } from './silent-typeorm-logger';
@@ -11,10 +12,24 @@ export interface DataSourceOptions {
   applicationName?: string;
   /** Statements running longer are cancelled (default 15 s); 0 for none. */
   statementTimeoutMs?: number;
+  /**
+   * A connection whose statement gets no answer at all for this long is
+   * taken for lost (`AnsweringClient`); default the statement timeout plus
+   * READ_TIMEOUT_MARGIN_MS, none when there is no statement timeout.
+   */
+  readTimeoutMs?: number;
 }
+
+/** Past the statement timeout, how long Postgres has to answer with the cancel before the connection is given up. */
+export const READ_TIMEOUT_MARGIN_MS = 5_000;
 
 /** The one way to reach Postgres: schema comes from migrations only, never `synchronize`. */
 export function createDataSource(options: DataSourceOptions): DataSource {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 15000;
+  const readTimeoutMs = options.readTimeoutMs ?? (statementTimeoutMs > 0 ? statementTimeoutMs + READ_TIMEOUT_MARGIN_MS : 0);
+  class PoolClient extends AnsweringClient {
+    override readTimeoutMs = readTimeoutMs;
+  }
   return new DataSource({
     type: 'postgres',
     url: options.url,
@@ -32,7 +47,11 @@ export function createDataSource(options: DataSourceOptions): DataSource {
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 5000,
       // A statement that hangs would hold a request forever; fail it instead.
-      statement_timeout: options.statementTimeoutMs ?? 15000,
+      statement_timeout: statementTimeoutMs,
+      Client: PoolClient,
+      // An idle pooled connection whose peer went away silently is found out and dropped before a request takes it.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       types: PG_TYPES,
     },
   });

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource, Migration, MigrationExecutor } from 'typeorm';
+import { DataSource, Migration, MigrationExecutor, QueryRunner } from 'typeorm';
 // Relative, not '@app/common': the tests' global setup runs migrations where the path aliases are not mapped.
 import { doublingDelay } from '../../common/src/doubling-delay';
+import { withoutReadTimeout } from './answering-client';
 
 /** Any constant works; every process that migrates must use the same one. */
 const MIGRATION_LOCK_ID = 727_011_001;
@@ -36,11 +37,16 @@ export interface MigrationOptions {
  * rolled back, so nothing is half applied, and tried again after a pause.
  */
 export async function runMigrations(dataSource: DataSource, options: MigrationOptions = {}): Promise<Migration[]> {
+  const runner = dataSource.createQueryRunner();
+  // The connection's own read timeout goes too, for the same reasons (`AnsweringClient`).
+  const connection: unknown = await runner.connect();
+  return withoutReadTimeout(connection, () => migrateHoldingLock(dataSource, runner, options));
+}
+
+async function migrateHoldingLock(dataSource: DataSource, runner: QueryRunner, options: MigrationOptions): Promise<Migration[]> {
   const lockTimeoutMs = options.lockTimeoutMs ?? 5_000;
   const attempts = options.attempts ?? 10;
   const retryDelayMs = options.retryDelayMs ?? ((attempt: number) => doublingDelay(2_000, attempt, 30_000));
-  const runner = dataSource.createQueryRunner();
-  await runner.connect();
   try {
     await runner.query('SET statement_timeout = 0');
     // The advisory lock's own wait is not bounded: another replica's migration may rightly take long.
