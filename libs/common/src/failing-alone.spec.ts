@@ -24,7 +24,10 @@ describe('failingAlone', () => {
     expect(calls).toEqual([[1, -2, 3], [1], [-2], [3]]);
   });
 
-  it('sends at most four items at once when it sends them one by one', async () => {
+  it.each([
+    [undefined, 4],
+    [1, 1],
+  ])('sends at most %s (so %s) items at once when it sends them one by one', async (atOnce, expected) => {
     let inFlight = 0;
     let most = 0;
     const slow = failingAlone(async (items: number[]) => {
@@ -34,9 +37,9 @@ describe('failingAlone', () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
       inFlight--;
       return items;
-    });
+    }, atOnce);
     expect(await slow(Array.from({ length: 20 }, (_, index) => index))).toEqual(Array.from({ length: 20 }, (_, index) => index));
-    expect(most).toBe(4);
+    expect(most).toBe(expected);
   });
 
   it('fails a group at once when the statement timed out or the server is overloaded, not only unreachable', async () => {

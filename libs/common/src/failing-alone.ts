@@ -1,4 +1,4 @@
-/** Item by item, this many at once: a refused group of 500 must not become 500 statements in flight. */
+/** Item by item, this many at once by default: a refused group of 500 must not become 500 statements in flight. */
 const ALONE_AT_ONCE = 4;
 
 /**
@@ -9,8 +9,13 @@ const ALONE_AT_ONCE = 4;
  * then fails alone, not every item that shared its statement. Any other
  * failure (the database away, overloaded, a statement timing out) fails the
  * group at once: sending each item again would only add load.
+ * `atOnce`: items sent again side by side, each a statement and a pooled
+ * connection of its own.
  */
-export function failingAlone<I, O>(flush: (items: I[]) => Promise<Array<O | Error>>): (items: I[]) => Promise<Array<O | Error>> {
+export function failingAlone<I, O>(
+  flush: (items: I[]) => Promise<Array<O | Error>>,
+  atOnce = ALONE_AT_ONCE,
+): (items: I[]) => Promise<Array<O | Error>> {
   return async (items) => {
     try {
       return await flush(items);
@@ -26,7 +31,7 @@ export function failingAlone<I, O>(flush: (items: I[]) => Promise<Array<O | Erro
           );
         }
       };
-      await Promise.all(Array.from({ length: Math.min(ALONE_AT_ONCE, items.length) }, worker));
+      await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, worker));
       return results;
     }
   };

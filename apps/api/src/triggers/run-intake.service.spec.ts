@@ -78,6 +78,27 @@ describe('RunIntake', () => {
     expect(enqueued).toEqual(outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : [])));
   });
 
+  it('sends a refused group again one run at a time, each group in flight holding one connection', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { intake } = intakeWith(async (runs) => {
+      if (runs.length > 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      inFlight -= 1;
+      return assignIds(runs);
+    }, async () => undefined);
+    // Two groups: the second forms while the first is in flight.
+    const first = Array.from({ length: 6 }, (_, index) => intake.accept(newRun(`+1${index}`)));
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const second = Array.from({ length: 6 }, (_, index) => intake.accept(newRun(`+2${index}`)));
+    const ids = await Promise.all([...first, ...second]);
+    expect(new Set(ids).size).toBe(12);
+    // Both groups were sent again side by side, one statement each: two connections, not eight.
+    expect(most).toBe(2);
+  });
+
   it('fails the whole group at once when the database is unreachable, without retrying each run', async () => {
     const { intake, store, queue } = intakeWith(
       async () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),

@@ -63,8 +63,13 @@ export class RunIntake {
     return ids;
   }
 
-  /** One run the database refuses (its workflow deleted meanwhile, say) must not fail the others. */
-  private readonly store = failingAlone((batch: NewRun[]) => this.runs.insertQueued(batch));
+  /**
+   * One run the database refuses (its workflow deleted meanwhile, say) must
+   * not fail the others. Sent again one at a time: each group in flight
+   * then still holds one connection, within the half of the pool the intake
+   * keeps to.
+   */
+  private readonly store = failingAlone((batch: NewRun[]) => this.runs.insertQueued(batch), 1);
 
   /** Best effort within ENQUEUE_TIMEOUT_MS; a run left without a job is enqueued by the dispatcher. */
   private async enqueue(batch: NewRun[], ids: Array<number | null | Error>, counting: Promise<number[]>): Promise<void> {
