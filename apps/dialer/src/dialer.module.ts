@@ -20,6 +20,7 @@ import { DialAdmission } from './pacing/dial-admission';
 import { AutovacuumCheck } from './recovery/autovacuum-check.service';
 import { RunDispatcher } from './recovery/run-dispatcher.service';
 import { RunReaper } from './recovery/run-reaper.service';
+import { IdempotencyKeySweeper } from './recovery/idempotency-key-sweeper.service';
 import { WorkerShutdown } from './worker-shutdown.service';
 
 /** The dialer worker: places calls and applies carrier events. Its only HTTP is health. */
@@ -50,6 +51,7 @@ export class DialerModule {
         CallEventsProcessor,
         RunDispatcher,
         RunReaper,
+        IdempotencyKeySweeper,
         AutovacuumCheck,
         WorkerShutdown,
       ],

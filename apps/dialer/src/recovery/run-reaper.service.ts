@@ -117,10 +117,6 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
         this.logger.warn({ err: error, run_id: candidate.id, failures: count, retry_in_ms: waitMs }, 'could not reap run');
       }
     }
-    // Housekeeping: idempotency keys past their 24 h, a bounded batch per round.
-    await this.dataSource.query(
-      `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 5000)`,
-    );
   }
 
   /** The runs still waiting after a failed reaping. */
