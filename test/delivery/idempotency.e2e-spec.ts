@@ -156,6 +156,46 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     expect(fresh.body.code).toBe('trigger_not_found');
   });
 
+  it('answers a repeat refused by its checks with the run of a first request still storing it, not the refusal', async () => {
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
+    const path = `/api/v1/public/agent/${workflow.triggerUuid}`;
+    // The first request's body as it is stored: taken from a request of its own, under another key.
+    const model = await post('storing-model', body, path);
+    expect(model.status).toBe(200);
+    const [{ request_hash: requestHash }] = await apps.dataSource.query(
+      `SELECT request_hash FROM idempotency_keys WHERE organization_id = $1 AND key = 'storing-model'`,
+      [org.organizationId],
+    );
+    const off = await apps.client.patch(`/api/v1/triggers/${workflow.triggerUuid}`, { is_active: false }, { key: org.adminKey });
+    expect(off.status).toBe(200);
+
+    // The first request, past its checks before the deactivation, is storing its run: its claim is not committed.
+    const first = apps.dataSource.createQueryRunner();
+    await first.connect();
+    try {
+      await first.startTransaction();
+      await first.query(
+        `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at)
+         VALUES ($1, 'storing', $2, $3, now(), now() + interval '1 day')`,
+        [org.organizationId, requestHash, model.body.workflow_run_id],
+      );
+      const repeat = post('storing', body, path);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await first.commitTransaction();
+      const answer = await repeat;
+      expect(answer.status).toBe(200);
+      expect(answer.body.workflow_run_id).toBe(model.body.workflow_run_id);
+      expect(answer.headers.get('idempotent-replayed')).toBe('true');
+    } finally {
+      if (first.isTransactionActive) await first.rollbackTransaction();
+      await first.release();
+    }
+    // A key nothing holds still gets the refusal, and keeps nothing of the look.
+    const fresh = await post('never-stored', body, path);
+    expect(fresh.status).toBe(404);
+    expect(await apps.dataSource.query(`SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = 'never-stored'`, [org.organizationId])).toEqual([]);
+  });
+
   it('keeps keys per organization', async () => {
     const other = await createOrganization(apps.dataSource);
     await seedSandboxConfiguration(apps.dataSource, other.organizationId, { settings: { ring_ms: 10, talk_ms: 20 } });

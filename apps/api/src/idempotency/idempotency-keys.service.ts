@@ -72,6 +72,40 @@ export class IdempotencyKeys {
     if (existing.run_id === null) throw inFlight();
     return existing.run_id;
   }
+
+  /**
+   * `earlierRun`, for a request refused before it could claim its key (its
+   * trigger deactivated, its configuration deleted, since a first request
+   * with the key passed the same checks). That first request may be storing
+   * its run at this moment: its claim, not committed yet, is not seen, and
+   * the refusal would tell a retrying client that no call was placed while
+   * the first request's is. Seeing nothing, it tries to claim the key itself,
+   * which waits for a claim under way, then rolls its own back; when the key
+   * turned out to be taken, it is read again.
+   */
+  async earlierRunOnceSettled(caller: AuthenticatedKey, idempotency: RunIdempotency, formerHash?: () => string): Promise<number | null> {
+    const earlier = await this.earlierRun(caller, idempotency, formerHash);
+    if (earlier !== null || !(await this.claimWasUnderWay(caller.organizationId, idempotency.key))) return earlier;
+    return this.earlierRun(caller, idempotency, formerHash);
+  }
+
+  private async claimWasUnderWay(organizationId: number, key: string): Promise<boolean> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      const claimed: unknown[] = await runner.query(
+        `INSERT INTO idempotency_keys (organization_id, key, request_hash, run_id, locked_until, expires_at)
+         VALUES ($1, $2, repeat('0', 64), NULL, now(), now())
+         ON CONFLICT DO NOTHING RETURNING 1`,
+        [organizationId, key],
+      );
+      return claimed.length === 0;
+    } finally {
+      await runner.rollbackTransaction().catch(() => undefined);
+      await runner.release();
+    }
+  }
 }
 
 function inFlight(): DomainError {

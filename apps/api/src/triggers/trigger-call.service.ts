@@ -50,7 +50,7 @@ export class TriggerCallService {
     } catch (error) {
       // A repeat is answered as its first request was, even if the trigger was deactivated since (the call was
       // accepted), and a key reused with another body is a 422 whatever else is wrong with the request.
-      const earlier = idempotency && (await this.idempotency.earlierRun(key, idempotency, earlierFingerprint));
+      const earlier = idempotency && (await this.idempotency.earlierRunOnceSettled(key, idempotency, earlierFingerprint));
       if (earlier) return this.replay(key, earlier);
       throw error;
     }
