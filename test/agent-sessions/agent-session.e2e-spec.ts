@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { connect, Socket } from 'node:net';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
-import { AgentSessionTokens, SandboxSignature } from '@app/telephony';
+import { AgentSessionTokens, SandboxProvider, SandboxSignature, TelephonyProviders } from '@app/telephony';
 import { agentGraph, createOrganization, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
@@ -540,6 +540,30 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(row.recording_key).toBeNull();
     });
 
+    it('stores an upload whose token expires while its body arrives: the token counts when the head comes', async () => {
+      const expiring = await trigger(lastingConfigId);
+      await waitFor(async () => ((await run(expiring)).body.status === 'in_progress' ? true : undefined));
+      const token = tokens.sign({ runId: expiring, expiresAt: Math.floor(Date.now() / 1000) + 2 });
+      const audio = Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE'), Buffer.alloc(64 * 1024)]);
+      const admission = nextAdmission();
+      const socket = startUpload(`${session(token)}/recording`, 'audio/wav', audio.length, { 'X-Request-Id': admission.id }, audio.subarray(0, 1024));
+      try {
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+        await admission.admitted;
+        // The token has expired since: a request that starts now is refused with it.
+        await waitFor(async () => (tokens.verify(token).ok ? undefined : true));
+        expect((await apps.client.get(session(token))).body.code).toBe('session_expired');
+
+        socket.write(audio.subarray(1024));
+        expect(await waitFor(async () => answerIn(received))).toEqual({ status: 200, code: undefined });
+      } finally {
+        socket.destroy();
+      }
+      const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [expiring]);
+      expect(row.recording_key).toEqual(expect.any(String));
+    });
+
     it('keeps one recording: a second upload is refused, before its body is read', async () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const first = await apps.client.put(path, undefined, { raw: Buffer.from('RIFF\0\0\0\0WAVEfirst'), headers: { 'content-type': 'audio/wav' } });
@@ -550,6 +574,91 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       await expect(uploadHead(path, 'audio/wav')).resolves.toMatchObject({ status: 409, code: 'recording_already_stored' });
       const [row] = await apps.dataSource.query(`SELECT recording_key FROM workflow_runs WHERE id = $1`, [runId]);
       expect(row.recording_key).toEqual(expect.any(String));
+    });
+  });
+
+  describe('a recording upload still arriving when its call ends', () => {
+    let endingConfigId: number;
+    let collector: RunArtifactsCollector;
+
+    beforeAll(async () => {
+      // Long enough for the upload to be admitted during the call, short enough to end while its body is held.
+      endingConfigId = (
+        await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
+          settings: { ring_ms: 20, talk_ms: 2000, builtin_agent: false },
+          isDefaultOutbound: false,
+        })
+      ).id;
+      collector = apps.dialer!.get(RunArtifactsCollector);
+    });
+
+    /**
+     * A run whose call is in progress and an upload of its recording that the
+     * gateway admitted (its head and first kilobyte sent); `finish` sends the
+     * rest and answers the API's answer.
+     */
+    const uploadAdmittedDuringCall = async () => {
+      const runId = await trigger(endingConfigId);
+      await waitFor(async () => ((await run(runId)).body.status === 'in_progress' ? true : undefined));
+      const audio = Buffer.concat([Buffer.from('RIFF\0\0\0\0WAVE'), randomBytes(64 * 1024)]);
+      const admission = nextAdmission();
+      const path = `${session(tokenFor(runId))}/recording`;
+      const socket = startUpload(path, 'audio/wav', audio.length, { 'X-Request-Id': admission.id }, audio.subarray(0, 1024));
+      let received = '';
+      socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+      await admission.admitted;
+      const finish = () => {
+        socket.write(audio.subarray(1024));
+        return waitFor(async () => answerIn(received));
+      };
+      return { runId, audio, socket, finish };
+    };
+    const callEnded = (runId: number) => waitFor(async () => ((await run(runId)).body.status === 'completed' ? true : undefined));
+    const recordingOf = async (runId: number) => Buffer.from(await (await fetch((await run(runId)).body.recording_url)).arrayBuffer());
+
+    it("finishes the run only once the upload is in, and keeps the runtime's recording in place of the carrier's", async () => {
+      const upload = await uploadAdmittedDuringCall();
+      try {
+        await callEnded(upload.runId);
+        // The reaper forcing the run complete (here, the test in its place) waits for the upload still arriving.
+        expect(await collector.collect(upload.runId, true)).toBe(false);
+        expect((await run(upload.runId)).body.is_completed).toBe(false);
+        expect(await upload.finish()).toEqual({ status: 200, code: undefined });
+      } finally {
+        upload.socket.destroy();
+      }
+      expect(await collector.collect(upload.runId, true)).toBe(true);
+      expect((await run(upload.runId)).body.is_completed).toBe(true);
+      expect(await recordingOf(upload.runId)).toEqual(upload.audio);
+    });
+
+    it("stores an upload that outlasted the wait as the finished run's recording, late, when the run has none", async () => {
+      const upload = await uploadAdmittedDuringCall();
+      const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox') as SandboxProvider;
+      const collectArtifacts = sandbox.collectArtifacts.bind(sandbox);
+      // The carrier has no recording of this call.
+      const spy = jest
+        .spyOn(sandbox, 'collectArtifacts')
+        .mockImplementation(async (request) =>
+          request.runId === upload.runId ? { ...(await collectArtifacts(request)), recording: null } : collectArtifacts(request),
+        );
+      try {
+        await callEnded(upload.runId);
+        // Admitted as long ago as its request may take to arrive: the dialer closes the session and finishes the run.
+        await apps.dataSource.query(`UPDATE workflow_runs SET recording_upload_admitted_at = now() - interval '1 hour' WHERE id = $1`, [
+          upload.runId,
+        ]);
+        expect(await collector.collect(upload.runId, true)).toBe(true);
+        expect((await run(upload.runId)).body).toMatchObject({ is_completed: true, recording_url: null });
+
+        expect(await upload.finish()).toEqual({ status: 200, code: undefined });
+      } finally {
+        spy.mockRestore();
+        upload.socket.destroy();
+      }
+      expect(await recordingOf(upload.runId)).toEqual(upload.audio);
+      const events = (await run(upload.runId)).body.logs.events;
+      expect(events.at(-1)).toMatchObject({ event: 'artifacts.late_recording_stored', detail: { source: 'agent_runtime' } });
     });
   });
 
@@ -651,6 +760,16 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(response.status).toBe(200);
       expect(tokens.verify(response.body.session_token)).toMatchObject({ ok: true, grant: { runId } });
       expect(new URL(response.body.stream_url).searchParams.get('session_token')).toBe(response.body.session_token);
+    });
+
+    it("mints a token that outlives the run's whole call and what the runtime sends after it, however long the call may last", async () => {
+      await apps.dataSource.query(`UPDATE workflow_runs SET max_call_duration_seconds = 14400 WHERE id = $1`, [runId]);
+      const body = JSON.stringify({ call_id: 'x', long: true });
+      const response = await apps.client.post(answerUrl(), undefined, { raw: body, headers: signed(body) });
+      expect(response.status).toBe(200);
+      // A 4-hour call's last report and recording upload, 15 minutes after its hang-up, still come with a live token.
+      const afterTheCall = Math.floor(Date.now() / 1000) + 14_400 + 15 * 60;
+      expect(tokens.verify(response.body.session_token, afterTheCall)).toMatchObject({ ok: true, grant: { runId } });
     });
 
     it('answers 401 to an unsigned request and 403 to a forged or replayed one', async () => {

@@ -132,6 +132,7 @@ export const RUN_COLUMNS = [
   'max_call_duration_seconds',
   'agent_session_started_at',
   'agent_session_ended_at',
+  'recording_upload_admitted_at',
   'carrier_recording_url',
   'transcript_key',
   'recording_key',
@@ -212,6 +213,7 @@ function runFromRow(row: RunRow): WorkflowRun {
     maxCallDurationSeconds: row.max_call_duration_seconds,
     agentSessionStartedAt: date(row.agent_session_started_at),
     agentSessionEndedAt: date(row.agent_session_ended_at),
+    recordingUploadAdmittedAt: date(row.recording_upload_admitted_at),
     carrierRecordingUrl: row.carrier_recording_url,
     transcriptKey: row.transcript_key,
     recordingKey: row.recording_key,
@@ -280,6 +282,13 @@ export type AgentSessionWrite = { kind: 'stored'; call?: AgentSessionCall } | { 
 /** A run's agent session is open: its status one of AGENT_SESSION_STATUSES (passed as `statuses`), not complete, not closed. */
 const AGENT_SESSION_OPEN = (statuses: string) =>
   `(status = ANY(${statuses}::text[]) AND NOT is_completed AND agent_session_ended_at IS NULL)`;
+
+/**
+ * A completed call's run whose session the dialer closed (to finish the run)
+ * while an upload of the runtime's recording it had admitted was arriving:
+ * the runtime's own `session_ended` clears the admission.
+ */
+const UPLOAD_OUTLIVES_SESSION = `(status = 'completed' AND recording_upload_admitted_at IS NOT NULL)`;
 
 /** How long an Idempotency-Key is kept (as Stripe does); then a repeat starts afresh. */
 const IDEMPOTENCY_RETENTION = '24 hours';
@@ -726,6 +735,8 @@ export class WorkflowRunStore {
               cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
               agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
+              -- Ended by the runtime itself: an upload of its still arriving is refused, as every later request is.
+              recording_upload_admitted_at = CASE WHEN $5 THEN NULL ELSE recording_upload_admitted_at END,
               -- A runtime that reports without having read its session first is waited for all the same.
               agent_session_started_at = COALESCE(agent_session_started_at, now()),
               updated_at = now()
@@ -757,28 +768,66 @@ export class WorkflowRunStore {
   }
 
   /**
-   * Stores the recording the agent runtime uploaded, while its session is
-   * open and the run has none (a run keeps one), in one statement; refused,
-   * it says why: `no_run`, `closed` (as for a report), or `exists`.
+   * Admits an upload of the agent runtime's recording on its head, while its
+   * session is open and the run has no recording (a run keeps one), and
+   * notes when: the dialer finishing the call waits for the upload while its
+   * body may still be arriving, and a session the dialer closes meanwhile
+   * does not refuse it (see recordAgentRecording). The session counts as
+   * started, as on a report: a runtime that uploads without having read its
+   * session is waited for all the same. Refused, it says why: `no_run`,
+   * `closed`, or `exists`.
    */
-  async recordAgentRecording(runId: number, recordingKey: string): Promise<AgentSessionWrite> {
+  async admitAgentRecording(runId: number): Promise<AgentSessionWrite> {
     const rows = await preparedQuery<{ id: number }>(
       this.dataSource,
-      `UPDATE workflow_runs SET recording_key = $2, updated_at = now()
-        WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$3')}
+      `UPDATE workflow_runs
+          SET recording_upload_admitted_at = now(), agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
+        WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')}
         RETURNING id`,
-      [runId, recordingKey, AGENT_SESSION_STATUSES],
+      [runId, AGENT_SESSION_STATUSES],
     );
     if (rows.length > 0) return { kind: 'stored' };
     const refused = await this.whyAgentWriteRefused(runId);
     return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'closed') };
   }
 
-  /** Why a write of the agent runtime changed nothing, when the run's own state says so (no run, a closed session). */
-  private async whyAgentWriteRefused(runId: number): Promise<{ kind?: 'no_run' | 'closed'; hasRecording?: boolean }> {
+  /**
+   * Stores the recording the agent runtime uploaded, when the run has none
+   * (a run keeps one), in one statement: while its session is open, or once
+   * the dialer closed it to finish the completed call while the upload,
+   * admitted before, was arriving (UPLOAD_OUTLIVES_SESSION). Stored on a run
+   * already complete, it is a late recording, as a carrier's announced after
+   * the run finished: `recording_url` appears then, and the run's log says
+   * so. Refused, it says why: `no_run`, `closed` (as for a report: the
+   * runtime ended its session, or the run ended other than completed), or
+   * `exists`.
+   */
+  async recordAgentRecording(runId: number, recordingKey: string): Promise<AgentSessionWrite> {
+    const late: RunLogEvent = { at: new Date().toISOString(), event: 'artifacts.late_recording_stored', detail: { source: 'agent_runtime' } };
+    const rows = await preparedQuery<{ id: number }>(
+      this.dataSource,
+      `UPDATE workflow_runs
+          SET recording_key = $2, updated_at = now(),
+              logs = CASE WHEN is_completed THEN jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $4::jsonb) ELSE logs END
+        WHERE id = $1 AND recording_key IS NULL AND (${AGENT_SESSION_OPEN('$3')} OR ${UPLOAD_OUTLIVES_SESSION})
+        RETURNING id`,
+      [runId, recordingKey, AGENT_SESSION_STATUSES, JSON.stringify([late])],
+    );
+    if (rows.length > 0) return { kind: 'stored' };
+    const refused = await this.whyAgentWriteRefused(runId, UPLOAD_OUTLIVES_SESSION);
+    return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'closed') };
+  }
+
+  /**
+   * Why a write of the agent runtime changed nothing, when the run's own
+   * state says so (no run, a closed session); `alsoWritable`: a condition
+   * under which the write is taken though the session is closed.
+   */
+  private async whyAgentWriteRefused(runId: number, alsoWritable?: string): Promise<{ kind?: 'no_run' | 'closed'; hasRecording?: boolean }> {
+    const writable = alsoWritable ? `(${AGENT_SESSION_OPEN('$2')} OR ${alsoWritable})` : AGENT_SESSION_OPEN('$2');
     const [row] = await preparedQuery<{ open: boolean; has_recording: boolean }>(
       this.dataSource,
-      `SELECT ${AGENT_SESSION_OPEN('$2')} AS open, recording_key IS NOT NULL AS has_recording FROM workflow_runs WHERE id = $1`,
+      `SELECT ${writable} AS open, recording_key IS NOT NULL AS has_recording FROM workflow_runs WHERE id = $1`,
       [runId, AGENT_SESSION_STATUSES],
     );
     if (!row) return { kind: 'no_run' };
@@ -838,14 +887,19 @@ export class WorkflowRunStore {
    * Closes the agent runtime's session of a run being finished without it (a
    * machine hung up on, the reaper forcing it): from here its reports are
    * refused (410), so the turns answered are the transcript's last. Null
-   * when the run is complete already.
+   * when the run is complete already, or while an upload of the runtime's
+   * recording admitted less than `uploadWaitMs` ago may still be arriving
+   * (the run has no recording yet): that upload is waited for, and decided
+   * on the row, so one admitted as the session is closed is seen.
    */
-  async closeAgentSession(runId: number): Promise<Array<Record<string, unknown>> | null> {
+  async closeAgentSession(runId: number, uploadWaitMs = 0): Promise<Array<Record<string, unknown>> | null> {
     const [rows]: [Array<{ agent_transcript: Array<Record<string, unknown>> }>, number] = await this.dataSource.query(
       `UPDATE workflow_runs SET agent_session_ended_at = COALESCE(agent_session_ended_at, now()), updated_at = now()
         WHERE id = $1 AND NOT is_completed
+          AND (recording_key IS NOT NULL OR recording_upload_admitted_at IS NULL
+               OR recording_upload_admitted_at <= now() - make_interval(secs => $2::double precision / 1000))
         RETURNING agent_transcript`,
-      [runId],
+      [runId, uploadWaitMs],
     );
     return rows.length > 0 ? rows[0].agent_transcript : null;
   }
@@ -853,12 +907,19 @@ export class WorkflowRunStore {
   /**
    * Stores a run's recording unless it has one: the agent runtime's one
    * upload, or a carrier's recording announced after the run was finished
-   * without one. Answers whether it was stored.
+   * without one. With `uploadWaitMs`, not while an upload of the runtime's
+   * recording admitted less than that ago may still be arriving: the
+   * runtime's is kept in place of the carrier's, so a carrier recording
+   * fetched as the upload began does not take its place. Answers whether it
+   * was stored.
    */
-  async recordRecordingIfNone(runId: number, recordingKey: string): Promise<boolean> {
+  async recordRecordingIfNone(runId: number, recordingKey: string, uploadWaitMs?: number): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
-      `UPDATE workflow_runs SET recording_key = $2, updated_at = now() WHERE id = $1 AND recording_key IS NULL`,
-      [runId, recordingKey],
+      `UPDATE workflow_runs SET recording_key = $2, updated_at = now()
+        WHERE id = $1 AND recording_key IS NULL
+          AND ($3::double precision IS NULL OR recording_upload_admitted_at IS NULL
+               OR recording_upload_admitted_at <= now() - make_interval(secs => $3::double precision / 1000))`,
+      [runId, recordingKey, uploadWaitMs ?? null],
     );
     return affected > 0;
   }

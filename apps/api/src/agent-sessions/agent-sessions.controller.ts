@@ -46,7 +46,8 @@ export class AgentSessionsController {
     @Body() body: unknown,
     @Req() request: FastifyRequest,
   ): Promise<{ stored: true }> {
-    // The upload's share of the gateway's memory is held until its body is stored or refused, however early its client leaves.
-    return this.uploads.handle(request.raw, () => this.sessions.uploadRecording(token, contentType, contentEncoding, body));
+    // The upload's share of the gateway's memory is held until its body is stored or refused, however early its client
+    // leaves. Its token counts as of its admission: a body that takes long to arrive does not outlive it.
+    return this.uploads.handle(request.raw, (admittedAt) => this.sessions.uploadRecording(token, contentType, contentEncoding, body, admittedAt));
   }
 }

@@ -102,29 +102,44 @@ export class AgentSessionsService {
   /**
    * The checks of an upload that need no body: the gateway runs them as soon
    * as the request's head has arrived, so a bad token or type is refused
-   * before up to 100 MiB of audio is read.
+   * before up to 100 MiB of audio is read. This is where the token's expiry
+   * counts: an upload admitted in time is not refused for the time its body
+   * takes. Admitted, the upload is noted on the run, whose call the dialer
+   * then does not finish without it while its body may still be arriving.
+   * A type refused gets the session's own refusal first (403, 410), as a
+   * malformed report does.
    */
   async admitRecording(token: string, contentType: string | undefined, contentEncoding: string | undefined): Promise<number> {
-    const run = await this.openRun(token);
-    recordingExtension(contentType, contentEncoding);
-    if (run.recordingKey) throw recordingAlreadyStored();
-    return run.id;
+    const runId = this.grantedRunId(token);
+    try {
+      recordingExtension(contentType, contentEncoding);
+    } catch (error) {
+      assertSessionOpen(await this.runs.findById(runId));
+      throw error;
+    }
+    const admitted = await this.runs.admitAgentRecording(runId);
+    if (admitted.kind !== 'stored') throw refusal(admitted.kind);
+    return runId;
   }
 
   /**
    * A run keeps one recording: a second upload (or one racing the first) is
-   * refused, and nothing replaces the first. The session and the run's
-   * recording were checked on the request's head (`admitRecording`); the
-   * statement that stores the recording checks them again, in case either
-   * changed while the body arrived.
+   * refused, and nothing replaces the first. The token, the session and the
+   * run's recording were checked on the request's head (`admitRecording`),
+   * the token's expiry as of `admittedAt`; the statement that stores the
+   * recording checks the session and the recording again, in case either
+   * changed while the body arrived. A session the runtime ended meanwhile
+   * refuses it (410); one the dialer closed to finish the call does not
+   * (the upload is the run's recording, late if the run was finished).
    */
   async uploadRecording(
     token: string,
     contentType: string | undefined,
     contentEncoding: string | undefined,
     body: unknown,
+    admittedAt = new Date(),
   ): Promise<{ stored: true }> {
-    const runId = this.grantedRunId(token);
+    const runId = this.grantedRunId(token, admittedAt);
     const extension = recordingExtension(contentType, contentEncoding);
     if (!Buffer.isBuffer(body) || body.length === 0) throw new DomainError(400, 'validation_failed', 'The recording is empty');
     // Kept for good once stored (a second upload is refused), and preferred to the carrier's: it must be the audio.
@@ -138,9 +153,9 @@ export class AgentSessionsService {
     return { stored: true };
   }
 
-  /** The run a token grants, checked without reading it (403 for a bad token, 410 for an expired one). */
-  private grantedRunId(token: string): number {
-    const check = this.tokens.verify(token);
+  /** The run a token grants, checked without reading it (403 for a bad token, 410 for one expired `at`). */
+  private grantedRunId(token: string, at = new Date()): number {
+    const check = this.tokens.verify(token, Math.floor(at.getTime() / 1000));
     if (!check.ok) {
       throw check.reason === 'expired'
         ? new DomainError(410, 'session_expired', 'This agent session has expired')
@@ -149,13 +164,11 @@ export class AgentSessionsService {
     return check.grant.runId;
   }
 
-  /** The run of a token whose session is open, read (403 when no run has its id, 410 when its session is closed). */
-  private async openRun(token: string): Promise<WorkflowRun> {
-    const run = await this.runs.findById(this.grantedRunId(token));
-    return assertSessionOpen(run);
-  }
-
-  /** As openRun, with the definition the run was dialed with, in the same round trip. */
+  /**
+   * The run of a token whose session is open (403 when no run has its id, 410
+   * when its session is closed), with the definition it was dialed with, in
+   * one round trip.
+   */
   private async openSession(token: string): Promise<{ run: WorkflowRun; definition: DefinitionGraph | null }> {
     const found = await this.runs.findWithDefinition(this.grantedRunId(token));
     return { run: assertSessionOpen(found?.run ?? null), definition: found?.definition ?? null };

@@ -25,6 +25,8 @@ export function recordingUploadInProgress(): DomainError {
 
 /** One admitted upload's share of the budget and its run's place, given back once. */
 interface Hold {
+  /** When its head was admitted: what its token's expiry is judged at. */
+  admittedAt: Date;
   handled: boolean;
   release: () => void;
 }
@@ -64,6 +66,7 @@ export class RecordingUploads {
     this.runs.add(runId);
     let released = false;
     const hold: Hold = {
+      admittedAt: new Date(),
       handled: false,
       release: () => {
         if (released) return;
@@ -78,12 +81,16 @@ export class RecordingUploads {
     });
   }
 
-  /** Runs the handler of an admitted upload, whose share is given back when it is done. */
-  async handle<T>(request: IncomingMessage, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs the handler of an admitted upload, told when the upload was
+   * admitted (now, for one this process did not admit); its share is given
+   * back when it is done.
+   */
+  async handle<T>(request: IncomingMessage, work: (admittedAt: Date) => Promise<T>): Promise<T> {
     const hold = this.holds.get(request);
     if (hold) hold.handled = true;
     try {
-      return await work();
+      return await work(hold?.admittedAt ?? new Date());
     } finally {
       hold?.release();
     }

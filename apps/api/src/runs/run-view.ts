@@ -12,7 +12,12 @@ export class RunSummary {
   @ApiProperty({ example: 'WR-API-42' }) name: string;
   @ApiProperty({ description: 'Provider of the telephony configuration used', example: 'sandbox' }) mode: string;
   @ApiProperty({ format: 'date-time' }) created_at: string;
-  @ApiProperty({ description: 'True once the run is final and its artifacts are stored' }) is_completed: boolean;
+  @ApiProperty({
+    description:
+      "True once the run is final and its artifacts are collected. A recording that comes late (the carrier's, or the agent " +
+      "runtime's upload still arriving when the run was finished) can still be attached afterwards: recording_url then appears",
+  })
+  is_completed: boolean;
   @ApiProperty({ type: String, nullable: true, description: ARTIFACT_LINK }) transcript_url: string | null;
   @ApiProperty({ type: String, nullable: true, description: ARTIFACT_LINK }) recording_url: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true }) cost_info: Record<string, unknown>;

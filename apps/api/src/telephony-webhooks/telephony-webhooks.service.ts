@@ -149,7 +149,11 @@ export class TelephonyWebhooksService {
     const stream = agentStreamFor(this.sessions, run.id, {
       defaultUrl: this.config.agentRuntimeUrl,
       settings: config?.settings ?? {},
-      ttlSeconds: this.config.agentSessionTtlSeconds,
+      lifetime: {
+        minimumSeconds: this.config.agentSessionTtlSeconds,
+        maxCallDurationSeconds: run.maxCallDurationSeconds ?? config?.maxCallDurationSeconds ?? null,
+        uploadTimeoutMs: this.config.httpRequestTimeoutMs,
+      },
     });
     return provider.answerInstructions({
       runId: run.id,

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
 import { ConcurrencyGate } from '@app/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import {
   CarrierWebhooks,
@@ -24,6 +25,16 @@ export const AGENT_REPORT_GRACE_MS = 20_000;
  * a burst of large recordings must not take the process' memory with it.
  */
 export const RECORDING_FETCHES_AT_ONCE = 4;
+/**
+ * How late past HTTP_REQUEST_TIMEOUT_MS a request's body may still arrive:
+ * Node looks for requests past their timeout every 30 s.
+ */
+const REQUEST_TIMEOUT_CHECK_MS = 30_000;
+/** What a run's log says of a carrier recording left out; the carrier's own error goes to the dialer's log only. */
+const RECORDING_UNAVAILABLE_MESSAGE = "The carrier's recording could not be fetched; the run is complete without it";
+
+/** The carrier's recording copied into our storage (its key), or the carrier's failure to give it. */
+type CarrierRecordingCopy = { key: string } | { unavailable: Error };
 
 /**
  * Stores a completed call's transcript and recording, then marks the run
@@ -35,7 +46,10 @@ export const RECORDING_FETCHES_AT_ONCE = 4;
  */
 @Injectable()
 export class RunArtifactsCollector {
+  private readonly logger = new Logger(RunArtifactsCollector.name);
   private readonly recordingFetches = new ConcurrencyGate(RECORDING_FETCHES_AT_ONCE);
+  /** How long after its admission an upload of the agent runtime's recording may still be arriving. */
+  private readonly uploadWaitMs: number;
 
   constructor(
     private readonly runs: WorkflowRunStore,
@@ -47,14 +61,20 @@ export class RunArtifactsCollector {
     private readonly renderer: PromptRenderer,
     private readonly cipher: CredentialsCipher,
     @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.uploadWaitMs = config.httpRequestTimeoutMs + REQUEST_TIMEOUT_CHECK_MS;
+  }
 
   /**
    * `force`: finish even if the agent runtime has not closed its session (the
-   * reaper, later). `giveUpOnCarrierRecording`: a carrier recording that
-   * cannot be fetched is left out (noted in the run's log) rather than
-   * keeping the run from completing (the reaper, much later). True when
-   * this call finished the run.
+   * reaper, later), though not while an upload of its recording, admitted
+   * when the session was open, may still be arriving: that is waited for,
+   * whoever asks, for HTTP_REQUEST_TIMEOUT_MS (and Node's 30 s) from its
+   * admission. `giveUpOnCarrierRecording`: a carrier recording the carrier
+   * cannot give is left out (noted in the run's log) rather than keeping the
+   * run from completing (the reaper, much later); one our own storage fails
+   * to keep never is. True when this call finished the run.
    */
   async collect(runId: number, force = false, giveUpOnCarrierRecording = false): Promise<boolean> {
     const outcome = await this.collectOnce(runId, force, giveUpOnCarrierRecording);
@@ -85,24 +105,31 @@ export class RunArtifactsCollector {
     // was lost, so `answered_at` cannot tell whether a recording is coming.
     const carrierRecordingDue = config?.settings.record === true && !run.recordingKey && !run.carrierRecordingUrl;
     if (!force && carrierRecordingDue && sinceEnd < AGENT_REPORT_GRACE_MS) return 'not_ready';
+    // The runtime's recording is kept in place of the carrier's: its upload still arriving is waited for, forced or
+    // not, before the carrier's is fetched for nothing (closing the session waits for it too, decided on the row).
+    if (this.recordingUploadArriving(run)) return 'not_ready';
     const provider = this.providerOf(run, config);
 
     let recordingKey: string | null = null;
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
-      recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config).catch(async (error: unknown) => {
+      const copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+      if ('unavailable' in copy) {
         // A download refused (an address that is not public) is refused again: left out at once, not after an hour.
-        if (!giveUpOnCarrierRecording && !isDownloadRefused(error)) throw error;
-        await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
-        return null;
-      });
-      // The agent runtime's upload, stored while the carrier's was being fetched, is the run's one recording.
-      if (recordingKey && !(await this.runs.recordRecordingIfNone(run.id, recordingKey))) recordingKey = null;
+        if (!giveUpOnCarrierRecording && !isDownloadRefused(copy.unavailable)) throw copy.unavailable;
+        await this.leaveOutCarrierRecording(run.id, copy.unavailable);
+      } else {
+        recordingKey = copy.key;
+      }
+      // Kept unless the agent runtime's upload came first: one stored while the carrier's was being fetched is the
+      // run's one recording (completing the run keeps it), and one admitted meanwhile is waited for (the session is
+      // not closed under it, below).
+      if (recordingKey) await this.runs.recordRecordingIfNone(run.id, recordingKey, this.uploadWaitMs);
     }
     let turns: unknown[] = run.agentTranscript;
     if (run.agentSessionStartedAt !== null && !run.agentSessionEndedAt) {
       // Finished while the agent runtime still has its session (a machine hung up on, the reaper forcing it): closed
       // first, so the transcript stored holds every turn it was answered for, and a report after that is refused.
-      const closed = await this.runs.closeAgentSession(run.id);
+      const closed = await this.runs.closeAgentSession(run.id, this.uploadWaitMs);
       if (closed === null) return 'not_ready';
       turns = closed;
     }
@@ -145,33 +172,66 @@ export class RunArtifactsCollector {
     const config = await this.configurations.find(run.telephonyConfigurationId);
     const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
-    let recordingKey: string;
-    try {
-      recordingKey = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
-    } catch (error) {
-      if (!isDownloadRefused(error)) throw error;
-      await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: (error as Error).message });
+    const copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+    if ('unavailable' in copy) {
+      if (!isDownloadRefused(copy.unavailable)) throw copy.unavailable;
+      await this.leaveOutCarrierRecording(run.id, copy.unavailable);
       return;
     }
-    if (await this.runs.recordRecordingIfNone(run.id, recordingKey)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
+    if (await this.runs.recordRecordingIfNone(run.id, copy.key)) await this.runs.appendEvent(run.id, 'artifacts.late_recording_stored');
+  }
+
+  /**
+   * Whether an upload of the agent runtime's recording, admitted while its
+   * session was open and not ended by the runtime since, may still be
+   * arriving: the run has no recording yet, and the upload's request has
+   * not reached its timeout.
+   */
+  private recordingUploadArriving(run: WorkflowRun): boolean {
+    const admittedAt = run.recordingUploadAdmittedAt;
+    return admittedAt !== null && !run.recordingKey && Date.now() - admittedAt.getTime() < this.uploadWaitMs;
+  }
+
+  /**
+   * Notes in the run's log that its carrier recording is left out. Customers
+   * read that log: it says what a refused download was refused for (a host
+   * that is not public, named, never its address), and for any other failure
+   * no more than that the carrier's recording could not be fetched. The
+   * error itself, which may name our hosts or paths, goes to the dialer's log.
+   */
+  private async leaveOutCarrierRecording(runId: number, error: Error): Promise<void> {
+    this.logger.warn({ err: error, run_id: runId }, "left a run's carrier recording out");
+    await this.runs.appendEvent(runId, 'artifacts.recording_unavailable', {
+      message: isDownloadRefused(error) ? error.message : RECORDING_UNAVAILABLE_MESSAGE,
+    });
   }
 
   private providerOf(run: WorkflowRun, config: TelephonyConfiguration | null): TelephonyProvider {
     return this.providers.get(run.provider ?? config?.provider ?? 'sandbox');
   }
 
-  /** Fetches the carrier's recording with the configuration's credentials and stores it (MP3 or WAV, as sent); answers its key. */
+  /**
+   * Fetches the carrier's recording with the configuration's credentials and
+   * stores it (MP3 or WAV, as sent); answers its key, or the carrier's
+   * failure to give it. Our own storage failing (a full or failing disk) is
+   * thrown: not the carrier's doing, and no reason to leave the recording out.
+   */
   private async copyCarrierRecording(
     runId: number,
     url: string,
     provider: CarrierWebhooks,
     config: TelephonyConfiguration | null,
-  ): Promise<string> {
+  ): Promise<CarrierRecordingCopy> {
     // Read whole into memory (up to 100 MiB each): a few at a time, however many calls end at once.
     return this.recordingFetches.run(async () => {
-      const recording = await provider.fetchRecording(url, this.cipher.credentialsOf(config));
+      let recording: { contentType: string; body: Buffer };
+      try {
+        recording = await provider.fetchRecording(url, this.cipher.credentialsOf(config));
+      } catch (error) {
+        return { unavailable: error instanceof Error ? error : new Error(String(error)) };
+      }
       const name = artifactKey(runId, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
-      return this.storage.put(name, recording.body, recording.contentType);
+      return { key: await this.storage.put(name, recording.body, recording.contentType) };
     });
   }
 

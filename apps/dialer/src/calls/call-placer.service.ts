@@ -269,7 +269,12 @@ export class CallPlacer {
               agentStream: agentStreamFor(this.sessions, run.id, {
                 defaultUrl: this.config.agentRuntimeUrl,
                 settings: config.settings,
-                ttlSeconds: this.config.agentSessionTtlSeconds,
+                lifetime: {
+                  minimumSeconds: this.config.agentSessionTtlSeconds,
+                  maxCallDurationSeconds: config.maxCallDurationSeconds,
+                  beforeAnswerSeconds: this.config.dialTimeoutSeconds + this.config.ringTimeoutSeconds,
+                  uploadTimeoutMs: this.config.httpRequestTimeoutMs,
+                },
               }),
             }
           : {}),

@@ -121,6 +121,14 @@ export class WorkflowRun {
   @Column({ name: 'agent_session_ended_at', type: 'timestamptz', nullable: true })
   agentSessionEndedAt: Date | null;
 
+  /**
+   * When the agent runtime's recording upload was admitted on its head, while
+   * the session was open: the dialer waits for it while its body may still
+   * be arriving. Cleared when the runtime ends its session itself.
+   */
+  @Column({ name: 'recording_upload_admitted_at', type: 'timestamptz', nullable: true })
+  recordingUploadAdmittedAt: Date | null;
+
   /** The carrier's recording, to be fetched into our storage (never handed out). */
   @Column({ name: 'carrier_recording_url', type: 'text', nullable: true })
   carrierRecordingUrl: string | null;

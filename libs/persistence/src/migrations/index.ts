@@ -4,6 +4,7 @@ import { AgentSessions1763800000000 } from './1763800000000-agent-sessions';
 import { RunTableVacuum1763810000000 } from './1763810000000-run-table-vacuum';
 import { BigintRunIds1764240000000 } from './1764240000000-bigint-run-ids';
 import { DialedCallLimit1764400000000 } from './1764400000000-dialed-call-limit';
+import { RecordingUploadAdmission1764500000000 } from './1764500000000-recording-upload-admission';
 
 /** Every migration, oldest first. A new one is generated from the entities and added here. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   RunTableVacuum1763810000000,
   BigintRunIds1764240000000,
   DialedCallLimit1764400000000,
+  RecordingUploadAdmission1764500000000,
 ];

@@ -1,0 +1,103 @@
+import { Logger } from '@nestjs/common';
+import { ArtifactStorage } from '@app/artifacts';
+import { AppConfig } from '@app/config';
+import { RunReader, WorkflowRun, WorkflowRunStore } from '@app/persistence';
+import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { PromptRenderer } from '@app/templating';
+import { DefinitionPicker } from '../calls/definition-picker.service';
+import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
+import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
+import { RunArtifactsCollector } from './run-artifacts-collector.service';
+
+/**
+ * The reaper's last collection of a completed run, an hour after its call,
+ * whose carrier recording has not been copied yet. Everything outside the
+ * collector is a stand-in: what is pinned is which failures give the
+ * recording up and what the run's log (which customers read) says of them.
+ */
+describe('RunArtifactsCollector giving up a carrier recording', () => {
+  const RUN_ID = 7;
+  const SERVER_PATH = '/var/lib/voice-agent/artifacts/packs/2026-01-01/host-41-1.pack';
+  let fetchRecording: jest.Mock;
+  let put: jest.Mock;
+  let appendEvent: jest.Mock;
+  let completeArtifacts: jest.Mock;
+  let warn: jest.SpyInstance;
+  let collector: RunArtifactsCollector;
+
+  beforeEach(() => {
+    const endedAt = new Date(Date.now() - 2 * 3600 * 1000);
+    const run = Object.assign(new WorkflowRun(), {
+      id: RUN_ID,
+      status: 'completed',
+      isCompleted: false,
+      endedAt,
+      statusChangedAt: endedAt,
+      telephonyConfigurationId: 1,
+      provider: 'twilio',
+      providerCallId: 'CA1',
+      carrierRecordingUrl: 'https://api.twilio.com/2010-04-01/Accounts/AC1/Recordings/RE1',
+      recordingKey: null,
+      recordingUploadAdmittedAt: null,
+      agentSessionStartedAt: new Date(endedAt.getTime() - 60_000),
+      agentSessionEndedAt: endedAt,
+      agentTranscript: [{ speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 500 }],
+      gatheredContext: {},
+      durationSeconds: 60,
+      definitionId: null,
+      initialContext: {},
+    });
+    fetchRecording = jest.fn(async () => ({ contentType: 'audio/wav', body: Buffer.from('RIFF\0\0\0\0WAVE') }));
+    put = jest.fn(async (name: string) => `packs/2026-01-01/host-41-1.pack@0+1/${name}`);
+    appendEvent = jest.fn(async () => undefined);
+    completeArtifacts = jest.fn(async () => true);
+    const provider = { verifyWebhook: () => undefined, fetchRecording, collectArtifacts: async () => ({ transcript: [], recording: null }) };
+    const config = { id: 1, provider: 'twilio', settings: { record: true }, credentialsEncrypted: null };
+    collector = new RunArtifactsCollector(
+      { appendEvent, recordRecordingIfNone: async () => true } as unknown as WorkflowRunStore,
+      { findById: async () => run } as unknown as RunReader,
+      { completeArtifacts } as unknown as GroupedRunWrites,
+      { find: async () => config } as unknown as ConfigurationLookup,
+      { byId: async () => null } as unknown as DefinitionPicker,
+      { get: () => provider } as unknown as TelephonyProviders,
+      {} as PromptRenderer,
+      { credentialsOf: () => null } as unknown as CredentialsCipher,
+      { put } as unknown as ArtifactStorage,
+      { httpRequestTimeoutMs: 300_000 } as AppConfig,
+    );
+    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  });
+  afterEach(() => warn.mockRestore());
+
+  it('keeps trying, past the give-up hour, a carrier recording our own storage failed to write, and tells the run log nothing', async () => {
+    const failedDisk = Object.assign(new Error(`EIO: i/o error, write '${SERVER_PATH}'`), { code: 'EIO' });
+    put.mockImplementation(async (name: string) => {
+      if (name.includes('recording')) throw failedDisk;
+      return `packs/2026-01-01/host-41-1.pack@0+1/${name}`;
+    });
+
+    await expect(collector.collect(RUN_ID, true, true)).rejects.toBe(failedDisk);
+    expect(appendEvent).not.toHaveBeenCalled();
+    expect(completeArtifacts).not.toHaveBeenCalled();
+  });
+
+  it("gives up, past the hour, a recording the carrier does not give, the error's detail in the server's log and not the run's", async () => {
+    const carrierFailure = new Error(`Twilio recording download: no answer (UND_ERR_SOCKET) through ${SERVER_PATH}`);
+    fetchRecording.mockRejectedValue(carrierFailure);
+
+    await expect(collector.collect(RUN_ID, true, true)).resolves.toBe(true);
+    expect(appendEvent).toHaveBeenCalledWith(RUN_ID, 'artifacts.recording_unavailable', {
+      message: "The carrier's recording could not be fetched; the run is complete without it",
+    });
+    expect(JSON.stringify(appendEvent.mock.calls)).not.toContain(SERVER_PATH);
+    expect(warn).toHaveBeenCalledWith(expect.objectContaining({ err: carrierFailure, run_id: RUN_ID }), expect.any(String));
+    expect(completeArtifacts).toHaveBeenCalledWith(RUN_ID, expect.objectContaining({ recordingKey: null }));
+  });
+
+  it('throws a carrier failure before the give-up hour, for the collection to be tried again', async () => {
+    fetchRecording.mockRejectedValue(new Error('Twilio recording download: no answer (UND_ERR_SOCKET)'));
+
+    await expect(collector.collect(RUN_ID, true, false)).rejects.toThrow('no answer');
+    expect(appendEvent).not.toHaveBeenCalled();
+  });
+});
