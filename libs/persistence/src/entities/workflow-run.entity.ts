@@ -101,7 +101,7 @@ export class WorkflowRun {
   @Column({ name: 'end_reason', type: 'text', nullable: true })
   endReason: string | null;
 
-  /** True only once the run is final and its artifacts are stored. */
+  /** True only once the run is final and its artifacts are collected (a recording that comes late is still stored after). */
   @Column({ name: 'is_completed', type: 'boolean', default: false })
   isCompleted: boolean;
 
