@@ -32,7 +32,8 @@ function AllE164(options?: ValidationOptions): PropertyDecorator {
     {
       name: 'allE164',
       validator: {
-        validate: (value: unknown) => Array.isArray(value) && value.every((number) => toE164(number) === number),
+        // Too many is ArrayMaxSize's to say, before any is parsed (see `normaliseNumbers`).
+        validate: (value: unknown) => Array.isArray(value) && (value.length > MAX_FROM_NUMBERS || value.every((number) => toE164(number) === number)),
         defaultMessage: (args) => {
           const bad = Array.isArray(args?.value) ? args.value.filter((number: unknown) => toE164(number) !== number) : [];
           return `from_numbers must hold possible international numbers with a leading plus; not: ${bad
@@ -59,10 +60,19 @@ function MaxJsonBytes(limit: number, options?: ValidationOptions): PropertyDecor
   );
 }
 
-/** Normalises each number to E.164 and drops duplicates; what cannot be normalised is left for the validator to name. */
+/**
+ * Normalises each number to E.164 and drops duplicates; what cannot be
+ * normalised is left for the validator to name. A list of more than twice
+ * the numbers allowed, once exact repeats are dropped, is refused as it is,
+ * none of it parsed: a megabyte of numbers would otherwise hold the
+ * gateway's event loop for seconds of parsing, only to be refused. (Up to
+ * that, one number written two ways still counts once.)
+ */
 function normaliseNumbers({ value }: { value: unknown }): unknown {
   if (!Array.isArray(value)) return value;
-  return [...new Set(value.map((number: unknown) => toE164(number) ?? number))];
+  const distinct = [...new Set(value)];
+  if (distinct.length > 2 * MAX_FROM_NUMBERS) return distinct;
+  return [...new Set(distinct.map((number: unknown) => toE164(number) ?? number))];
 }
 
 export class CreateTelephonyConfigurationDto {
