@@ -363,11 +363,11 @@ describe('management API: workflows', () => {
       nodes: [start, ...Array.from({ length: 5 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: '{{a}}'.repeat(401) }))],
       edges: [],
     }, 'its templates hold 2005 Liquid tags and outputs together; the limit is 2000'],
-    ['its templates take more than a second to render together', {
+    ['its templates take more than a quarter of a call\'s second to render together', {
       // Each loop well within a template's own limits; together they would hold every process rendering them.
       nodes: [start, ...Array.from({ length: 3 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: '{% for i in (1..1000) %}{% for j in (1..1000) %}{% endfor %}{% endfor %}' }))],
       edges: [],
-    }, 'too costly to render: rendering its templates takes more than 1000 ms'],
+    }, 'too costly to render: rendering its templates takes more than 250 ms'],
     ['its templates render to more than 2,000,000 characters together', {
       nodes: [start, ...Array.from({ length: 5 }, (_, i) => node(`a${i}`, 'agentNode', { prompt: `{% for i in (1..50) %}${'x'.repeat(10_000)}{% endfor %}` }))],
       edges: [],

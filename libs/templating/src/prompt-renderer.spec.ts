@@ -1,4 +1,23 @@
+import { LIST_ITEMS_LIMIT } from './paced-liquid';
 import { PromptRenderer, RENDERED_CHARS_LIMIT, TEMPLATE_TAGS_LIMIT } from './prompt-renderer';
+import { RENDER_STRETCH_LIMIT } from './render-context';
+
+/**
+ * Liquid and the renderer read the time from `performance.now()`: here each
+ * reading moves it on by `tickMs`, so that how long a render takes is counted
+ * in its steps, not in how fast or busy the machine is. `advance` moves it as
+ * other work holding the event loop would.
+ */
+function tickingClock(tickMs: number) {
+  let now = 0;
+  const spy = jest.spyOn(performance, 'now').mockImplementation(() => (now += tickMs));
+  return {
+    advance: (ms: number) => {
+      now += ms;
+    },
+    restore: () => spy.mockRestore(),
+  };
+}
 
 describe('PromptRenderer', () => {
   const renderer = new PromptRenderer();
@@ -73,5 +92,127 @@ describe('PromptRenderer', () => {
 
   it('rejects an unknown filter instead of ignoring it', () => {
     expect(() => renderer.validate('{{ initial_context.a | exec }}')).toThrow();
+  });
+
+  it('keeps a small template in use compiled while large ones, each rendered once, pass through, and forgets the oldest of those', async () => {
+    const fresh = new PromptRenderer();
+    const parse = jest.spyOn(fresh['liquid'], 'parse');
+    const parsed = (source: string) => parse.mock.calls.filter(([parsedSource]) => parsedSource === source).length;
+    const hot = 'Hi {{ initial_context.name }}';
+    // 250 sources of 99,000 characters: far fewer than the 2,000 templates kept, and 24.75 million characters together.
+    const large = (i: number) => `${i}:${'x'.repeat(99_000)}`;
+    for (let i = 0; i < 250; i++) {
+      await fresh.render(large(i), {});
+      expect((await fresh.render(hot, { initial_context: { name: 'Ada' } })).text).toBe('Hi Ada');
+    }
+    expect(parsed(hot)).toBe(1);
+    expect(fresh['compiled'].weight).toBeLessThanOrEqual(20_000_000);
+    // The first large one was forgotten: compiled again when it comes back.
+    await fresh.render(large(0), {});
+    expect(parsed(large(0))).toBe(2);
+    await fresh.render(large(249), {});
+    expect(parsed(large(249))).toBe(1);
+  });
+
+  it.each([
+    ['the size of a list', '{{ initial_context.items.size }}', '3'],
+    ['the first and last items of a list', '{{ initial_context.items.first }}{{ initial_context.items.last }}', 'ac'],
+    ['an item counted from the end of a list', '{{ initial_context.items[-1] }}{{ initial_context.items[-3] }}', 'ca'],
+    ['the size and length of a text', '{{ initial_context.name.size }}{{ initial_context.name.length }}', '33'],
+    ['the size of an object (its keys)', '{{ initial_context.user.size }}', '1'],
+    ['a property of an item counted from the end', '{{ initial_context.people[-1].name }}', 'Bo'],
+  ])('does not list %s as missing: Liquid reads it', async (_case, source, text) => {
+    const data = { initial_context: { items: ['a', 'b', 'c'], name: 'Ada', user: { id: 1 }, people: [{ name: 'Al' }, { name: 'Bo' }] } };
+    expect(await renderer.render(source, data)).toEqual({ text, missingPaths: [] });
+  });
+
+  it.each([
+    ['the first item of an empty list', '{{ initial_context.none.first }}', 'initial_context.none.first'],
+    ['an item counted from the end past the start', '{{ initial_context.items[-4] }}', 'initial_context.items.-4'],
+    ['the size of a number', '{{ initial_context.count.size }}', 'initial_context.count.size'],
+    ['the first item of a text (no list)', '{{ initial_context.name.first }}', 'initial_context.name.first'],
+    ['a property of a text', '{{ initial_context.name.last_name }}', 'initial_context.name.last_name'],
+  ])('still lists %s as missing: it renders empty', async (_case, source, path) => {
+    const data = { initial_context: { items: ['a', 'b', 'c'], none: [], count: 4, name: 'Ada' } };
+    expect(await renderer.render(source, data)).toEqual({ text: '', missingPaths: [path] });
+  });
+});
+
+describe('PromptRenderer: one template does not hold the event loop', () => {
+  const renderer = new PromptRenderer();
+  const data = { initial_context: { items: Array.from({ length: 20_000 }, (_, i) => ({ name: `n${i}` })) } };
+
+  it.each([
+    ['a loop with nothing in it', '{% for i in (1..100000) %}{% endfor %}Hi', 'Hi'],
+    ['a loop that only continues', '{% for i in (1..100000) %}{% continue %}{% endfor %}Hi', 'Hi'],
+    ['loops in a loop', '{% for i in (1..300) %}{% for j in (1..300) %}{% endfor %}{% endfor %}Hi', 'Hi'],
+    ['a table', '{% tablerow i in (1..20000) cols: 20000 %}{% endtablerow %}', expect.stringMatching(/^<tr class="row1"><td class="col1"><\/td>/)],
+    ['a filter going over a list', '{{ initial_context.items | where_exp: "item", "item.name != blank" | size }}', '20000'],
+  ])('gives the event loop back in %s', async (_case, source, text) => {
+    // 200 ms of rendering or so on the test's clock: past the 20 ms a stretch of rendering may last.
+    const clock = tickingClock(0.001);
+    const events: string[] = [];
+    try {
+      // Other work, waiting for the event loop's next turn when the render starts.
+      setImmediate(() => events.push('other work'));
+      const result = await renderer.render(source, data);
+      events.push('rendered');
+      expect(result.text).toEqual(text);
+    } finally {
+      clock.restore();
+    }
+    // Rendered in one stretch, the template would have kept the other work waiting to its end.
+    expect(events).toEqual(['other work', 'rendered']);
+  });
+
+  it('counts against its time only its own rendering, not what other work takes while it gives the event loop back', async () => {
+    const clock = tickingClock(0.001);
+    let rendering = true;
+    // A busy process: other work takes 5 s on the clock each time it gets the event loop.
+    const busy = () => {
+      clock.advance(5_000);
+      if (rendering) setImmediate(busy);
+    };
+    setImmediate(busy);
+    try {
+      const loop = '{% for i in (1..100000) %}{% endfor %}Hi';
+      expect((await renderer.render(loop, data, { timeLimitMs: 500 })).text).toBe('Hi');
+      // Its own rendering past the limit still fails it.
+      await expect(renderer.render(loop, data, { timeLimitMs: 50 })).rejects.toThrow('template render limit exceeded');
+    } finally {
+      rendering = false;
+      clock.restore();
+    }
+  });
+
+  it('stops at its time inside a filter going over a list, not after it', async () => {
+    const clock = tickingClock(0.001);
+    try {
+      const filter = '{{ initial_context.items | where_exp: "item", "item.name != blank" | size }}';
+      await expect(renderer.render(filter, data, { timeLimitMs: 10 })).rejects.toThrow('template render limit exceeded');
+    } finally {
+      clock.restore();
+    }
+  });
+
+  it(`refuses a filter, an operator or a case given more than ${LIST_ITEMS_LIMIT} items, which each goes over in one go`, async () => {
+    const over = LIST_ITEMS_LIMIT + 1;
+    await expect(renderer.render(`{{ (1..${over}) | where_exp: "i", "true" | size }}`, {})).rejects.toThrow(
+      `the where_exp filter is given ${over} items, more than ${LIST_ITEMS_LIMIT}`,
+    );
+    await expect(renderer.render(`{% assign a = (1..${over}) %}{% if a contains 0 %}{% endif %}`, {})).rejects.toThrow(`an operator is given ${over} items`);
+    await expect(renderer.render(`{% assign a = (1..${over}) %}{% case a %}{% when 1 %}{% endcase %}`, {})).rejects.toThrow(`{% case %} is given ${over} items`);
+    // Just under, or a loop, which goes over a list a turn at a time.
+    expect((await renderer.render(`{{ (1..${LIST_ITEMS_LIMIT}) | where_exp: "i", "true" | size }}`, {})).text).toBe(`${LIST_ITEMS_LIMIT}`);
+    expect((await renderer.render(`{% for i in (1..${over}) %}{% endfor %}ok`, {})).text).toBe('ok');
+  });
+
+  it(`refuses to make more than ${RENDER_STRETCH_LIMIT} items or characters where it cannot give the event loop back`, async () => {
+    // Ranges made in one go, by tags that read no variable.
+    await expect(renderer.render('{% assign a = (1..600000) %}{% assign b = (1..600000) %}', {})).rejects.toThrow(
+      `more than ${RENDER_STRETCH_LIMIT} items or characters handled in one go`,
+    );
+    // A variable read between them is a point where it can.
+    expect((await renderer.render('{% assign a = (1..600000) %}{{ a.size }}{% assign b = (1..600000) %}{{ b.size }}', {})).text).toBe('600000600000');
   });
 });

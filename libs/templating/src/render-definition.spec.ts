@@ -129,4 +129,31 @@ describe('renderDefinition: one budget for the whole definition', () => {
     expect(calls.indexOf('other work')).toBeGreaterThan(0);
     expect(calls.indexOf('other work')).toBeLessThan(calls.lastIndexOf('render'));
   });
+
+  it('gives the event loop back inside one slow template too, and counts only its rendering against the budget', async () => {
+    // Each reading of `performance.now()` moves it on by a microsecond: the loop renders for 200 ms or so on this clock.
+    let now = 0;
+    const clock = jest.spyOn(performance, 'now').mockImplementation(() => (now += 0.001));
+    // A busy process: other work takes 5 s on the clock each time it gets the event loop.
+    let rendering = true;
+    let otherWork = 0;
+    const busy = () => {
+      otherWork += 1;
+      now += 5_000;
+      if (rendering) setImmediate(busy);
+    };
+    setImmediate(busy);
+    let during: number;
+    try {
+      const graph = agents(1, '{% for i in (1..100000) %}{% endfor %}Help {{ initial_context.name }}.');
+      const rendered = await renderDefinition(renderer, graph, data, DEFINITION_RENDER_LIMITS);
+      during = otherWork;
+      expect(rendered.nodes.map((node) => node.prompt)).toEqual(['Hi Ada', 'Help Ada.']);
+    } finally {
+      rendering = false;
+      clock.mockRestore();
+    }
+    // Rendered in one stretch, the loop would have kept the other work waiting to its end.
+    expect(during).toBeGreaterThan(2);
+  });
 });

@@ -1,5 +1,6 @@
 import { DefinitionGraph } from '@app/persistence';
 import { PromptRenderer, RENDERED_CHARS_LIMIT, RenderedTooLongError } from './prompt-renderer';
+import { RenderClock } from './render-clock';
 
 export interface RenderedNode {
   id: string;
@@ -23,8 +24,13 @@ export interface RenderedAgent {
  */
 export const DEFINITION_RENDER_LIMITS = { timeMs: 1_000, chars: 2_000_000 };
 
-/** The process gets its event loop back after this much rendering without a pause. */
-const RENDER_SLICE_MS = 20;
+/**
+ * The budget a definition is held to when it is saved, rendered once with no
+ * call data: a quarter of a call's time. A call renders it with data, which
+ * loops may run over, on a dialer whose cores other processes share: one
+ * that took most of a call's second when saved would fail calls at random.
+ */
+export const DEFINITION_SAVE_RENDER_LIMITS = { timeMs: DEFINITION_RENDER_LIMITS.timeMs / 4, chars: DEFINITION_RENDER_LIMITS.chars };
 
 /** Thrown when a definition's templates together pass DEFINITION_RENDER_LIMITS. */
 export class DefinitionRenderLimitError extends Error {
@@ -36,9 +42,10 @@ export class DefinitionRenderLimitError extends Error {
 
 /**
  * Renders every node's prompt and greeting with the run's data, within
- * DEFINITION_RENDER_LIMITS for them all. Liquid renders without giving the
- * event loop back, so past RENDER_SLICE_MS of it the next template waits a
- * turn: other requests and jobs go on between a slow definition's templates.
+ * DEFINITION_RENDER_LIMITS for them all, on one RenderClock: the templates
+ * give the event loop back every RENDER_SLICE_MS, between them and inside
+ * one, so other requests and jobs go on beside a slow definition, and the
+ * time they take meanwhile is not counted against it.
  */
 export async function renderDefinition(
   renderer: PromptRenderer,
@@ -53,26 +60,20 @@ export async function renderDefinition(
   onFieldError?: (error: unknown) => void,
 ): Promise<RenderedAgent> {
   const missing = new Set<string>();
-  // Time spent rendering, not waiting for the event loop between templates: a busy process must not fail a definition.
-  let spentMs = 0;
+  // Time spent rendering, not waiting for the event loop: a busy process must not fail a definition.
+  const clock = new RenderClock();
   let chars = 0;
-  let sliceStart = performance.now();
   const tooSlow = () => overBudget(`rendering its templates takes more than ${limits.timeMs} ms`);
   const renderField = async (source: unknown): Promise<string | null> => {
     if (typeof source !== 'string') return null;
-    if (performance.now() - sliceStart > RENDER_SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
-    const timeLimitMs = limits.timeMs - spentMs;
+    await clock.pauseIfDue();
+    const timeLimitMs = limits.timeMs - clock.elapsedMs();
     if (timeLimitMs <= 0) throw tooSlow();
-    const started = performance.now();
     let result;
     try {
-      result = await renderer.render(source, data, { timeLimitMs, charsLimit: limits.chars - chars });
+      result = await renderer.render(source, data, { timeLimitMs, charsLimit: limits.chars - chars, clock });
     } catch (error) {
-      spentMs += performance.now() - started;
-      if (spentMs >= limits.timeMs) throw tooSlow();
+      if (clock.elapsedMs() >= limits.timeMs) throw tooSlow();
       // Past the bound of one template, or of what the definition had left: output no call can be placed with.
       const tooLong = RenderedTooLongError.in(error);
       if (tooLong) {
@@ -86,9 +87,8 @@ export async function renderDefinition(
       onFieldError(error);
       return null;
     }
-    spentMs += performance.now() - started;
-    // A render that ran past the budget but finished (Liquid looks at its time limit between its own steps).
-    if (spentMs >= limits.timeMs) throw tooSlow();
+    // A render that ran past the budget but finished (its time limit is looked at between its steps).
+    if (clock.elapsedMs() >= limits.timeMs) throw tooSlow();
     chars += result.text.length;
     result.missingPaths.forEach((path) => missing.add(path));
     return result.text;

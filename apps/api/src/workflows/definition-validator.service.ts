@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DEFINITION_NODE_TYPES, DefinitionEdge, DefinitionGraph, DefinitionNode, DefinitionNodeType } from '@app/persistence';
-import { DEFINITION_RENDER_LIMITS, DefinitionRenderLimitError, liquidTagCount, PromptRenderer, renderDefinition } from '@app/templating';
+import { DEFINITION_SAVE_RENDER_LIMITS, DefinitionRenderLimitError, liquidTagCount, PromptRenderer, renderDefinition } from '@app/templating';
 import { jsonValueProblem } from '@app/common';
 import { DEFINITION_LIMITS } from './definition-limits';
 import { invalidDefinition } from './invalid-definition.error';
@@ -41,16 +41,17 @@ export class DefinitionValidator {
 
   /**
    * Renders the definition once, with no call data, and refuses it when its
-   * templates together pass DEFINITION_RENDER_LIMITS (a loop of a million
-   * turns, output by the megabyte): every call of it would then fail with
-   * `template_error`, and its rendering would hold the processes that try.
-   * What else fails without data (a filter given nothing) may work with a
-   * call's, and is left to the call.
+   * templates together pass DEFINITION_SAVE_RENDER_LIMITS (a loop of a
+   * million turns, output by the megabyte): a quarter of the time a call
+   * has, so that what is saved does not fail calls on a busier process, nor
+   * hold every process that renders it for long. What else fails without
+   * data (a filter given nothing) may work with a call's, and is left to the
+   * call.
    */
   async assertRenders(graph: DefinitionGraph): Promise<void> {
     try {
       // A template that fails without data is passed over, and the ones after it still counted against the budget.
-      await renderDefinition(this.renderer, graph, { initial_context: {} }, DEFINITION_RENDER_LIMITS, () => undefined);
+      await renderDefinition(this.renderer, graph, { initial_context: {} }, DEFINITION_SAVE_RENDER_LIMITS, () => undefined);
     } catch (error) {
       if (error instanceof DefinitionRenderLimitError) throw invalidDefinition(error.message);
     }
