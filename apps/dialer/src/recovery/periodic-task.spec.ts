@@ -81,4 +81,31 @@ describe('PeriodicTask', () => {
     expect(seen.length).toBeGreaterThanOrEqual(2);
     expect(seen.every((aborted) => !aborted)).toBe(true);
   });
+
+  it('stops waiting for a round that does not return (stuck on Redis), after its bound, and runs no round after', async () => {
+    const name = `task-${Date.now()}-stuck`;
+    let rounds = 0;
+    let started!: () => void;
+    const firstRound = new Promise<void>((resolve) => (started = resolve));
+    const task = new PeriodicTask(
+      name,
+      50,
+      client,
+      () => {
+        rounds++;
+        started();
+        return new Promise<void>(() => undefined);
+      },
+      200,
+    );
+    task.start();
+    await firstRound;
+    const stoppedAt = Date.now();
+    await task.stop();
+    const waitedMs = Date.now() - stoppedAt;
+    expect(waitedMs).toBeGreaterThanOrEqual(190);
+    expect(waitedMs).toBeLessThan(5_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(rounds).toBe(1);
+  });
 });

@@ -4,6 +4,10 @@ import { RedisClient } from '@app/queue';
 
 /** How long a round keeps renewing its lease. */
 const MAX_RENEWED_ROUND_MS = 10 * 60_000;
+/** How long `stop` waits for the round in flight by default. */
+export const STOP_WAIT_MS = 5_000;
+/** How long it waits when Redis is away: the round then waits on it, and only the process closing ends that. */
+const STOP_WAIT_REDIS_AWAY_MS = 500;
 
 /**
  * Runs `work` every `intervalMs`, never overlapping itself, and on one dialer
@@ -27,6 +31,7 @@ export class PeriodicTask {
     private readonly intervalMs: number,
     private readonly client: RedisClient,
     private readonly work: (stopping: AbortSignal) => Promise<void>,
+    private readonly stopWaitMs = STOP_WAIT_MS,
   ) {
     this.logger = new Logger(name);
   }
@@ -36,11 +41,30 @@ export class PeriodicTask {
     this.schedule(0);
   }
 
-  /** Stops scheduling rounds, tells the round in flight to stop, and waits for it to return. */
+  /**
+   * Stops scheduling rounds, tells the round in flight to stop, and waits
+   * for it to return, for `stopWaitMs` at most (STOP_WAIT_REDIS_AWAY_MS when
+   * Redis is away). A round can be stuck on a command that waits for Redis
+   * to come back (the lease's, queued while Redis is away): only closing the
+   * Redis connection fails it, which the process does after every task has
+   * stopped, so waiting for it here kept a stopping dialer alive until Redis
+   * returned. The round is written to be cut off anywhere, as by a crash:
+   * the next round, on this replica or another, takes up what it left.
+   */
   async stop(): Promise<void> {
     this.stopping.abort();
     if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    const running = this.running;
+    if (!running) return;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<boolean>((resolve) => {
+      const redisAway = this.client.redis.status !== 'ready';
+      timer = setTimeout(() => resolve(false), redisAway ? Math.min(this.stopWaitMs, STOP_WAIT_REDIS_AWAY_MS) : this.stopWaitMs);
+      timer.unref();
+    });
+    const returned = await Promise.race([running.then(() => true), waited]);
+    clearTimeout(timer);
+    if (!returned) this.logger.warn(`${this.name}: the round in flight did not return after the stop; left to fail as the process closes`);
   }
 
   /** Runs one round now (tests and start-up use it), under the same lease. */
