@@ -2,6 +2,7 @@ export * from './call-events.queue';
 export * from './calls.queue';
 export * from './concurrency-limiter';
 export * from './connection-errors';
+export * from './delay-with-data';
 export * from './dial-backlogs';
 export * from './job-policies';
 export * from './jobs';

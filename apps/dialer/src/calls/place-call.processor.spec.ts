@@ -23,8 +23,7 @@ describe('PlaceCallProcessor', () => {
       data: { runId: 7, organizationId: 3, ...progress },
       attemptsMade: 0,
       opts: {},
-      updateData: jest.fn(async () => undefined),
-      moveToDelayed: jest.fn(async () => undefined),
+      backend: { moveToDelayed: jest.fn(async () => undefined) },
     };
     return { processor, place, job, run: () => processor.process(job as unknown as Job, 'token') };
   }
@@ -35,11 +34,15 @@ describe('PlaceCallProcessor', () => {
     expect(place).toHaveBeenCalledWith(job.data, progress);
   });
 
-  it("stores a delay's progress in the job, with its ids and nothing else, before moving it to delayed", async () => {
+  it("stores a delay's progress in the job, with its ids and nothing else, in the step that moves it to delayed", async () => {
     const next: PlaceCallProgress = { carrierRetries: 2, claimLapses: 4 };
-    const { job, run } = processorWith({ kind: 'delay', untilMs: 1_700_000_005_000, progress: next, reason: 'claim_lapsed' });
+    const untilMs = Date.now() + 5_000;
+    const { job, run } = processorWith({ kind: 'delay', untilMs, progress: next, reason: 'claim_lapsed' });
     await expect(run()).rejects.toBeInstanceOf(DelayedError);
-    expect(job.updateData).toHaveBeenCalledWith({ runId: 7, organizationId: 3, ...next });
-    expect(job.moveToDelayed).toHaveBeenCalledWith(1_700_000_005_000, 'token');
+    const [[jobId, now, delay, token, opts]] = job.backend.moveToDelayed.mock.calls as unknown as Array<[string, number, number, string, { skipAttempt: boolean; fieldsToUpdate: { data: string } }]>;
+    expect({ jobId, token, skipAttempt: opts.skipAttempt }).toEqual({ jobId: 'place-call:7', token: 'token', skipAttempt: true });
+    expect(now + delay).toBe(untilMs);
+    expect(JSON.parse(opts.fieldsToUpdate.data)).toEqual({ runId: 7, organizationId: 3, ...next });
+    expect(job.data).toEqual({ runId: 7, organizationId: 3, ...next });
   });
 });

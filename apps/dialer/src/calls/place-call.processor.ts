@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallsQueue, cappedExponentialBackoff, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
+import { CallsQueue, cappedExponentialBackoff, delayWithData, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -54,9 +54,9 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     if (decision.kind === 'done') return decision.outcome;
     // A job sent back to wait reads its run first when it returns: a run canceled meanwhile is then skipped at once,
     // instead of asking for a pacing instant and a slot it will not use, again and again while the carrier is busy.
-    // It drops its `inBacklog` mark too: it was counted out of its backlog on this pass.
-    await job.updateData({ runId: job.data.runId, organizationId: job.data.organizationId, ...decision.progress });
-    await job.moveToDelayed(decision.untilMs, token);
+    // It drops its `inBacklog` mark too: it was counted out of its backlog on this pass. Data and delay are one step
+    // that checks the job's lock, so a dialer that lost the job to another writes nothing over that one's data.
+    await delayWithData(job, { runId: job.data.runId, organizationId: job.data.organizationId, ...decision.progress }, decision.untilMs, token);
     throw new DelayedError(`waiting for ${decision.reason}`);
   }
 }
