@@ -456,6 +456,25 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       await waitFor(async () => ((await uploadHead(third, 'audio/wav', 100 * MiB)) === 'admitted' ? true : undefined));
     });
 
+    it('forgets the admission of an upload that stores nothing, and keeps the one still arriving when a second is refused', async () => {
+      const path = `${session(tokenFor(runId))}/recording`;
+      const admittedAt = async () =>
+        (await apps.dataSource.query(`SELECT recording_upload_admitted_at AS at FROM workflow_runs WHERE id = $1`, [runId]))[0].at as Date | null;
+      const first = await heldUpload(path, 'audio/wav', 1024 * 1024);
+      let noted: Date | null;
+      try {
+        noted = await admittedAt();
+        expect(noted).not.toBeNull();
+        // Refused by this gateway's own limit, before it is noted: the first's admission stays as it was.
+        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+        expect(await admittedAt()).toEqual(noted);
+      } finally {
+        first.destroy();
+      }
+      // Cut short, it stores nothing: the dialer is not to wait for it.
+      await waitFor(async () => ((await admittedAt()) === null ? true : undefined), { what: 'the admission of the upload cut short to be forgotten' });
+    });
+
     it("refuses a second upload of a run's recording while the first is still arriving, before reading it", async () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const first = await heldUpload(path, 'audio/wav', 1024 * 1024);

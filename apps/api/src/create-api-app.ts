@@ -218,10 +218,19 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
       });
     const admitUpload = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const { token } = request.params as { token: string };
-      const runId = await sessions.admitRecording(token, request.headers['content-type'], request.headers['content-encoding']);
+      const { runId, admittedAt } = await sessions.admitRecording(token, request.headers['content-type'], request.headers['content-encoding'], (id) =>
+        uploads.assertRoom(id, request.raw, reply.raw),
+      );
+      // Noted on the run, for the dialer to wait for: forgotten again as soon as it is known to store nothing.
+      const storedNothing = () => void sessions.forgetRecordingAdmission(runId, admittedAt);
       // Gone while it was admitted: its connection's `close` has passed, and would never give back what is taken below.
-      if (request.raw.socket?.destroyed) return;
-      uploads.admit(runId, request.raw, reply.raw);
+      if (request.raw.socket?.destroyed) return storedNothing();
+      try {
+        uploads.admit(runId, request.raw, reply.raw, storedNothing);
+      } catch (error) {
+        storedNothing();
+        throw error;
+      }
     };
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()];
   });

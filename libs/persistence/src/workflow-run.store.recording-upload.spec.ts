@@ -29,7 +29,7 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
 
   it('leaves the session open while an upload admitted within the wait may still be arriving, and closes it after', async () => {
     const runId = await endedCall();
-    expect(await store.admitAgentRecording(runId)).toEqual({ kind: 'stored' });
+    expect(await store.admitAgentRecording(runId)).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
     expect((await store.findById(runId))?.agentSessionStartedAt).not.toBeNull();
 
     expect(await store.closeAgentSession(runId, WAIT_MS)).toBeNull();

@@ -777,18 +777,34 @@ export class WorkflowRunStore {
    * session is waited for all the same. Refused, it says why: `no_run`,
    * `closed`, or `exists`.
    */
-  async admitAgentRecording(runId: number): Promise<AgentSessionWrite> {
-    const rows = await preparedQuery<{ id: number }>(
+  async admitAgentRecording(runId: number): Promise<{ kind: 'stored'; admittedAt: Date } | { kind: 'no_run' | 'closed' | 'exists' }> {
+    // To the millisecond, as a Date holds it: the admission is forgotten by its time (`forgetAgentRecordingAdmission`).
+    const rows = await preparedQuery<{ admitted_at: Date }>(
       this.dataSource,
       `UPDATE workflow_runs
-          SET recording_upload_admitted_at = now(), agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
+          SET recording_upload_admitted_at = date_trunc('milliseconds', now()),
+              agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
         WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')}
-        RETURNING id`,
+        RETURNING recording_upload_admitted_at AS admitted_at`,
       [runId, AGENT_SESSION_STATUSES],
     );
-    if (rows.length > 0) return { kind: 'stored' };
+    if (rows.length > 0) return { kind: 'stored', admittedAt: rows[0].admitted_at };
     const refused = await this.whyAgentWriteRefused(runId);
     return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'closed') };
+  }
+
+  /**
+   * An admitted upload that ended without being stored (refused on
+   * admission by the gateway's own limits, cut short, failed): the dialer
+   * finishing the call need not wait for it. Only that admission: one made
+   * since (a retry) stays.
+   */
+  async forgetAgentRecordingAdmission(runId: number, admittedAt: Date): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE workflow_runs SET recording_upload_admitted_at = NULL, updated_at = now()
+        WHERE id = $1 AND recording_upload_admitted_at = $2 AND recording_key IS NULL`,
+      [runId, admittedAt],
+    );
   }
 
   /**

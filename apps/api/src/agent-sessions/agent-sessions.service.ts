@@ -107,9 +107,15 @@ export class AgentSessionsService {
    * takes. Admitted, the upload is noted on the run, whose call the dialer
    * then does not finish without it while its body may still be arriving.
    * A type refused gets the session's own refusal first (403, 410), as a
-   * malformed report does.
+   * malformed report does. `beforeNoting` may refuse the upload (the
+   * gateway's own limits) before it is noted on the run.
    */
-  async admitRecording(token: string, contentType: string | undefined, contentEncoding: string | undefined): Promise<number> {
+  async admitRecording(
+    token: string,
+    contentType: string | undefined,
+    contentEncoding: string | undefined,
+    beforeNoting: (runId: number) => void = () => undefined,
+  ): Promise<{ runId: number; admittedAt: Date }> {
     const runId = this.grantedRunId(token);
     try {
       recordingExtension(contentType, contentEncoding);
@@ -117,9 +123,22 @@ export class AgentSessionsService {
       assertSessionOpen(await this.runs.findById(runId));
       throw error;
     }
+    beforeNoting(runId);
     const admitted = await this.runs.admitAgentRecording(runId);
     if (admitted.kind !== 'stored') throw refusal(admitted.kind);
-    return runId;
+    return { runId, admittedAt: admitted.admittedAt };
+  }
+
+  /**
+   * An upload admitted on its head that will store nothing (refused by the
+   * gateway's limits, cut short, failed): its admission is forgotten, so the
+   * dialer does not wait for it. Best effort: one left (the database away)
+   * is waited for until the upload's timeout, as for a gateway that died.
+   */
+  async forgetRecordingAdmission(runId: number, admittedAt: Date): Promise<void> {
+    await this.runs.forgetAgentRecordingAdmission(runId, admittedAt).catch((error: unknown) => {
+      this.logger.warn({ run_id: runId, err: error }, 'could not forget a recording upload that stores nothing');
+    });
   }
 
   /**

@@ -29,6 +29,8 @@ interface Hold {
   admittedAt: Date;
   handled: boolean;
   release: () => void;
+  /** Told once the upload is known to store nothing: its connection closed before its handler ran, or the handler failed. */
+  storedNothing: () => void;
 }
 
 /**
@@ -51,17 +53,14 @@ export class RecordingUploads {
   private readonly runs = new Set<number>();
   private readonly holds = new WeakMap<IncomingMessage, Hold>();
 
-  /** Admits the upload of `request`, or throws its 429 (with Retry-After, set on `response`). */
-  admit(runId: number, request: IncomingMessage, response: ServerResponse): void {
-    if (this.runs.has(runId)) {
-      response.setHeader('retry-after', '5');
-      throw recordingUploadInProgress();
-    }
+  /**
+   * Admits the upload of `request`, or throws its 429 (with Retry-After, set
+   * on `response`). `storedNothing` is called once if the upload, admitted,
+   * then stores nothing.
+   */
+  admit(runId: number, request: IncomingMessage, response: ServerResponse, storedNothing: () => void = () => undefined): void {
+    this.assertRoom(runId, request, response);
     const bytes = declaredBytes(request.headers['content-length']);
-    if (this.held + bytes > RECORDING_BYTES_IN_FLIGHT) {
-      response.setHeader('retry-after', '5');
-      throw new DomainError(429, 'recording_uploads_busy', 'This gateway is receiving as many recordings as it holds at once; retry shortly');
-    }
     this.held += bytes;
     this.runs.add(runId);
     let released = false;
@@ -74,11 +73,31 @@ export class RecordingUploads {
         this.held -= bytes;
         this.runs.delete(runId);
       },
+      storedNothing,
     };
     this.holds.set(request, hold);
     response.once('close', () => {
-      if (!hold.handled) hold.release();
+      if (hold.handled) return;
+      hold.release();
+      storedNothing();
     });
+  }
+
+  /**
+   * Throws the 429 `admit` would (with Retry-After, set on `response`),
+   * taking nothing: asked before the upload is noted on its run, so an
+   * upload refused here does not replace there the admission of the one
+   * already arriving.
+   */
+  assertRoom(runId: number, request: IncomingMessage, response: ServerResponse): void {
+    if (this.runs.has(runId)) {
+      response.setHeader('retry-after', '5');
+      throw recordingUploadInProgress();
+    }
+    if (this.held + declaredBytes(request.headers['content-length']) > RECORDING_BYTES_IN_FLIGHT) {
+      response.setHeader('retry-after', '5');
+      throw new DomainError(429, 'recording_uploads_busy', 'This gateway is receiving as many recordings as it holds at once; retry shortly');
+    }
   }
 
   /**
@@ -91,6 +110,9 @@ export class RecordingUploads {
     if (hold) hold.handled = true;
     try {
       return await work(hold?.admittedAt ?? new Date());
+    } catch (error) {
+      hold?.storedNothing();
+      throw error;
     } finally {
       hold?.release();
     }
