@@ -290,6 +290,10 @@ const AGENT_SESSION_OPEN = (statuses: string) =>
  */
 const UPLOAD_OUTLIVES_SESSION = `(status = 'completed' AND recording_upload_admitted_at IS NOT NULL)`;
 
+/** No upload of the runtime's recording admitted less than `waitMs` (a parameter, in ms) ago may still be arriving. */
+const NO_UPLOAD_ARRIVING = (waitMs: string) =>
+  `(recording_upload_admitted_at IS NULL OR recording_upload_admitted_at <= now() - make_interval(secs => ${waitMs}::double precision / 1000))`;
+
 /** How long an Idempotency-Key is kept (as Stripe does); then a repeat starts afresh. */
 const IDEMPOTENCY_RETENTION = '24 hours';
 
@@ -912,8 +916,7 @@ export class WorkflowRunStore {
     const [rows]: [Array<{ agent_transcript: Array<Record<string, unknown>> }>, number] = await this.dataSource.query(
       `UPDATE workflow_runs SET agent_session_ended_at = COALESCE(agent_session_ended_at, now()), updated_at = now()
         WHERE id = $1 AND NOT is_completed
-          AND (recording_key IS NOT NULL OR recording_upload_admitted_at IS NULL
-               OR recording_upload_admitted_at <= now() - make_interval(secs => $2::double precision / 1000))
+          AND (recording_key IS NOT NULL OR ${NO_UPLOAD_ARRIVING('$2')})
         RETURNING agent_transcript`,
       [runId, uploadWaitMs],
     );
@@ -933,8 +936,7 @@ export class WorkflowRunStore {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs SET recording_key = $2, updated_at = now()
         WHERE id = $1 AND recording_key IS NULL
-          AND ($3::double precision IS NULL OR recording_upload_admitted_at IS NULL
-               OR recording_upload_admitted_at <= now() - make_interval(secs => $3::double precision / 1000))`,
+          AND ($3::double precision IS NULL OR ${NO_UPLOAD_ARRIVING('$3')})`,
       [runId, recordingKey, uploadWaitMs ?? null],
     );
     return affected > 0;

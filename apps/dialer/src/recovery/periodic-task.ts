@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
+import { withTimeout } from '@app/common';
 import { RedisClient } from '@app/queue';
 
 /** How long a round keeps renewing its lease. */
@@ -56,14 +57,12 @@ export class PeriodicTask {
     if (this.timer) clearTimeout(this.timer);
     const running = this.running;
     if (!running) return;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<boolean>((resolve) => {
-      const redisAway = this.client.redis.status !== 'ready';
-      timer = setTimeout(() => resolve(false), redisAway ? Math.min(this.stopWaitMs, STOP_WAIT_REDIS_AWAY_MS) : this.stopWaitMs);
-      timer.unref();
-    });
-    const returned = await Promise.race([running.then(() => true), waited]);
-    clearTimeout(timer);
+    const waitMs = this.client.redis.status === 'ready' ? this.stopWaitMs : Math.min(this.stopWaitMs, STOP_WAIT_REDIS_AWAY_MS);
+    // A round never rejects (`schedule` catches its failure): only the wait running out does.
+    const returned = await withTimeout(running, waitMs, `${this.name}'s round`).then(
+      () => true,
+      () => false,
+    );
     if (!returned) this.logger.warn(`${this.name}: the round in flight did not return after the stop; left to fail as the process closes`);
   }
 
