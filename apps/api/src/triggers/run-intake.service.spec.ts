@@ -81,18 +81,27 @@ describe('RunIntake', () => {
   it('sends a refused group again one run at a time, each group in flight holding one connection', async () => {
     let inFlight = 0;
     let most = 0;
+    // The runs sent alone wait here until both groups are being sent again: their overlap does not hang on timing.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
     const { intake } = intakeWith(async (runs) => {
       if (runs.length > 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
       inFlight += 1;
       most = Math.max(most, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await held;
       inFlight -= 1;
       return assignIds(runs);
     }, async () => undefined);
-    // Two groups: the second forms while the first is in flight.
+    const sending = async (count: number) => {
+      for (let turn = 0; inFlight < count && turn < 1_000; turn++) await new Promise((resolve) => setImmediate(resolve));
+      expect(inFlight).toBeGreaterThanOrEqual(count);
+    };
+    // Two groups: the second forms while the first is being sent again.
     const first = Array.from({ length: 6 }, (_, index) => intake.accept(newRun(`+1${index}`)));
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    await sending(1);
     const second = Array.from({ length: 6 }, (_, index) => intake.accept(newRun(`+2${index}`)));
+    await sending(2);
+    release();
     const ids = await Promise.all([...first, ...second]);
     expect(new Set(ids).size).toBe(12);
     // Both groups were sent again side by side, one statement each: two connections, not eight.
