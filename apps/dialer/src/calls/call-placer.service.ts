@@ -58,6 +58,15 @@ const MAX_LAPSED_CLAIM_WAIT_MS = 60_000;
 export const DIAL_LATE_MS = 1_000;
 /** A job's dials handed back as late at most this many times; then it goes out however late (the database is slow). */
 export const MAX_LATE_DIALS = 3;
+/**
+ * A dial refused room in the rate window this many times in a row on its
+ * pacing instant gives the instant up and is paced again. Waiting for room
+ * on it however long would leave every dial of a campaign whose
+ * `calls_per_second` was lowered under its reserved instants (or more late
+ * dials than the window lets out) asking the window again each time it has
+ * room, all of them at once, for as long as the campaign lasts.
+ */
+export const RATE_REFUSALS_BEFORE_PACING_AGAIN = 2;
 /** The log entry of a claim taken up again (`resumeClaim`). */
 const CLAIM_RESUMED = 'dialer.claim_resumed';
 const CARRIER_BACKOFF_CAP_MS = 60_000;
@@ -145,16 +154,25 @@ export class CallPlacer {
     const pace = progress.unsettledClaim === undefined && (progress.slotAt === undefined || now - progress.slotAt > STALE_SLOT_MS);
     const admission = await this.admit(config, runId, pace);
     if (admission.kind === 'paced') {
-      return { kind: 'delay', untilMs: now + admission.waitMs, progress: { ...progress, slotAt: now + admission.waitMs }, reason: 'pacing' };
+      const slotAt = now + admission.waitMs;
+      return { kind: 'delay', untilMs: slotAt, progress: { ...progress, slotAt, rateRefusals: undefined }, reason: 'pacing' };
     }
     if (admission.kind === 'rate') {
-      // The window is full (reserved instants came back late together): go out when it has room, on that instant.
       const untilMs = Date.now() + admission.waitMs;
-      return { kind: 'delay', untilMs, progress: { ...progress, slotAt: untilMs }, reason: 'pacing' };
+      const rateRefusals = (progress.rateRefusals ?? 0) + 1;
+      if (rateRefusals >= RATE_REFUSALS_BEFORE_PACING_AGAIN) {
+        // Still no room once the window had some: more dials hold instants than the rate lets out (`calls_per_second`
+        // lowered under a campaign's reserved instants, or more late ones than a window holds). Its instant is given
+        // up and a new one reserved, at the configuration's pace as it is now, when it comes back.
+        return { kind: 'delay', untilMs, progress: { ...progress, slotAt: undefined, rateRefusals: undefined }, reason: 'pacing' };
+      }
+      // The window is full (reserved instants came back late together): go out when it has room, on that instant.
+      return { kind: 'delay', untilMs, progress: { ...progress, slotAt: untilMs, rateRefusals }, reason: 'pacing' };
     }
     if (admission.kind === 'concurrency') {
       // Every slot is taken: look again shortly, and reserve a fresh pacing instant then.
-      return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: { ...progress, slotAt: undefined }, reason: 'concurrency' };
+      const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined };
+      return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: progressed, reason: 'concurrency' };
     }
     const admitted = { admittedAt: performance.now(), lease: admission.lease };
 

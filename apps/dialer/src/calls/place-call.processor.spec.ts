@@ -13,6 +13,7 @@ describe('PlaceCallProcessor', () => {
     resumingAs: ['claim-b'],
     claimLapses: 3,
     lateDials: 1,
+    rateRefusals: 1,
   };
 
   function processorWith(decision: PlaceDecision) {

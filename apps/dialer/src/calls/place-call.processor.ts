@@ -41,8 +41,8 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     }
     let decision: PlaceDecision;
     try {
-      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials } = job.data;
-      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials });
+      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals } = job.data;
+      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals });
     } catch (error) {
       const attempt = job.attemptsMade + 1;
       this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');

@@ -36,6 +36,11 @@ export interface PlaceCallProgress {
    * Kept in the job's data only, as `claimLapses`.
    */
   lateDials?: number;
+  /**
+   * Refusals in a row of room in the rate window on the pacing instant
+   * `slotAt` (RATE_REFUSALS_BEFORE_PACING_AGAIN).
+   */
+  rateRefusals?: number;
 }
 
 export type PlaceDecision =
