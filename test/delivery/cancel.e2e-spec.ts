@@ -1,5 +1,5 @@
 import { connect, createServer, Server, Socket } from 'node:net';
-import { TelephonyConfiguration } from '@app/persistence';
+import { TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { TelnyxFake } from '../fakes/telnyx-fake';
 import { TwilioFake } from '../fakes/twilio-fake';
 import {
@@ -54,6 +54,11 @@ describe('POST /api/v1/workflow/{workflow_id}/runs/{run_id}/cancel', () => {
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect((await sandboxDialsByRun(apps.dataSource, [waiting])).get(waiting)).toBe(0);
     expect((await apps.client.get(runPath(waiting), { key: org.adminKey })).body.status).toBe('canceled');
+
+    // Asked again (the first answer lost): answered as canceled, the record as it was.
+    const again = await apps.client.post(`${runPath(waiting)}/cancel`, undefined, { key: org.adminKey });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(response.body);
   });
 
   it('hangs up a ringing call through the carrier and ends the run canceled', async () => {
@@ -69,13 +74,41 @@ describe('POST /api/v1/workflow/{workflow_id}/runs/{run_id}/cancel', () => {
     expect(run).toMatchObject({ status: 'canceled', answered_at: null });
   });
 
+  it('answers 202 for a hang-up the carrier took even when its note in the run log cannot be stored', async () => {
+    const { trigger, runPath } = await agent({ ring_ms: 4000, talk_ms: 100 });
+    const runId = await trigger();
+    await waitFor(async () => ((await apps.client.get(runPath(runId), { key: org.adminKey })).body.status === 'ringing' ? true : undefined));
+    const store = apps.api.get(WorkflowRunStore);
+    const note = jest.spyOn(store, 'appendEvent').mockRejectedValueOnce(new Error('the database went away'));
+    try {
+      const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
+      expect(response.status).toBe(202);
+      expect(note).toHaveBeenCalledWith(runId, 'api.hangup_requested');
+    } finally {
+      note.mockRestore();
+    }
+    const run = await waitFor(async () => {
+      const current = (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
+      return current.is_completed ? current : undefined;
+    });
+    expect(run).toMatchObject({ status: 'canceled', answered_at: null });
+  });
+
   it('answers 409 for a call that was already answered or finished', async () => {
     const { trigger, runPath } = await agent({ ring_ms: 10, talk_ms: 10 });
     const runId = await trigger();
-    await waitFor(async () => ((await apps.client.get(runPath(runId), { key: org.adminKey })).body.is_completed ? true : undefined));
+    const finished = await waitFor(async () => {
+      const current = (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
+      return current.is_completed ? current : undefined;
+    });
+    expect(finished.status).toBe('completed');
     const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: org.adminKey });
     expect(response.status).toBe(409);
     expect(response.body.code).toBe('run_not_cancelable');
+    // The finished run is left as it ended (its artifacts may still arrive).
+    const after = (await apps.client.get(runPath(runId), { key: org.adminKey })).body;
+    const ending = (run: Record<string, unknown>) => ({ status: run.status, end_reason: run.end_reason, ended_at: run.ended_at });
+    expect(ending(after)).toEqual(ending(finished));
   });
 
   it('answers 409 saying so for a ringing call whose configuration no longer exists, not that it was answered', async () => {
@@ -119,6 +152,7 @@ describe('POST /api/v1/workflow/{workflow_id}/runs/{run_id}/cancel', () => {
     const other = await createOrganization(apps.dataSource);
     const response = await apps.client.post(`${runPath(runId)}/cancel`, undefined, { key: other.adminKey });
     expect(response.status).toBe(404);
+    expect((await apps.client.get(runPath(runId), { key: org.adminKey })).body.status).not.toBe('canceled');
   });
 });
 

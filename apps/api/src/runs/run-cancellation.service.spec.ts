@@ -59,6 +59,16 @@ describe('RunCancellation', () => {
     expect(await store.findById(runId)).toMatchObject({ status: 'canceled', endReason: 'canceled' });
   });
 
+  it('answers a run another cancel ended after it was read as canceled, as asked, and leaves it as that cancel did', async () => {
+    const runId = await queuedRun();
+    const readAsQueued = (await store.findById(runId))!;
+    await expect(cancellation.cancel((await store.findById(runId))!)).resolves.toBe('canceled');
+    const canceled = await store.findById(runId);
+
+    await expect(cancellation.cancel(readAsQueued)).resolves.toBe('canceled');
+    expect(await store.findById(runId)).toEqual(canceled);
+  });
+
   it('leaves alone a run a dialer claimed after it was read as queued, and answers 409 while its call has no id', async () => {
     const runId = await queuedRun();
     const readAsQueued = (await store.findById(runId))!;

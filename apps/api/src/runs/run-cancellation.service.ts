@@ -14,7 +14,8 @@ const SLOT_RELEASE_WAIT_MS = 1_000;
 const QUEUED_CANCEL_ATTEMPTS = 3;
 
 /**
- * Cancels a run that has not been answered. A queued (or waiting) run is
+ * Cancels a run that has not been answered; a run canceled already is
+ * answered as canceled again. A queued (or waiting) run is
  * canceled at once by a conditional update, so its dial job finds it
  * canceled and does nothing (the job is dropped, and the pacing instant it
  * may have reserved given back once none of its configuration's runs is
@@ -56,6 +57,8 @@ export class RunCancellation {
     if (run.status === 'queued') {
       throw Errors.conflict('run_not_cancelable', 'The run went to a dialer and back while it was canceled; try again');
     }
+    // Asked again (its answer was lost, or a hang-up that went through answered 502): what was asked for is done.
+    if (run.status === 'canceled') return 'canceled';
     if ((run.status === 'dialing' || run.status === 'ringing') && run.providerCallId) {
       const config = run.telephonyConfigurationId
         ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
@@ -76,7 +79,11 @@ export class RunCancellation {
             throw hangupFailure(error);
           });
         if (hungUp) {
-          await this.runs.appendEvent(run.id, 'api.hangup_requested');
+          // A note for the run's history: the carrier is hanging the call up, and its `canceled` event ends the run,
+          // whether or not the note is stored. Failing the answer for it would have the client ask again.
+          await this.runs.appendEvent(run.id, 'api.hangup_requested').catch((error: unknown) => {
+            this.logger.warn({ run_id: run.id, err: error }, 'hang-up requested but not noted in the run log');
+          });
           return 'hangup_requested';
         }
       }
@@ -90,7 +97,8 @@ export class RunCancellation {
     throw Errors.conflict(
       'run_not_cancelable',
       run.status === 'dialing' || run.status === 'ringing'
-        ? 'The carrier did not hang this call up: it has been answered (an answered call is not canceled) or has ended'
+        ? 'The carrier did not hang this call up: it has been answered (an answered call is not canceled) or has ended ' +
+          '(a hang-up asked for earlier may have ended it: the run ends `canceled` then)'
         : `A run that is ${run.status} cannot be canceled`,
     );
   }

@@ -94,14 +94,22 @@ export class WorkflowRunsController {
     operationId: 'cancelWorkflowRun',
     summary: 'Cancel a run that is queued or waiting, or hang up a ringing call',
     description:
-      'A queued run ends `canceled` at once (200). A dialing or ringing call is hung up through its carrier ' +
-      '(202); the run ends `canceled` when the carrier confirms. An answered or finished run answers 409; 502 ' +
-      '`carrier_unreachable` when the carrier cannot be asked to hang up.',
+      'A queued run ends `canceled` at once (200), and a run canceled already answers 200 again. A dialing or ' +
+      'ringing call is hung up through its carrier (202); the run ends `canceled` when the carrier confirms. An ' +
+      'answered or finished run answers 409; 502 `carrier_unreachable` when the carrier cannot be asked to hang up.',
   })
   @ApiOkResponse({ type: RunView })
   @ApiAcceptedResponse({ type: RunView })
   @WORKFLOW_ID
   @RUN_ID
+  @ApiErrors({
+    401: '`unauthorized`',
+    403: '`forbidden`: the key is limited to other agents',
+    404: '`run_not_found`',
+    409: '`run_not_cancelable`: answered or finished, its call id not known yet, or the carrier refused the hang-up',
+    502: '`carrier_unreachable`: the carrier could not be asked to hang up; retry',
+    503: DATABASE_AWAY,
+  })
   async cancel(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,
