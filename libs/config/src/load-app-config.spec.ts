@@ -52,12 +52,32 @@ describe('loadAppConfig', () => {
     expect(loadAppConfig({ SECRETS_KEY: SECRET, REDIS_URL: 'redis://:p%25w@127.0.0.1:6379' }).redisUrl).toBe('redis://:p%25w@127.0.0.1:6379');
   });
 
-  it('warns of the public all-zero secrets key, and of nothing for a key of ones own', () => {
-    const reachable = { PUBLIC_BASE_URL: 'https://voice.example.com', AGENT_RUNTIME_URL: 'wss://agents.example.com/media' };
-    expect(configWarnings(loadAppConfig({ ...reachable, SECRETS_KEY: '0'.repeat(64) }))).toEqual([
+  it('warns of the public all-zero secrets key on a loopback PUBLIC_BASE_URL, and of nothing for a key of ones own', () => {
+    const local = { AGENT_RUNTIME_URL: 'wss://agents.example.com/media' };
+    expect(configWarnings(loadAppConfig({ ...local, SECRETS_KEY: '0'.repeat(64) }))).toEqual([
       expect.stringMatching(/^SECRETS_KEY is the public all-zero development key/),
+      expect.stringMatching(/^PUBLIC_BASE_URL is http:\/\/localhost:3000, a loopback address/),
     ]);
+    const reachable = { PUBLIC_BASE_URL: 'https://voice.example.com', AGENT_RUNTIME_URL: 'wss://agents.example.com/media' };
     expect(configWarnings(loadAppConfig({ ...reachable, SECRETS_KEY: SECRET }))).toEqual([]);
+  });
+
+  it('refuses the public all-zero secrets key with a PUBLIC_BASE_URL others reach, as hex or as base64', () => {
+    for (const zero of ['0'.repeat(64), Buffer.alloc(32).toString('base64')]) {
+      for (const elsewhere of ['https://voice.example.com', 'http://10.0.0.5:3000']) {
+        const problems = (() => {
+          try {
+            loadAppConfig({ SECRETS_KEY: zero, PUBLIC_BASE_URL: elsewhere });
+            return [];
+          } catch (error) {
+            return (error as ConfigError).problems;
+          }
+        })();
+        expect(problems).toEqual([expect.stringMatching(/^SECRETS_KEY is the public all-zero development key, and PUBLIC_BASE_URL .* is not this machine/)]);
+      }
+    }
+    // A key missing or malformed is said once, as such.
+    expect(() => loadAppConfig({ PUBLIC_BASE_URL: 'https://voice.example.com' })).toThrow(/SECRETS_KEY is required/);
   });
 
   it('warns when the callbacks or the media stream a carrier is given point at this machine', () => {

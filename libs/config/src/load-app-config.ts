@@ -69,8 +69,20 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     agentRuntimeUrl: reader.url('AGENT_RUNTIME_URL', 'ws://127.0.0.1:8090/media', ['ws:', 'wss:']),
     agentSessionTtlSeconds: reader.integer('AGENT_SESSION_TTL_SECONDS', 4 * 3600, 60, 7 * 24 * 3600),
   };
+  if (isPublicKey(config.secretsKey) && !isLoopbackUrl(config.publicBaseUrl) && !problems.some((problem) => problem.startsWith('SECRETS_KEY'))) {
+    problems.push(
+      `SECRETS_KEY is the public all-zero development key, and PUBLIC_BASE_URL (${config.publicBaseUrl}) is not this machine: ` +
+        'anyone who reaches the service could forge download links to every recording and decrypt the stored carrier ' +
+        'credentials; set your own (openssl rand -hex 32)',
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** The all-zero SECRETS_KEY docker-compose.yml falls back to: anyone can read it there. */
+function isPublicKey(key: Buffer): boolean {
+  return key.every((byte) => byte === 0);
 }
 
 function decodable(component: string): boolean {
@@ -85,13 +97,13 @@ function decodable(component: string): boolean {
 /**
  * What the configuration allows but an operator must hear about, logged at
  * start as warnings: the all-zero SECRETS_KEY that docker-compose.yml falls
- * back to is public; the loopback defaults of PUBLIC_BASE_URL and
+ * back to is public (taken only with a loopback PUBLIC_BASE_URL); the loopback defaults of PUBLIC_BASE_URL and
  * AGENT_RUNTIME_URL do for the sandbox carrier on one machine, and for no
  * real carrier, which would be given callbacks it cannot reach.
  */
 export function configWarnings(config: AppConfig): string[] {
   const warnings: string[] = [];
-  if (config.secretsKey.every((byte) => byte === 0)) {
+  if (isPublicKey(config.secretsKey)) {
     warnings.push(
       'SECRETS_KEY is the public all-zero development key: anyone can decrypt the stored carrier credentials and forge ' +
         'download links; outside a development machine set your own (openssl rand -hex 32)',
