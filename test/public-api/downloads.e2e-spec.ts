@@ -107,27 +107,90 @@ describe('downloads: run artifact URLs and time-limited links', () => {
     it("answers HEAD with the GET's headers and no body, without reading the file", async () => {
       const storage = apps.api.get<ArtifactStorage>(ARTIFACT_STORAGE);
       const get = storage.get.bind(storage);
-      const opened: ReadStream[] = [];
+      const opened: Array<{ read?: ReadStream; closed: boolean }> = [];
       const spy = jest.spyOn(storage, 'get').mockImplementation(async (key) => {
         const stored = await get(key);
-        if (stored) opened.push(stored.body as ReadStream);
-        return stored;
+        if (!stored) return stored;
+        const seen: { read?: ReadStream; closed: boolean } = { closed: false };
+        opened.push(seen);
+        return {
+          ...stored,
+          read: (range) => (seen.read = stored.read(range) as ReadStream),
+          close: () => ((seen.closed = true), stored.close()),
+        };
       });
       try {
         const head = await fetch(completed.recording_url, { method: 'HEAD' });
         const got = await fetchBare(completed.recording_url);
         expect(head.status).toBe(200);
         expect((await head.arrayBuffer()).byteLength).toBe(0);
-        for (const name of ['content-type', 'content-length', 'content-disposition', 'cache-control']) {
+        for (const name of ['content-type', 'content-length', 'content-disposition', 'cache-control', 'accept-ranges', 'etag']) {
           expect({ name, value: head.headers.get(name) }).toEqual({ name, value: got.headers.get(name) });
         }
         // The HEAD's file was closed unread; the GET's was read whole.
         expect(opened).toHaveLength(2);
-        await waitFor(async () => (opened[1].bytesRead === got.bytes.length ? true : undefined), { what: 'the GET to be read' });
-        expect(opened[0].bytesRead).toBe(0);
-        expect(opened[0].destroyed).toBe(true);
+        expect(opened[0]).toEqual({ closed: true });
+        await waitFor(async () => (opened[1].read?.bytesRead === got.bytes.length ? true : undefined), { what: 'the GET to be read' });
+        await waitFor(async () => (opened[1].read?.closed ? true : undefined), { what: "the GET's file to be closed" });
       } finally {
         spy.mockRestore();
+      }
+    });
+
+    it('answers one range of bytes in part (206), so a player can seek and a download resume', async () => {
+      const whole = await fetchBare(completed.recording_url);
+      const size = whole.bytes.length;
+      expect(size).toBeGreaterThan(100);
+      expect(whole.headers.get('accept-ranges')).toBe('bytes');
+      const etag = whole.headers.get('etag')!;
+      expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+
+      const ranged = async (range: string, extra: Record<string, string> = {}) => {
+        const response = await fetch(completed.recording_url, { headers: { range, ...extra } });
+        return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) };
+      };
+      for (const [range, start, end] of [
+        ['bytes=0-99', 0, 99],
+        ['bytes=100-', 100, size - 1],
+        ['bytes=-44', size - 44, size - 1],
+        [`bytes=${size - 10}-${size + 1000}`, size - 10, size - 1],
+      ] as const) {
+        const part = await ranged(range);
+        expect({ range, status: part.status }).toEqual({ range, status: 206 });
+        expect(part.headers.get('content-range')).toBe(`bytes ${start}-${end}/${size}`);
+        expect(Number(part.headers.get('content-length'))).toBe(end - start + 1);
+        expect(part.bytes.equals(whole.bytes.subarray(start, end + 1))).toBe(true);
+      }
+      // Resumed against this very copy, in part; against another, whole.
+      expect((await ranged('bytes=10-19', { 'if-range': etag })).status).toBe(206);
+      const stale = await ranged('bytes=10-19', { 'if-range': '"another-copy"' });
+      expect(stale.status).toBe(200);
+      expect(stale.bytes.equals(whole.bytes)).toBe(true);
+      // Several ranges at once are answered whole.
+      expect((await ranged('bytes=0-1,5-6')).status).toBe(200);
+
+      const past = await fetch(completed.recording_url, { headers: { range: `bytes=${size}-` } });
+      expect(past.status).toBe(416);
+      expect(past.headers.get('content-range')).toBe(`bytes */${size}`);
+      expect(await past.json()).toMatchObject({ statusCode: 416, code: 'range_not_satisfiable' });
+    });
+
+    it('answers 404 artifact_not_found once the pack holding an artifact is gone (retention removed its day)', async () => {
+      const goneId = 6_000_000_000 + completed.id;
+      await apps.dataSource.query(
+        `INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                                    telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key)
+         SELECT $2::bigint, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                telephony_configuration_id, provider, phone_number, is_completed,
+                'packs/2020-01-01/removed-1.pack@0+10/runs/0/1-transcript.json', 'runs/no-such-folder/1-recording.wav'
+           FROM workflow_runs WHERE id = $1`,
+        [completed.id, goneId],
+      );
+      for (const artifact of ['transcript', 'recording']) {
+        const minted = await mint(goneId, { artifact });
+        expect(minted.status).toBe(200);
+        const response = await fetchBare(minted.body.url);
+        expect({ artifact, status: response.status, code: response.body?.code }).toEqual({ artifact, status: 404, code: 'artifact_not_found' });
       }
     });
 

@@ -1,9 +1,22 @@
 import { Readable } from 'node:stream';
 
+/** Bytes `start` to `end` of an artifact, both included. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/**
+ * An artifact found and opened: it is held open until `read`'s stream has
+ * been read or destroyed, or `close` is called, one of which must happen.
+ */
 export interface StoredArtifact {
-  body: Readable;
   contentType: string;
   size: number;
+  /** Its bytes, or those of `range` (within its size); the artifact is closed once the stream ends or is destroyed. */
+  read(range?: ByteRange): Readable;
+  /** Closes it unread (a HEAD, a range it cannot answer). */
+  close(): Promise<void>;
 }
 
 /**
@@ -14,7 +27,7 @@ export interface StoredArtifact {
 export interface ArtifactStorage {
   /** Stores `body` and answers its key, once it is stored. */
   put(name: string, body: Buffer, contentType: string): Promise<string>;
-  /** Null when nothing is stored under `key`. */
+  /** Opens what is stored under `key`; null when nothing is (any more). */
   get(key: string): Promise<StoredArtifact | null>;
 }
 

@@ -37,13 +37,13 @@ describe('LocalArtifactStorage', () => {
     expect(key).toMatch(new RegExp(`^packs/${today}/[A-Za-z0-9-]+-1\\.pack@0\\+12/runs/0/7-transcript\\.json$`));
     const stored = await storage.get(key);
     expect(stored).toMatchObject({ size: 12, contentType: 'application/json' });
-    expect(await readAll(stored!.body)).toBe('{"turns":[]}');
+    expect(await readAll(stored!.read())).toBe('{"turns":[]}');
   });
 
   it('appends artifacts written at once to one pack, each read back whole from its own slice', async () => {
     const names = Array.from({ length: 300 }, (_, index) => artifactKey(index * 7, 'transcript', 'json'));
     const keys = await Promise.all(names.map((name, index) => storage.put(name, Buffer.from(`{"n":${index}}`))));
-    const bodies = await Promise.all(keys.map(async (key) => readAll((await storage.get(key))!.body)));
+    const bodies = await Promise.all(keys.map(async (key) => readAll((await storage.get(key))!.read())));
     expect(bodies).toEqual(names.map((_, index) => `{"n":${index}}`));
     expect(new Set(keys).size).toBe(300);
     expect(packsUnder(root)).toHaveLength(1);
@@ -55,10 +55,38 @@ describe('LocalArtifactStorage', () => {
     const first = await storage.put('runs/0/9-recording.wav', Buffer.from('first'));
     const second = await storage.put('runs/0/9-recording.wav', Buffer.from('second'));
     expect(first).not.toBe(second);
-    expect(await readAll((await storage.get(first))!.body)).toBe('first');
+    expect(await readAll((await storage.get(first))!.read())).toBe('first');
     const stored = await storage.get(second);
     expect(stored).toMatchObject({ size: 6, contentType: 'audio/wav' });
-    expect(await readAll(stored!.body)).toBe('second');
+    expect(await readAll(stored!.read())).toBe('second');
+  });
+
+  it('reads a range of an artifact from within its own slice of the pack, and never past it', async () => {
+    const before = await storage.put('runs/0/4-transcript.json', Buffer.from('0123456789'));
+    const key = await storage.put('runs/0/5-transcript.json', Buffer.from('abcdefghij'));
+    const after = await storage.put('runs/0/6-transcript.json', Buffer.from('KLMNOPQRST'));
+    expect([before, after].map((each) => each.split('@')[0])).toEqual([key.split('@')[0], key.split('@')[0]]);
+    expect(await readAll((await storage.get(key))!.read({ start: 2, end: 4 }))).toBe('cde');
+    expect(await readAll((await storage.get(key))!.read({ start: 9, end: 9 }))).toBe('j');
+    // A range outside the artifact reads nothing, rather than the next artifact's bytes.
+    expect(await readAll((await storage.get(key))!.read({ start: 5, end: 12 }))).toBe('');
+  });
+
+  it('answers null, not an error, for an artifact whose pack or folder is gone, or whose pack was cut short', async () => {
+    const key = await storage.put('runs/0/7-recording.wav', Buffer.from('RIFF-and-more'));
+    await storage.onApplicationShutdown();
+    const pack = key.split('@')[0];
+    truncateSync(join(root, pack), 4);
+    expect(await storage.get(key)).toBeNull();
+    rmSync(join(root, pack));
+    expect(await storage.get(key)).toBeNull();
+    // The day's folder a file (ENOTDIR), or gone.
+    const day = pack.split('/').slice(0, 2).join('/');
+    rmSync(join(root, day), { recursive: true });
+    writeFileSync(join(root, day), 'not a folder');
+    expect(await storage.get(key)).toBeNull();
+    rmSync(join(root, day));
+    expect(await storage.get(key)).toBeNull();
   });
 
   it('starts a new pack once one is full, and gives a larger artifact a pack of its own', async () => {
@@ -69,8 +97,8 @@ describe('LocalArtifactStorage', () => {
     const after = await storage.put('runs/0/3-transcript.json', Buffer.from('abc'));
     expect([small, large, after].map((key) => key.split('@')[0]).every((pack, index, all) => all.indexOf(pack) === index)).toBe(true);
     expect(packsUnder(root)).toHaveLength(3);
-    expect(await readAll((await storage.get(large))!.body)).toBe('r'.repeat(25));
-    expect(await readAll((await storage.get(after))!.body)).toBe('abc');
+    expect(await readAll((await storage.get(large))!.read())).toBe('r'.repeat(25));
+    expect(await readAll((await storage.get(after))!.read())).toBe('abc');
   });
 
   it('makes the pack folder again when it was removed, in a new pack', async () => {
@@ -78,7 +106,7 @@ describe('LocalArtifactStorage', () => {
     await storage.onApplicationShutdown();
     rmSync(join(root, 'packs'), { recursive: true, force: true });
     const key = await storage.put('runs/0/8-recording.wav', Buffer.from('b'));
-    expect(await readAll((await storage.get(key))!.body)).toBe('b');
+    expect(await readAll((await storage.get(key))!.read())).toBe('b');
   });
 
   it('proves at start that it can write under its root, making the root if missing, and leaves nothing behind', async () => {
@@ -103,7 +131,7 @@ describe('LocalArtifactStorage', () => {
     rmSync(join(root, 'packs'));
     const next = await storage.put('runs/0/3-transcript.json', Buffer.from('z'));
     expect(next.split('@')[0]).not.toBe(first.split('@')[0]);
-    expect(await readAll((await storage.get(next))!.body)).toBe('z');
+    expect(await readAll((await storage.get(next))!.read())).toBe('z');
   });
 
   it('writes again after it was shut down, to a new pack', async () => {
@@ -111,8 +139,8 @@ describe('LocalArtifactStorage', () => {
     await storage.onApplicationShutdown();
     const after = await storage.put('runs/0/3-transcript.json', Buffer.from('after'));
     expect(after.split('@')[0]).not.toBe(before.split('@')[0]);
-    expect(await readAll((await storage.get(before))!.body)).toBe('before');
-    expect(await readAll((await storage.get(after))!.body)).toBe('after');
+    expect(await readAll((await storage.get(before))!.read())).toBe('before');
+    expect(await readAll((await storage.get(after))!.read())).toBe('after');
   });
 
   it('reads an artifact stored as a file of its own by an earlier release', async () => {
@@ -120,7 +148,7 @@ describe('LocalArtifactStorage', () => {
     writeFileSync(join(root, 'runs/1/1042-recording.wav'), 'RIFF....');
     const stored = await storage.get('runs/1/1042-recording.wav');
     expect(stored).toMatchObject({ size: 8, contentType: 'audio/wav' });
-    expect(await readAll(stored!.body)).toBe('RIFF....');
+    expect(await readAll(stored!.read())).toBe('RIFF....');
   });
 
   it('answers null for an artifact that is not there, or that its pack no longer holds whole', async () => {

@@ -1,10 +1,9 @@
-import { createReadStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { FileHandle, mkdir, open, unlink, writeFile } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { OnApplicationShutdown } from '@nestjs/common';
-import { ArtifactStorage, StoredArtifact } from './artifact-storage';
+import { ArtifactStorage, ByteRange, StoredArtifact } from './artifact-storage';
 import { DEFAULT_PACK_OPTIONS, PACKS_FOLDER, PackSlice, PackWriter, PackWriterOptions } from './pack-writer';
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -58,23 +57,35 @@ export class LocalArtifactStorage implements ArtifactStorage, OnApplicationShutd
     return `${slice.pack}@${slice.offset}+${slice.length}/${name}`;
   }
 
+  /**
+   * Opens the file first and sizes it by its open handle: a pack or a day's
+   * folder removed (retention) between a look and the open is then not found
+   * (null) rather than a stream that fails once its answer has begun.
+   */
   async get(key: string): Promise<StoredArtifact | null> {
     const slice = parsePackReference(key);
     const path = this.pathOf(slice ? slice.pack : key);
     const contentType = CONTENT_TYPES[extname(slice ? slice.name : key)] ?? 'application/octet-stream';
-    let size: number;
+    let handle: FileHandle;
     try {
-      size = (await stat(path)).size;
+      handle = await open(path, 'r');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (NOT_THERE.has((error as NodeJS.ErrnoException).code ?? '')) return null;
       throw error;
     }
-    if (!slice) return { body: createReadStream(path), size, contentType };
+    let fileSize: number;
+    try {
+      fileSize = (await handle.stat()).size;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
     // A pack cut short (restored from an older copy, say) no longer holds the artifact.
-    if (size < slice.offset + slice.length) return null;
-    const body =
-      slice.length === 0 ? Readable.from([]) : createReadStream(path, { start: slice.offset, end: slice.offset + slice.length - 1 });
-    return { body, size: slice.length, contentType };
+    if (slice && fileSize < slice.offset + slice.length) {
+      await handle.close();
+      return null;
+    }
+    return openedArtifact(handle, slice ? slice.offset : 0, slice ? slice.length : fileSize, contentType);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -86,6 +97,32 @@ export class LocalArtifactStorage implements ArtifactStorage, OnApplicationShutd
     if (!path.startsWith(this.root + sep)) throw new Error(`Artifact key escapes the storage root: ${key}`);
     return path;
   }
+}
+
+/** What opening a file that is not (or no longer) there fails with. */
+const NOT_THERE = new Set(['ENOENT', 'ENOTDIR']);
+
+/** `size` bytes of an open file from `base`, closed once read (or destroyed) or closed unread. */
+function openedArtifact(handle: FileHandle, base: number, size: number, contentType: string): StoredArtifact {
+  let taken = false;
+  return {
+    contentType,
+    size,
+    read(range: ByteRange = { start: 0, end: size - 1 }) {
+      if (taken) throw new Error('An artifact is read once');
+      taken = true;
+      if (range.start < 0 || range.end >= size || range.start > range.end) {
+        void handle.close();
+        return Readable.from([]);
+      }
+      return handle.createReadStream({ start: base + range.start, end: base + range.end, autoClose: true });
+    },
+    async close() {
+      if (taken) return;
+      taken = true;
+      await handle.close();
+    },
+  };
 }
 
 function parsePackReference(key: string): (PackSlice & { name: string }) | null {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { Controller, Get, Inject, Param, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
@@ -6,10 +7,13 @@ import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, DownloadTokens } from '@app/artifacts';
 import { DomainError, Errors } from '@app/common';
 import { WorkflowRun } from '@app/persistence';
+import { requestedRange } from './byte-range';
 
 /**
  * The public end of a download link: no headers needed, the signed token is
- * the permission. Tampered tokens answer 403, expired ones 410.
+ * the permission. Tampered tokens answer 403, expired ones 410. One range of
+ * bytes is answered in part (206), so players can seek a recording (Safari
+ * and iOS play audio only so) and a download cut short can resume.
  */
 @ApiTags('downloads')
 @Controller('api/v1/downloads')
@@ -52,15 +56,27 @@ export class ArtifactDownloadsController {
     const stored = key ? await this.storage.get(key) : null;
     if (!run || !key || !stored) throw Errors.notFound('artifact_not_found', 'The artifact no longer exists');
     const extension = key.slice(key.lastIndexOf('.'));
+    // What is stored under a key never changes (a new recording is a new key): the key names this copy.
+    const etag = `"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
+    const { headers } = reply.request;
+    const ifRange = headers['if-range'];
+    const asked = requestedRange(headers.range, Array.isArray(ifRange) ? ifRange.join(', ') : ifRange, etag, stored.size);
+    void reply.header('accept-ranges', 'bytes').header('etag', etag).header('cache-control', 'private, no-store');
+    if (asked.kind === 'unsatisfiable') {
+      await stored.close();
+      void reply.header('content-range', `bytes */${stored.size}`);
+      throw new DomainError(416, 'range_not_satisfiable', `The range asked for is not within the artifact's ${stored.size} bytes`);
+    }
+    const range = asked.kind === 'partial' ? asked.range : undefined;
+    if (range) void reply.status(206).header('content-range', `bytes ${range.start}-${range.end}/${stored.size}`);
     // A HEAD (which Fastify routes here too) answers the GET's headers without reading the file: Fastify would read a
     // stream to its end only to drop it, up to 100 MiB a request.
     const head = reply.request.method === 'HEAD';
-    if (head) stored.body.destroy();
+    if (head) await stored.close();
     await reply
       .header('content-type', stored.contentType)
-      .header('content-length', stored.size)
+      .header('content-length', range ? range.end - range.start + 1 : stored.size)
       .header('content-disposition', `attachment; filename="${run.name}-${artifact}${extension}"`)
-      .header('cache-control', 'private, no-store')
-      .send(head ? Readable.from([]) : stored.body);
+      .send(head ? Readable.from([]) : stored.read(range));
   }
 }
