@@ -7,7 +7,15 @@ import { DataSource } from 'typeorm';
 import { ARTIFACT_STORAGE, ArtifactStorage, DownloadTokens } from '@app/artifacts';
 import { DomainError, Errors } from '@app/common';
 import { WorkflowRun } from '@app/persistence';
+import { ApiErrors } from '../openapi-docs';
 import { requestedRange } from './byte-range';
+
+const DOWNLOAD_ERRORS = ApiErrors({
+  403: '`download_token_invalid`: the link was tampered with',
+  404: '`artifact_not_found`: the artifact is gone from storage',
+  410: '`download_expired`',
+  416: '`range_not_satisfiable`: a `Range` starting past the end',
+});
 
 /**
  * The public end of a download link: no headers needed, the signed token is
@@ -26,6 +34,7 @@ export class ArtifactDownloadsController {
 
   @Get(':payload/:signature')
   @ApiOperation({ operationId: 'downloadArtifact', summary: 'Download a recording or transcript by signed link' })
+  @DOWNLOAD_ERRORS
   async download(
     @Param('payload') payload: string,
     @Param('signature') signature: string,
@@ -37,6 +46,7 @@ export class ArtifactDownloadsController {
   /** Links of the one-segment form `<payload>.<signature>`, as first issued. */
   @Get(':token')
   @ApiOperation({ operationId: 'downloadArtifactByToken', summary: 'Download a recording or transcript by signed link' })
+  @DOWNLOAD_ERRORS
   async downloadByToken(@Param('token') token: string, @Res() reply: FastifyReply): Promise<void> {
     await this.send(token, reply);
   }
