@@ -9,7 +9,7 @@ describe('closeOnSignal', () => {
 
   /** Installs the handling, noting the listeners it adds so that they are removed after the test. */
   const install = () => {
-    const before = new Map((['SIGTERM', 'SIGINT'] as const).map((signal) => [signal, process.listeners(signal)]));
+    const before = new Map((['SIGTERM', 'SIGINT', 'SIGHUP'] as const).map((signal) => [signal, process.listeners(signal)]));
     const shutdown = closeOnSignal();
     for (const [signal, listeners] of before) {
       for (const listener of process.listeners(signal)) if (!listeners.includes(listener)) added.push({ signal, listener });
@@ -38,6 +38,18 @@ describe('closeOnSignal', () => {
     shutdown.attach(app, logger);
 
     process.emit('SIGTERM', 'SIGTERM');
+    expect(close).toHaveBeenCalledTimes(1);
+    finish();
+    await settle();
+    expect(exit).toHaveBeenCalledWith(0);
+  });
+
+  it('closes the app the same way when its terminal goes away (SIGHUP), rather than dying mid-dial', async () => {
+    const shutdown = install();
+    const { app, close, finish } = appClosing();
+    shutdown.attach(app, logger);
+
+    process.emit('SIGHUP', 'SIGHUP');
     expect(close).toHaveBeenCalledTimes(1);
     finish();
     await settle();

@@ -15,7 +15,7 @@ export interface SignalShutdown {
 }
 
 /**
- * Closes the app on SIGTERM or SIGINT and exits 0 once it has shut down
+ * Closes the app on SIGTERM, SIGINT or SIGHUP and exits 0 once it has shut down
  * cleanly (1 if closing failed). Nest's own shutdown hooks re-raise the
  * signal, which would make a clean stop look like a crash to supervisors.
  * Call it first thing in `main`: a signal that arrives while the app is
@@ -50,6 +50,9 @@ export function closeOnSignal(): SignalShutdown {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // A terminal that goes away (an SSH session dropped under `npm run start:dialer`): left to Node, the process would
+  // exit at once, cutting dials off mid-request.
+  process.on('SIGHUP', onSignal);
 
   return {
     attach(app, logger) {

@@ -22,4 +22,12 @@ describe('explainDatabaseError', () => {
     const other = Object.assign(new Error('deadlock detected'), { code: '40P01' });
     expect(explainDatabaseError(other, URL_WITHOUT_PASSWORD)).toBe(other);
   });
+
+  it('says to migrate when a table is missing, except to migrate itself, whose failure is told in its own words', () => {
+    const missing = Object.assign(new Error('relation "workflow_runs" does not exist'), { code: '42P01' });
+    expect((explainDatabaseError(missing, URL_WITHOUT_PASSWORD) as Error).message).toBe(
+      'the database 127.0.0.1:5432/voice_agent has no schema yet: run "npm run cli -- migrate" first',
+    );
+    expect(explainDatabaseError(missing, URL_WITHOUT_PASSWORD, { makesSchema: true })).toBe(missing);
+  });
 });

@@ -5,7 +5,7 @@ import { describeDatabase } from './describe-database';
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH']);
 
 /** Turns the database errors an operator can fix into a `CliFailure` that says how; others pass through. */
-export function explainDatabaseError(error: unknown, databaseUrl: string): unknown {
+export function explainDatabaseError(error: unknown, databaseUrl: string, options: { makesSchema?: boolean } = {}): unknown {
   const code = databaseErrorCode(error);
   const where = describeDatabase(databaseUrl);
   const detail = error instanceof Error ? error.message : String(error);
@@ -22,7 +22,7 @@ export function explainDatabaseError(error: unknown, databaseUrl: string): unkno
         'or let Postgres trust local connections (a "trust" line for 127.0.0.1 in pg_hba.conf)',
     );
   }
-  if (code === '3D000' || code === '42P01') {
+  if (code === '3D000' || (code === '42P01' && !options.makesSchema)) {
     return new CliFailure(`the database ${where} has no schema yet: run "npm run cli -- migrate" first`);
   }
   return error;

@@ -27,14 +27,15 @@ export async function runCli(argv: readonly string[], commands: readonly CliComm
     await command.run(args, io);
     return EXIT_OK;
   } catch (error) {
-    return reportFailure(command, explain(error), io);
+    return reportFailure(command, explain(error, command), io);
   }
 }
 
-function explain(error: unknown): unknown {
+function explain(error: unknown, command: CliCommand): unknown {
   if (error instanceof CliUsageError || error instanceof ConfigError || error instanceof CliFailure) return error;
-  // Only commands that got as far as the database fail otherwise, so the URL is valid here.
-  return explainDatabaseError(error, loadDatabaseUrl());
+  // Only commands that got as far as the database fail otherwise, so the URL is valid here. A table missing while the
+  // schema is being made is the migration's own failure, not a schema that was never made: its words are kept.
+  return explainDatabaseError(error, loadDatabaseUrl(), { makesSchema: command.name === 'migrate' });
 }
 
 function reportFailure(command: CliCommand, error: unknown, io: CliIo): number {
