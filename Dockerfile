@@ -21,8 +21,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# A named volume mounted here starts with this owner, so the unprivileged user can write artifacts.
-RUN mkdir -p /app/var/artifacts && chown -R node:node /app/var
+# A named volume mounted on either starts with this owner, so the unprivileged user can write artifacts and the key.
+RUN mkdir -p /app/var/artifacts /app/var/secrets && chown -R node:node /app/var
 USER node
 EXPOSE 3000
 CMD ["node", "dist/apps/api/apps/api/src/main.js"]

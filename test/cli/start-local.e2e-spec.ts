@@ -53,7 +53,7 @@ describe('npm start (scripts/start-local.js)', () => {
         QUEUE_PREFIX: queuePrefix,
         ARTIFACTS_DIR: join(artifactsDir, 'start-local'),
         // Set, so the test does not write var/local-secrets.key into the checkout.
-        SECRETS_KEY: '22'.repeat(32),
+        SECRETS_KEY: '0563be26a0be3607089515f99dfd5e58865e2d40b800b7608e22940cad7a328e',
         // Info: the apps' own "stopped" lines (stdout, captured here) show that each drained before it exited.
         LOG_LEVEL: 'info',
       },

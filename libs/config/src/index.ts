@@ -4,3 +4,4 @@ export * from './config-error';
 export * from './config.module';
 export * from './load-app-config';
 export * from './load-database-url';
+export * from './secrets-key';

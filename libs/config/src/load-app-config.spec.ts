@@ -1,7 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError } from './config-error';
 import { configWarnings, loadAppConfig } from './load-app-config';
 
-const SECRET = 'ab'.repeat(32);
+const SECRET = '6486f0d2fe46eebe22355e9fed56541aa54ad9bc18c1498eaa119831adf9dae7';
 
 describe('loadAppConfig', () => {
   it('applies the local defaults when only the secrets key is given', () => {
@@ -60,6 +64,33 @@ describe('loadAppConfig', () => {
     ]);
     const reachable = { PUBLIC_BASE_URL: 'https://voice.example.com', AGENT_RUNTIME_URL: 'wss://agents.example.com/media' };
     expect(configWarnings(loadAppConfig({ ...reachable, SECRETS_KEY: SECRET }))).toEqual([]);
+  });
+
+  it('reads the key from SECRETS_KEY_FILE when SECRETS_KEY is unset or empty, and says which file cannot be read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'va-secrets-'));
+    try {
+      const file = join(dir, 'secrets.key');
+      writeFileSync(file, `${SECRET}\n`);
+      expect(loadAppConfig({ SECRETS_KEY_FILE: file }).secretsKey).toEqual(Buffer.from(SECRET, 'hex'));
+      expect(loadAppConfig({ SECRETS_KEY: '', SECRETS_KEY_FILE: file }).secretsKey).toEqual(Buffer.from(SECRET, 'hex'));
+      // SECRETS_KEY itself, when set, is the key.
+      const other = randomBytes(32).toString('hex');
+      expect(loadAppConfig({ SECRETS_KEY: other, SECRETS_KEY_FILE: file }).secretsKey).toEqual(Buffer.from(other, 'hex'));
+
+      const missing = join(dir, 'missing.key');
+      expect(() => loadAppConfig({ SECRETS_KEY_FILE: missing })).toThrow(`SECRETS_KEY_FILE (${missing}) cannot be read (ENOENT)`);
+      writeFileSync(file, 'a passphrase, not a key');
+      const refused = (() => {
+        try {
+          loadAppConfig({ SECRETS_KEY_FILE: file });
+        } catch (error) {
+          return (error as ConfigError).problems;
+        }
+      })();
+      expect(refused).toEqual([`SECRETS_KEY_FILE (${file}) must be 32 bytes written as 64 hex characters or as base64 (openssl rand -hex 32)`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses the public all-zero secrets key with a PUBLIC_BASE_URL others reach, as hex or as base64', () => {

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { AppConfig, Network } from './app-config';
 import { ConfigError } from './config-error';
+import { isAllZero, parseSecretsKey } from './secrets-key';
 
 type Env = Record<string, string | undefined>;
 
@@ -69,7 +71,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     agentRuntimeUrl: reader.url('AGENT_RUNTIME_URL', 'ws://127.0.0.1:8090/media', ['ws:', 'wss:']),
     agentSessionTtlSeconds: reader.integer('AGENT_SESSION_TTL_SECONDS', 4 * 3600, 60, 7 * 24 * 3600),
   };
-  if (isPublicKey(config.secretsKey) && !isLoopbackUrl(config.publicBaseUrl) && !problems.some((problem) => problem.startsWith('SECRETS_KEY'))) {
+  if (isAllZero(config.secretsKey) && !isLoopbackUrl(config.publicBaseUrl) && !problems.some((problem) => problem.startsWith('SECRETS_KEY'))) {
     problems.push(
       `SECRETS_KEY is the public all-zero development key, and PUBLIC_BASE_URL (${config.publicBaseUrl}) is not this machine: ` +
         'anyone who reaches the service could forge download links to every recording and decrypt the stored carrier ' +
@@ -80,10 +82,6 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
   return Object.freeze(config);
 }
 
-/** The all-zero SECRETS_KEY docker-compose.yml falls back to: anyone can read it there. */
-function isPublicKey(key: Buffer): boolean {
-  return key.every((byte) => byte === 0);
-}
 
 function decodable(component: string): boolean {
   try {
@@ -96,14 +94,15 @@ function decodable(component: string): boolean {
 
 /**
  * What the configuration allows but an operator must hear about, logged at
- * start as warnings: the all-zero SECRETS_KEY that docker-compose.yml falls
- * back to is public (taken only with a loopback PUBLIC_BASE_URL); the loopback defaults of PUBLIC_BASE_URL and
- * AGENT_RUNTIME_URL do for the sandbox carrier on one machine, and for no
- * real carrier, which would be given callbacks it cannot reach.
+ * start as warnings: the all-zero SECRETS_KEY that docker-compose.yml once
+ * fell back to is public (taken only with a loopback PUBLIC_BASE_URL); the
+ * loopback defaults of PUBLIC_BASE_URL and AGENT_RUNTIME_URL do for the
+ * sandbox carrier on one machine, and for no real carrier, which would be
+ * given callbacks it cannot reach.
  */
 export function configWarnings(config: AppConfig): string[] {
   const warnings: string[] = [];
-  if (isPublicKey(config.secretsKey)) {
+  if (isAllZero(config.secretsKey)) {
     warnings.push(
       'SECRETS_KEY is the public all-zero development key: anyone can decrypt the stored carrier credentials and forge ' +
         'download links; outside a development machine set your own (openssl rand -hex 32)',
@@ -217,18 +216,34 @@ class EnvReader {
     return value;
   }
 
-  /** Accepts 32 bytes as 64 hex characters or base64; never echoes the value. */
+  /**
+   * The key in `name`, or else in the file `<name>_FILE` names (as Docker
+   * secrets and docker-compose.yml hand it over): 32 bytes as 64 hex
+   * characters or base64 (`parseSecretsKey`). Never echoes the value.
+   */
   secretsKey(name: string): Buffer {
-    const raw = this.env[name];
+    const fileVariable = `${name}_FILE`;
+    let raw = this.env[name];
+    let from = name;
+    const file = this.env[fileVariable];
+    if ((raw === undefined || raw === '') && file !== undefined && file !== '') {
+      from = `${fileVariable} (${file})`;
+      try {
+        raw = readFileSync(file, 'utf8');
+      } catch (error) {
+        this.problems.push(`${from} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+        return Buffer.alloc(32);
+      }
+    }
     if (raw === undefined || raw === '') {
-      this.problems.push(`${name} is required: 32 random bytes as hex or base64 (openssl rand -hex 32)`);
+      this.problems.push(`${name} is required: 32 random bytes as hex or base64 (openssl rand -hex 32), or ${fileVariable} naming a file that holds them`);
       return Buffer.alloc(32);
     }
-    const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-    if (key.length !== 32) {
-      this.problems.push(`${name} must decode to exactly 32 bytes (hex or base64)`);
+    const parsed = parseSecretsKey(raw);
+    if (!parsed.ok) {
+      this.problems.push(`${from} ${parsed.problem}`);
       return Buffer.alloc(32);
     }
-    return key;
+    return parsed.key;
   }
 }

@@ -30,7 +30,7 @@ export async function spawnApp(
       DATABASE_URL: own.databaseUrl,
       REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: own.queuePrefix,
-      SECRETS_KEY: 'ab'.repeat(32),
+      SECRETS_KEY: '6aa8c9c4340207655e94d1127cc31864777517d89c302cdd15f01c6c496662df',
       ARTIFACTS_DIR: own.artifactsDir,
       PORT: String(await freePort()),
       DIALER_HEALTH_PORT: String(await freePort()),
