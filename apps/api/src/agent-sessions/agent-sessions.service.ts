@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
+import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey, recordingFormatOf } from '@app/artifacts';
 import { DomainError, isRedisUnavailable } from '@app/common';
 import {
   AGENT_DATA_LIMITS,
@@ -256,9 +256,5 @@ function recordingExtension(contentType: string | undefined, contentEncoding: st
 
 /** Whether `body` begins as a file of its type: WAV's RIFF (or RF64) header, or MP3's ID3 tag or frame sync. */
 function startsAsRecording(extension: string, body: Buffer): boolean {
-  if (extension === 'wav') {
-    const riff = body.toString('latin1', 0, 4);
-    return (riff === 'RIFF' || riff === 'RF64') && body.toString('latin1', 8, 12) === 'WAVE';
-  }
-  return body.toString('latin1', 0, 3) === 'ID3' || (body.length >= 2 && body[0] === 0xff && (body[1] & 0xe0) === 0xe0);
+  return recordingFormatOf(body) === extension;
 }

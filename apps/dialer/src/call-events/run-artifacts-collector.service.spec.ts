@@ -13,9 +13,10 @@ import { RunArtifactsCollector } from './run-artifacts-collector.service';
  * The reaper's last collection of a completed run, an hour after its call,
  * whose carrier recording has not been copied yet. Everything outside the
  * collector is a stand-in: what is pinned is which failures give the
- * recording up and what the run's log (which customers read) says of them.
+ * recording up and what the run's log (which customers read) says of them,
+ * and what the copy is named (and so served) as.
  */
-describe('RunArtifactsCollector giving up a carrier recording', () => {
+describe('RunArtifactsCollector copying a carrier recording', () => {
   const RUN_ID = 7;
   const SERVER_PATH = '/var/lib/voice-agent/artifacts/packs/2026-01-01/host-41-1.pack';
   let fetchRecording: jest.Mock;
@@ -92,6 +93,19 @@ describe('RunArtifactsCollector giving up a carrier recording', () => {
     expect(JSON.stringify(appendEvent.mock.calls)).not.toContain(SERVER_PATH);
     expect(warn).toHaveBeenCalledWith(expect.objectContaining({ err: carrierFailure, run_id: RUN_ID }), expect.any(String));
     expect(completeArtifacts).toHaveBeenCalledWith(RUN_ID, expect.objectContaining({ recordingKey: null }));
+  });
+
+  it.each([
+    ['an MP3 labelled as nothing in particular', 'binary/octet-stream', Buffer.from('ID3\x04\x00\x00', 'latin1'), 'mp3'],
+    ['an MP3 labelled audio/mp3', 'audio/mp3', Buffer.from([0xff, 0xfb, 0x90, 0x64]), 'mp3'],
+    ['a WAV labelled audio/mpeg', 'audio/mpeg', Buffer.from('RIFF\0\0\0\0WAVE', 'latin1'), 'wav'],
+    ['bytes of no known format labelled audio/mpeg', 'audio/mpeg', Buffer.from('....'), 'mp3'],
+    ['bytes of no known format labelled audio/x-wav', 'audio/x-wav', Buffer.from('....'), 'wav'],
+  ])('names %s by what its bytes say first, and its label only when they say nothing', async (_case, contentType, body, extension) => {
+    fetchRecording.mockResolvedValue({ contentType, body });
+
+    await expect(collector.collect(RUN_ID, true, false)).resolves.toBe(true);
+    expect(put).toHaveBeenCalledWith(`runs/0/${RUN_ID}-recording.${extension}`, body, contentType);
   });
 
   it('throws a carrier failure before the give-up hour, for the collection to be tried again', async () => {

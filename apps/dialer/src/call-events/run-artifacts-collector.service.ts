@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey } from '@app/artifacts';
+import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey, recordingFormatOf } from '@app/artifacts';
 import { ConcurrencyGate } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
@@ -230,7 +230,9 @@ export class RunArtifactsCollector {
       } catch (error) {
         return { unavailable: error instanceof Error ? error : new Error(String(error)) };
       }
-      const name = artifactKey(runId, 'recording', recording.contentType.includes('mpeg') ? 'mp3' : 'wav');
+      // Named (and so served) as its bytes say, and as its Content-Type says only when they say nothing.
+      const format = recordingFormatOf(recording.body) ?? (/mpeg|mp3/i.test(recording.contentType) ? 'mp3' : 'wav');
+      const name = artifactKey(runId, 'recording', format);
       return { key: await this.storage.put(name, recording.body, recording.contentType) };
     });
   }
