@@ -255,11 +255,39 @@ describe('management API: workflows', () => {
     expect(response.body.draft_definition).toMatchObject({ version: 2, status: 'draft' });
   });
 
-  it('keeps triggers registered when a later definition drops their node', async () => {
+  it('keeps triggers registered when a later definition drops their node, listing those of the current definitions only', async () => {
     const created = await createWorkflow(apps, org);
-    const response = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph() }, { key: org.adminKey });
-    expect(response.status).toBe(200);
-    expect(response.body.triggers).toEqual(created.triggers);
+    const [path] = created.triggers.map((trigger: { uuid: string }) => trigger.uuid);
+    const save = (definition: Record<string, any>) => apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition }, { key: org.adminKey });
+    // Dropped from the only definition: not listed (its URLs run nothing), but still the workflow's, so no other takes it.
+    const dropped = await save(graph());
+    expect(dropped.status).toBe(200);
+    expect(dropped.body.triggers).toEqual([]);
+    const other = await apps.client.post('/api/v1/workflows', { name: 'taker', definition: graph({ trigger: path }) }, { key: org.adminKey });
+    expect({ status: other.status, code: other.body.code }).toEqual({ status: 409, code: 'trigger_conflict' });
+    // Back in the draft, listed again.
+    expect((await save(graph({ trigger: path }))).body.triggers).toEqual([{ uuid: path, is_active: true }]);
+  });
+
+  it('lists the triggers of the draft and the published definition, not every path ever saved', async () => {
+    const first = randomUUID();
+    const created = await createWorkflow(apps, org, graph({ trigger: first }));
+    expect((await apps.client.post(`/api/v1/workflows/${created.id}/publish`, undefined, { key: org.adminKey })).status).toBe(200);
+    // A client that gives the trigger node a new path on each save: fifty paths registered.
+    let last = first;
+    for (let save = 0; save < 50; save++) {
+      last = randomUUID();
+      const saved = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ trigger: last }) }, { key: org.adminKey });
+      expect(saved.status).toBe(200);
+    }
+    const expected = [
+      { uuid: first, is_active: true },
+      { uuid: last, is_active: true },
+    ];
+    expect((await apps.client.get(`/api/v1/workflows/${created.id}`, { key: org.adminKey })).body.triggers).toEqual(expected);
+    const listed = await apps.client.get('/api/v1/workflows', { key: org.adminKey });
+    expect(listed.body.workflows.find((workflow: { id: number }) => workflow.id === created.id).triggers).toEqual(expected);
+    expect(await apps.dataSource.getRepository(ApiTrigger).countBy({ workflowId: created.id })).toBe(51);
   });
 
   it('publishes the draft: the same row becomes published and the draft slot empties', async () => {

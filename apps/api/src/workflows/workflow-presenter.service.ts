@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager, In } from 'typeorm';
-import { ApiTrigger, DefinitionStatus, Workflow, WorkflowDefinition } from '@app/persistence';
+import { DefinitionStatus, Workflow, WorkflowDefinition } from '@app/persistence';
 import { DefinitionVersionView, WorkflowDefinitionView } from './workflow-definition-view';
 import { WorkflowSummaryView, WorkflowView } from './workflow-view';
 import { WorkflowTriggerView } from './workflow-trigger-view';
@@ -36,13 +36,26 @@ export class WorkflowPresenter {
       select,
       where: { workflowId: In(ids), status: In(['draft', 'published']) },
     })) as unknown as Row[];
-    const triggerRows = await manager.getRepository(ApiTrigger).find({ where: { workflowId: In(ids) }, order: { createdAt: 'ASC', uuid: 'ASC' } });
+    // The triggers of the current draft and published definitions: those its URLs can run. A path a definition
+    // since saved no longer holds stays registered to the workflow (so no other can take it), and listing every one
+    // ever registered would grow with each save that gave its nodes new paths. Read from the graphs in Postgres, so
+    // the list (which reads no graph) ships none.
+    const triggerRows: Array<{ workflow_id: number; uuid: string; is_active: boolean }> = await manager.query(
+      `SELECT t.workflow_id, t.uuid, t.is_active
+         FROM (SELECT DISTINCT d.workflow_id, (node -> 'data' ->> 'trigger_path')::uuid AS uuid
+                 FROM workflow_definitions d, jsonb_array_elements(d.definition -> 'nodes') AS node
+                WHERE d.workflow_id = ANY($1::integer[]) AND d.status IN ('draft', 'published') AND node ->> 'type' = 'trigger'
+                  AND node -> 'data' ->> 'trigger_path' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') AS path
+         JOIN api_triggers t ON t.uuid = path.uuid AND t.workflow_id = path.workflow_id
+        ORDER BY t.created_at, t.uuid`,
+      [ids],
+    );
     const current = new Map(definitions.map((row) => [`${row.workflowId}:${row.status}`, row]));
     const triggers = new Map<number, WorkflowTriggerView[]>();
     for (const trigger of triggerRows) {
-      const list = triggers.get(trigger.workflowId) ?? [];
-      list.push({ uuid: trigger.uuid, is_active: trigger.isActive });
-      triggers.set(trigger.workflowId, list);
+      const list = triggers.get(trigger.workflow_id) ?? [];
+      list.push({ uuid: trigger.uuid, is_active: trigger.is_active });
+      triggers.set(trigger.workflow_id, list);
     }
     return workflows.map((workflow) => {
       const definition = (status: DefinitionStatus) => {
