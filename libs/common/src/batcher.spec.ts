@@ -80,4 +80,56 @@ describe('Batcher', () => {
     const outcomes = await Promise.allSettled([1, 2].map((item) => batcher.submit(item)));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected']);
   });
+
+  describe('with a bound on waiting, while every flush is held', () => {
+    const refusal = (reason: 'full' | 'late') => new Error(`refused: ${reason}`);
+
+    /** A batcher whose first flush is held until `release`; answers what each flush took. */
+    function stalled(waiting: { maxWaiting: number; maxWaitMs: number }) {
+      const flushed: number[][] = [];
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const batcher = new Batcher<number, number>(
+        async (items) => {
+          flushed.push(items);
+          await gate;
+          return items;
+        },
+        { maxBatch: 2, maxInFlight: 1, waiting: { ...waiting, refusal } },
+      );
+      return { batcher, flushed, release };
+    }
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('refuses at once an item past maxWaiting waiting, and flushes the rest once the flush is free', async () => {
+      const { batcher, flushed, release } = stalled({ maxWaiting: 3, maxWaitMs: 60_000 });
+      const held = batcher.submit(1);
+      await turn();
+      const waiting = [2, 3, 4].map((item) => batcher.submit(item));
+      await expect(batcher.submit(5)).rejects.toThrow('refused: full');
+      release();
+      await expect(Promise.all([held, ...waiting])).resolves.toEqual([1, 2, 3, 4]);
+      expect(flushed).toEqual([[1], [2, 3], [4]]);
+    });
+
+    it('refuses the items that waited past maxWaitMs without ever flushing them, and leaves the flush under way alone', async () => {
+      const { batcher, flushed, release } = stalled({ maxWaiting: 100, maxWaitMs: 50 });
+      const held = batcher.submit(1);
+      await turn();
+      const early = [batcher.submit(2), batcher.submit(3)];
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const later = batcher.submit(4);
+      // At 50 ms the first two waited long enough; the third has 30 ms to go.
+      await expect(Promise.all(early.map((item) => item.catch((error: Error) => error.message)))).resolves.toEqual([
+        'refused: late',
+        'refused: late',
+      ]);
+      await expect(later).rejects.toThrow('refused: late');
+      release();
+      await expect(held).resolves.toBe(1);
+      expect(flushed).toEqual([[1]]);
+      // Free again, it takes new items at once.
+      await expect(batcher.submit(5)).resolves.toBe(5);
+    });
+  });
 });

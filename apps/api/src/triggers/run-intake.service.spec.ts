@@ -1,7 +1,7 @@
 import { AppConfig } from '@app/config';
 import { NewRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, PlaceCallJob } from '@app/queue';
-import { RunIntake } from './run-intake.service';
+import { MAX_WAIT_MS, MAX_WAITING, RunIntake } from './run-intake.service';
 
 function newRun(phoneNumber: string): NewRun {
   return {
@@ -122,6 +122,45 @@ describe('RunIntake', () => {
       [7, 1],
       [7, 2],
     ]);
+  });
+
+  it('answers 503 at once, storing nothing, for triggers past what may wait while the database holds the inserts', async () => {
+    // On a clock the test moves: the database holds every insert (each for as long as its read timeout would allow).
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const { intake, store } = intakeWith(async (runs) => (await held, assignIds(runs)), async () => undefined);
+      const outcome = (phone: string) => intake.accept(newRun(phone)).then(
+        (id) => ({ id }),
+        (error: { status?: number; code?: string; message: string }) => ({ status: error.status, code: error.code, message: error.message }),
+      );
+      // Two groups of 200 taken by the two inserts the pool allows, then MAX_WAITING waiting behind them.
+      const taken = Array.from({ length: 400 }, (_, index) => outcome(`+1${index}`));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(store.insertQueued).toHaveBeenCalledTimes(2);
+      const waiting = Array.from({ length: MAX_WAITING }, (_, index) => outcome(`+2${index}`));
+      await expect(outcome('+3')).resolves.toEqual({
+        status: 503,
+        code: 'service_unavailable',
+        message: 'Too many triggers are waiting for the database; nothing was stored: retry',
+      });
+
+      // Waited MAX_WAIT_MS without an insert taking them: refused, never sent to the database.
+      await jest.advanceTimersByTimeAsync(MAX_WAIT_MS);
+      const refused = await Promise.all(waiting);
+      expect(new Set(refused.map((answer) => JSON.stringify(answer)))).toEqual(
+        new Set([JSON.stringify({ status: 503, code: 'service_unavailable', message: 'The database did not take this trigger in time; nothing was stored: retry' })]),
+      );
+      release();
+      const stored = await Promise.all(taken);
+      expect(stored.every((answer) => 'id' in answer && typeof answer.id === 'number')).toBe(true);
+      expect(store.insertQueued).toHaveBeenCalledTimes(2);
+      // The database answering again, triggers are taken as before.
+      await expect(intake.accept(newRun('+4'))).resolves.toEqual(expect.any(Number));
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('leaves the runs to the dispatcher when their bands cannot be counted (Redis away), answering their ids', async () => {

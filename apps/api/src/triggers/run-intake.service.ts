@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Batcher, failingAlone, withTimeout } from '@app/common';
+import { Batcher, Errors, failingAlone, withTimeout } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { NewRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, PlaceCallJob } from '@app/queue';
@@ -11,6 +11,19 @@ const MAX_BATCH = 200;
  * of throughput or p99 (README, "What changed").
  */
 const MAX_INSERTS_IN_FLIGHT = 2;
+
+/** Triggers waiting for an insert to take them, at most (50 full groups; a few hundred at most while the database keeps up). */
+export const MAX_WAITING = 10_000;
+/** How long a trigger waits for an insert to take it, at most; its own insert may then take up to the read timeout. */
+export const MAX_WAIT_MS = 10_000;
+
+function refusedUnstored(reason: 'full' | 'late'): Error {
+  return Errors.serviceUnavailable(
+    reason === 'full'
+      ? 'Too many triggers are waiting for the database; nothing was stored: retry'
+      : 'The database did not take this trigger in time; nothing was stored: retry',
+  );
+}
 
 /**
  * Stores accepted runs and enqueues their dial jobs, grouping concurrent
@@ -34,6 +47,10 @@ export class RunIntake {
       maxBatch: MAX_BATCH,
       // Never more than half the pool: the rest is for everything else the gateway reads and writes.
       maxInFlight: Math.max(1, Math.min(MAX_INSERTS_IN_FLIGHT, Math.floor(config.databasePoolSize / 2))),
+      // A database that holds the inserts (each for up to its read timeout) must not hold every trigger behind them
+      // for minutes, in memory, while their clients give up and send them again (a second call for each one stored
+      // after its client left): past these, a trigger answers 503 at once, nothing stored, for its client to retry.
+      waiting: { maxWaiting: MAX_WAITING, maxWaitMs: MAX_WAIT_MS, refusal: refusedUnstored },
     });
   }
 
