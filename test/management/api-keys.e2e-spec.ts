@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { ApiKey } from '@app/persistence';
 import { ApiKeysService } from '../../apps/api/src/api-keys/api-keys.service';
 import { createOrganization, TestOrganization } from '../support/fixtures';
@@ -186,6 +187,61 @@ describe('management API: API keys', () => {
     expect((await apps.client.delete(`/api/v1/api-keys/${victim.id}`, { key: org.adminKey })).status).toBe(204);
     const second = await apps.dataSource.getRepository(ApiKey).findOneByOrFail({ id: victim.id });
     expect(second.revokedAt).toEqual(first.revokedAt);
+  });
+
+  /**
+   * A request whose head (and half its body) is sent now and the rest on `finish`: its key is checked on the head,
+   * before the body arrives.
+   */
+  function slowBody(baseUrl: string, path: string, key: string, body: string) {
+    const url = new URL(path, baseUrl);
+    const half = Math.floor(body.length / 2);
+    const request = httpRequest(url, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const answer = new Promise<{ status: number; body: any }>((resolve, reject) => {
+      request.on('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }));
+      });
+      request.on('error', reject);
+    });
+    request.write(body.slice(0, half));
+    return { answer, finish: () => request.end(body.slice(half)) };
+  }
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('refuses a request whose body was still arriving when its key was revoked on this replica, and does nothing of it', async () => {
+    const victim = await issueKey(apps, org, 'admin');
+    const name = `made while revoked ${Date.now()}`;
+    const late = slowBody(apps.config.publicBaseUrl, '/api/v1/api-keys', victim.key, JSON.stringify({ name, role: 'admin' }));
+    // The head is checked (and the key found good) before the revocation.
+    await sleep(300);
+    expect((await apps.client.delete(`/api/v1/api-keys/${victim.id}`, { key: org.adminKey })).status).toBe(204);
+    late.finish();
+    const answer = await late.answer;
+    expect({ status: answer.status, code: answer.body?.code }).toEqual({ status: 401, code: 'unauthorized' });
+    expect(await apps.dataSource.getRepository(ApiKey).countBy({ name })).toBe(0);
+  });
+
+  it('refuses a request whose body took longer than a cached key lives to arrive, once the key is revoked on another replica', async () => {
+    const replica = await startTestApps({ dialer: false });
+    try {
+      const victim = await issueKey(apps, org, 'admin');
+      const name = `made while revoked elsewhere ${Date.now()}`;
+      const late = slowBody(replica.config.publicBaseUrl, '/api/v1/api-keys', victim.key, JSON.stringify({ name, role: 'admin' }));
+      await sleep(300);
+      expect((await apps.client.delete(`/api/v1/api-keys/${victim.id}`, { key: org.adminKey })).status).toBe(204);
+      await sleep(replica.config.apiKeyCacheTtlMs + 200);
+      late.finish();
+      const answer = await late.answer;
+      expect({ status: answer.status, code: answer.body?.code }).toEqual({ status: 401, code: 'unauthorized' });
+      expect(await apps.dataSource.getRepository(ApiKey).countBy({ name })).toBe(0);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('answers 401 for a revoked key on another replica within 5 seconds', async () => {

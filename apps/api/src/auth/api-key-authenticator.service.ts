@@ -17,12 +17,35 @@ import { AuthenticatedKey } from './authenticated-key';
 @Injectable()
 export class ApiKeyAuthenticator {
   private readonly keys: FoundOrMissingCache<string, AuthenticatedKey | null>;
+  /** Keys this replica has revoked so far (`forget`): a check made before the last one may be of a revoked key. */
+  private forgotten = 0;
+  /**
+   * How long a check stays good for a request that is still arriving (its
+   * body read after its head was checked): as long as a cached lookup.
+   */
+  readonly checkLifetimeMs: number;
 
   constructor(
     private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.keys = new FoundOrMissingCache(config.apiKeyCacheTtlMs, (key) => key !== null);
+    this.checkLifetimeMs = config.apiKeyCacheTtlMs;
+  }
+
+  /** Where this replica's revocations stand, to tell a check made before one of them (`checkStillGood`). */
+  get revocations(): number {
+    return this.forgotten;
+  }
+
+  /**
+   * Whether a key checked at `check` (`performance.now()` and `revocations`
+   * then) may be trusted without checking it again: no key was revoked on
+   * this replica since, and the check is no older than a cached lookup may
+   * be (a key revoked on another replica is not trusted longer than there).
+   */
+  checkStillGood(check: { at: number; revocations: number }): boolean {
+    return check.revocations === this.forgotten && performance.now() - check.at <= this.checkLifetimeMs;
   }
 
   authenticate(presented: string): Promise<AuthenticatedKey | null> {
@@ -32,6 +55,7 @@ export class ApiKeyAuthenticator {
 
   /** Drops this replica's cached lookups at once (other replicas expire theirs within the TTL). */
   forget(keyHash: string): void {
+    this.forgotten += 1;
     this.keys.forget((hash) => hash === keyHash);
   }
 

@@ -7,14 +7,19 @@ import { ApiKeyAuthenticator } from './api-key-authenticator.service';
 import { AuthenticatedKey } from './authenticated-key';
 import { REQUIRED_ROLE } from './require-role.decorator';
 
-export type AuthenticatedRequest = FastifyRequest & { apiKey?: AuthenticatedKey };
+export type AuthenticatedRequest = FastifyRequest & {
+  apiKey?: AuthenticatedKey;
+  /** When `apiKey` was checked (`performance.now()`), and the authenticator's `revocations` then. */
+  apiKeyCheck?: { at: number; revocations: number };
+};
 
 /**
  * Accepts `X-API-Key: <key>` or `Authorization: Bearer <key>`. The gateway
  * checks the key of a request with a body, on a route marked by
  * `ApiKeyRoutes`, as soon as its head has arrived (`checkRequestKey`, before
  * the body is read); the guard then finds the key on the request and checks
- * the role again. Any other request (one without a body, or on a route
+ * the role again, and the key again too when a key was revoked on this
+ * replica since, or the body took longer than a cached lookup lives. Any other request (one without a body, or on a route
  * guarded without the mark) has its key checked here.
  */
 @Injectable()
@@ -28,7 +33,9 @@ export class ApiKeyGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const role =
       this.reflector.getAllAndOverride<ApiKeyRole | undefined>(REQUIRED_ROLE, [context.getHandler(), context.getClass()]) ?? null;
-    if (request.apiKey) return hasRole(request.apiKey, role);
+    // Checked on its head: still good unless a key was revoked meanwhile or its body took longer to arrive than a
+    // cached lookup lives (a body sent slowly, byte by byte, must not carry a revoked key's request through).
+    if (request.apiKey && request.apiKeyCheck && this.authenticator.checkStillGood(request.apiKeyCheck)) return hasRole(request.apiKey, role);
     return checkRequestKey(this.authenticator, request, role).then(() => true);
   }
 }
@@ -45,10 +52,12 @@ export async function checkRequestKey(
 ): Promise<void> {
   const presented = presentedKey(request);
   if (!presented) throw Errors.unauthorized();
+  const check = { at: performance.now(), revocations: authenticator.revocations };
   const key = await authenticator.authenticate(presented);
   if (!key) throw Errors.unauthorized('The API key is unknown or revoked');
   hasRole(key, role);
   request.apiKey = key;
+  request.apiKeyCheck = check;
 }
 
 /** True when the route needs no particular role or the key has it; 403 otherwise. */
