@@ -130,7 +130,12 @@ export function allowCarrierStorageNetworks(networks: readonly Network[]): void 
   void previous.close().catch(() => undefined);
 }
 
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/**
+ * Socket errors of a request that never connected, so nothing was sent: refused, no such host, no route, and
+ * undici's connect timeout (10 s, within our request timeout), which covers the TLS handshake: a carrier
+ * whose address drops every packet (a firewall, a failed NAT gateway) fails so.
+ */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** Redirects a download follows at most (fetch's own limit is 20). */
 export const MAX_REDIRECTS = 5;

@@ -2,7 +2,8 @@ import { createServer, Server, Socket } from 'node:net';
 import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
 import { CarrierError } from './carrier-error';
-import { carrierHttp } from './carrier-http';
+import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
+import { carrierHttp, neverConnectedDialError } from './carrier-http';
 import { carrierNetworkFailure, isCarrierNetworkFailure } from './carrier-network-failure';
 
 /** Real requests on loopback: the errors are the ones fetch and `carrierHttp` raise, not shapes of them. */
@@ -47,6 +48,26 @@ describe('carrier network failures', () => {
     expect(classified).not.toBeInstanceOf(CarrierError);
     expect(isCarrierNetworkFailure(failed)).toBe(true);
     expect(isCarrierNetworkFailure(classified)).toBe(true);
+  });
+
+  it('takes a carrier that never completes the connection (undici gives up connecting) for one that was never reached', async () => {
+    // A connect timeout as undici's own (10 s), made short; the server takes the TCP connection and never answers
+    // the TLS handshake, as an address that drops packets past a firewall leaves it.
+    const previous = getGlobalDispatcher();
+    setGlobalDispatcher(new Agent({ connect: { timeout: 100 } }));
+    try {
+      const base = (await carrier('silent')).replace('http:', 'https:');
+      const failed = await failureOf(async () => hangUp(base));
+      expect(failed).toMatchObject({ reachedCarrier: false, message: expect.stringContaining('UND_ERR_CONNECT_TIMEOUT') });
+      expect(carrierNetworkFailure('Vonage PUT /v1/calls/CA1', failed)).toMatchObject({
+        reason: 'carrier_unreachable',
+        notProcessed: true,
+        carrierCode: 'UND_ERR_CONNECT_TIMEOUT',
+      });
+      expect(neverConnectedDialError(failed)).toMatchObject({ notProcessed: true });
+    } finally {
+      setGlobalDispatcher(previous);
+    }
   });
 
   it('keeps the refused connection a not-processed CarrierError, as dialing relies on', async () => {

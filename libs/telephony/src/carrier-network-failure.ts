@@ -1,8 +1,6 @@
 import { CarrierError } from './carrier-error';
 import { CarrierRequestFailed, causeOfType, DownloadRefused } from './carrier-http';
 
-const NEVER_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
-
 /**
  * Classifies a request that got no answer, as the Telnyx and Vonage
  * integrations do: refused before sending is a not-processed `CarrierError`;
@@ -16,7 +14,8 @@ export function carrierNetworkFailure(what: string, error: unknown): Error {
   if (error instanceof DownloadRefused) return new Error(`${what}: ${error.message}`, { cause: error });
   const failure = error instanceof CarrierRequestFailed ? error.cause : error;
   const code = (failure as { cause?: { code?: string } }).cause?.code ?? (failure as { name?: string }).name ?? 'network_error';
-  if (NEVER_SENT.includes(code)) {
+  // As `carrierHttp` judged it, alike for every carrier.
+  if (error instanceof CarrierRequestFailed && !error.reachedCarrier) {
     return new CarrierError(`${what}: carrier unreachable (${code})`, {
       reason: 'carrier_unreachable',
       permanent: false,

@@ -45,7 +45,8 @@ export function telnyxDialBody(
     webhook_url: request.callbacks.statusUrl,
     webhook_url_method: 'POST',
     client_state: telnyxClientState(request.runId),
-    // Telnyx ignores a second Dial with the same command_id: a retried request cannot ring twice.
+    // Telnyx may ignore a second command with the same command_id; the dialer does not count on it (a dial is sent
+    // again only after an answer that says nothing was done).
     command_id: `run-${request.runId}`,
     timeout_secs: TELNYX_RING_TIMEOUT_SECS,
     time_limit_secs: Math.min(MAX_TIME_LIMIT_SECS, Math.max(1, Math.round(request.maxCallDurationSeconds))),

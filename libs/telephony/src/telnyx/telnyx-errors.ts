@@ -39,8 +39,15 @@ export function telnyxDialError(response: TelnyxResponse): CarrierError {
   if (response.status === 401 || response.status === 403 || codes.some((code) => AUTH_CODES.includes(code))) {
     return new CarrierError(message, { reason: 'carrier_unauthorized', permanent: true, notProcessed: true, carrierCode });
   }
+  // As any 5xx: Telnyx does not document a 503 as "nothing done", and a Dial retried after one that was acted on
+  // would ring twice (its command_id is not counted on to stop that). Asked, never redialed.
   if (response.status === 503) {
-    return new CarrierError(message, { reason: 'carrier_unavailable', permanent: false, notProcessed: true, carrierCode });
+    return new CarrierError(`${message}; the call may or may not have been placed`, {
+      reason: 'carrier_unavailable',
+      permanent: false,
+      notProcessed: false,
+      carrierCode,
+    });
   }
   if (response.status >= 500) {
     // Telnyx may have acted before failing: the dialer must ask before dialing again.

@@ -197,10 +197,10 @@ describe('TelnyxProvider against the Telnyx fake', () => {
       expect(await dialError(dialRequest({ from: '0800 FLOWERS' }))).toMatchObject({ reason: 'invalid_from_number', permanent: true });
     });
 
-    it('a 503 is retryable and was not processed', async () => {
+    it('a 503 leaves the outcome open: a proxy answers it for a creation whose answer it lost, and there is no idempotency key', async () => {
       fake.failNext('unavailable');
 
-      expect(await dialError(dialRequest())).toMatchObject({ reason: 'carrier_unavailable', permanent: false, notProcessed: true });
+      expect(await dialError(dialRequest())).toMatchObject({ reason: 'carrier_unavailable', permanent: false, notProcessed: false });
     });
 
     it('a 500 leaves the outcome open: not permanent, possibly processed', async () => {

@@ -44,8 +44,15 @@ export function vonageDialError(response: VonageResponse): CarrierError {
   if (response.status === 403) {
     return new CarrierError(message, { reason: 'carrier_unauthorized', permanent: true, notProcessed: true, carrierCode });
   }
+  // Not a refusal Vonage documents as "nothing done": a proxy in front of its API answers 503 for a creation whose
+  // answer it lost too, and a call creation has no idempotency key. The outcome is unknown (asked, never redialed).
   if (response.status === 503) {
-    return new CarrierError(message, { reason: 'carrier_unavailable', permanent: false, notProcessed: true, carrierCode });
+    return new CarrierError(`${message}; the call may or may not have been placed`, {
+      reason: 'carrier_unavailable',
+      permanent: false,
+      notProcessed: false,
+      carrierCode,
+    });
   }
   if (response.status >= 500) {
     return new CarrierError(message, { reason: 'carrier_error', permanent: false, notProcessed: false, carrierCode });

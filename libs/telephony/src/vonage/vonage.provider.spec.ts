@@ -249,10 +249,10 @@ describe('VonageProvider against the Vonage fake', () => {
       expect(await dialError(dialRequest())).toMatchObject({ reason: 'insufficient_funds', permanent: true });
     });
 
-    it('a 503 is retryable and was not processed', async () => {
+    it('a 503 leaves the outcome open: a proxy answers it for a creation whose answer it lost, and there is no idempotency key', async () => {
       fake.failNext('unavailable');
 
-      expect(await dialError(dialRequest())).toMatchObject({ reason: 'carrier_unavailable', permanent: false, notProcessed: true });
+      expect(await dialError(dialRequest())).toMatchObject({ reason: 'carrier_unavailable', permanent: false, notProcessed: false });
     });
 
     it('a 500 leaves the outcome open', async () => {
