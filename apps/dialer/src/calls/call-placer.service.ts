@@ -33,6 +33,7 @@ import { Admission, AdmissionLimits, DialAdmission, INLINE_PACING_WAIT_MS, rateW
 import { RunDispatcher } from '../recovery/run-dispatcher.service';
 import { DefinitionPicker } from './definition-picker.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from './call-limits';
+import { carrierRetryDelayMs } from './carrier-backoff';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
 /**
@@ -69,7 +70,6 @@ export const MAX_LATE_DIALS = 3;
 export const RATE_REFUSALS_BEFORE_PACING_AGAIN = 2;
 /** The log entry of a claim taken up again (`resumeClaim`). */
 const CLAIM_RESUMED = 'dialer.claim_resumed';
-const CARRIER_BACKOFF_CAP_MS = 60_000;
 
 /**
  * A run this job claimed, the claim's id and when it was sent
@@ -537,10 +537,9 @@ export class CallPlacer {
       return done('failed');
     }
     await this.slots.releaseLease(config.id, run.id, claimed.lease);
-    const backoff = Math.max(retryAfterMs ?? 0, doublingDelay(500, retries, CARRIER_BACKOFF_CAP_MS));
     return {
       kind: 'delay',
-      untilMs: Date.now() + jitter(backoff * 0.5, backoff),
+      untilMs: Date.now() + carrierRetryDelayMs(retries, retryAfterMs),
       progress: { carrierRetries: retries, slotAt: undefined, lateDials: progress.lateDials },
       reason,
     };
