@@ -183,7 +183,7 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
     const code = socketErrorCode(error);
     const timedOut = (error as Error)?.name === 'TimeoutError';
     const what = timedOut ? `no answer within ${init.timeoutMs} ms` : code ?? (error as Error)?.message ?? String(error);
-    throw new CarrierRequestFailed(`${carrier} request ${init.method} ${new URL(url).pathname} failed: ${what}`, !(code && NEVER_CONNECTED.has(code)), {
+    throw new CarrierRequestFailed(`${carrier} request ${init.method} ${pathForMessage(new URL(url))} failed: ${what}`, !(code && NEVER_CONNECTED.has(code)), {
       cause: error,
     });
   }
@@ -251,6 +251,16 @@ export function retryAfterMs(headers: Headers, nowMs = Date.now()): number | und
   if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+/**
+ * A request's path as its failure message names it, which reaches the run's
+ * log (customers read it): without the account a path names (Twilio's
+ * `/Accounts/{AccountSid}`, Plivo's `/Account/{auth_id}`, half of the
+ * credentials' pair), and without its query.
+ */
+export function pathForMessage(url: URL): string {
+  return url.pathname.replace(/\/(Accounts?)\/[^/]+/g, '/$1/…');
 }
 
 function parseJson(bytes: Buffer): unknown {

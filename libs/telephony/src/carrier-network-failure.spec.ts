@@ -70,6 +70,18 @@ describe('carrier network failures', () => {
     }
   });
 
+  it("names the request in its failure without the account its path holds (the message reaches the run's log)", async () => {
+    const base = `http://127.0.0.1:${await freePort()}`;
+    for (const [path, shown] of [
+      ['/2010-04-01/Accounts/AC0123456789abcdef/Calls.json', '/2010-04-01/Accounts/…/Calls.json'],
+      ['/v1/Account/MAXXXXXXXXXXXXXXXXXX/Call/', '/v1/Account/…/Call/'],
+    ]) {
+      const failed = (await failureOf(() => carrierHttp('Carrier', `${base}${path}?To=%2B1415`, { method: 'POST', timeoutMs: 1_000 }))) as Error;
+      expect(failed.message).toBe(`Carrier request POST ${shown} failed: ECONNREFUSED`);
+      expect(neverConnectedDialError(failed)!.message).not.toMatch(/AC0123456789abcdef|MAXXXXXXXXXXXXXXXXXX|To=/);
+    }
+  });
+
   it('keeps the refused connection a not-processed CarrierError, as dialing relies on', async () => {
     const failed = await failureOf(async () => hangUp(`http://127.0.0.1:${await freePort()}`));
     expect(carrierNetworkFailure('Telnyx POST /v2/calls', failed)).toMatchObject({

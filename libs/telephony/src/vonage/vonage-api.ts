@@ -1,4 +1,4 @@
-import { CARRIER_DOWNLOAD_TIMEOUT_MS, CARRIER_REQUEST_TIMEOUT_MS, carrierHttp, CarrierHttpResponse } from '../carrier-http';
+import { CARRIER_DOWNLOAD_TIMEOUT_MS, CARRIER_REQUEST_TIMEOUT_MS, carrierHttp, CarrierHttpResponse, pathForMessage } from '../carrier-http';
 import { carrierNetworkFailure } from '../carrier-network-failure';
 import { VonageCredentials } from './vonage-credentials';
 import { signVonageApplicationJwt } from './vonage-jwt';
@@ -50,7 +50,7 @@ export class VonageApi {
         trustedOrigins: [new URL(this.baseUrl).origin],
       });
     } catch (error) {
-      throw carrierNetworkFailure(`Vonage ${method} ${new URL(url).pathname}`, error);
+      throw carrierNetworkFailure(`Vonage ${method} ${pathForMessage(new URL(url))}`, error);
     }
   }
 }
