@@ -38,15 +38,15 @@ export class WorkflowPresenter {
     })) as unknown as Row[];
     // The triggers of the current draft and published definitions: those its URLs can run. A path a definition
     // since saved no longer holds stays registered to the workflow (so no other can take it), and listing every one
-    // ever registered would grow with each save that gave its nodes new paths. Read from the graphs in Postgres, so
-    // the list (which reads no graph) ships none.
+    // ever registered would grow with each save that gave its nodes new paths. Read from the paths Postgres keeps
+    // beside each graph (`trigger_paths`), so the list, which reads no graph, has none unpacked either.
     const triggerRows: Array<{ workflow_id: number; uuid: string; is_active: boolean }> = await manager.query(
       `SELECT t.workflow_id, t.uuid, t.is_active
-         FROM (SELECT DISTINCT d.workflow_id, (node -> 'data' ->> 'trigger_path')::uuid AS uuid
-                 FROM workflow_definitions d, jsonb_array_elements(d.definition -> 'nodes') AS node
-                WHERE d.workflow_id = ANY($1::integer[]) AND d.status IN ('draft', 'published') AND node ->> 'type' = 'trigger'
-                  AND node -> 'data' ->> 'trigger_path' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') AS path
-         JOIN api_triggers t ON t.uuid = path.uuid AND t.workflow_id = path.workflow_id
+         FROM (SELECT DISTINCT d.workflow_id, path.text::uuid AS uuid
+                 FROM workflow_definitions d, jsonb_array_elements_text(d.trigger_paths) AS path(text)
+                WHERE d.workflow_id = ANY($1::integer[]) AND d.status IN ('draft', 'published')
+                  AND path.text ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') AS current
+         JOIN api_triggers t ON t.uuid = current.uuid AND t.workflow_id = current.workflow_id
         ORDER BY t.created_at, t.uuid`,
       [ids],
     );

@@ -9,7 +9,9 @@ class WorkflowFields {
   @ApiProperty() name: string;
   @ApiProperty({
     type: [WorkflowTriggerView],
-    description: 'Every trigger ever registered to the workflow, including ones later definitions dropped',
+    description:
+      'The triggers of its current draft and published definitions. A path both have dropped stays registered to the ' +
+      'workflow (no other workflow can take it) but is not listed',
   })
   triggers: WorkflowTriggerView[];
   @ApiProperty({ format: 'date-time' }) created_at: string;

@@ -24,6 +24,14 @@ export class WorkflowDefinition {
   @Column({ type: 'jsonb' })
   definition: DefinitionGraph;
 
+  /**
+   * The trigger paths `definition` holds, as Postgres keeps them on every
+   * write of the graph (migration 1764600000000; filled in for draft and
+   * published definitions only). Never written from here, read only when asked for.
+   */
+  @Column({ name: 'trigger_paths', type: 'jsonb', default: () => `'[]'`, select: false, insert: false, update: false })
+  triggerPaths: string[];
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 

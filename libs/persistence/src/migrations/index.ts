@@ -5,6 +5,7 @@ import { RunTableVacuum1763810000000 } from './1763810000000-run-table-vacuum';
 import { BigintRunIds1764240000000 } from './1764240000000-bigint-run-ids';
 import { DialedCallLimit1764400000000 } from './1764400000000-dialed-call-limit';
 import { RecordingUploadAdmission1764500000000 } from './1764500000000-recording-upload-admission';
+import { DefinitionTriggerPaths1764600000000 } from './1764600000000-definition-trigger-paths';
 
 /** Every migration, oldest first. A new one is generated from the entities and added here. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   BigintRunIds1764240000000,
   DialedCallLimit1764400000000,
   RecordingUploadAdmission1764500000000,
+  DefinitionTriggerPaths1764600000000,
 ];
