@@ -90,6 +90,24 @@ describe("organizations' dial backlogs: each new job's band", () => {
     expect(await counts(org)).toEqual({ 1: '1' });
   });
 
+  it('does not keep a drifted band alive with the jobs lifted into it: a busy organization is back in band 1 once it expires', async () => {
+    const org = organization();
+    expect(await backlogs.countIn(Array(5).fill(org))).toEqual([1, 2, 2, 3, 3]);
+    // Every job but one of band 3 counted out: that one's count-out was lost, and band 3 holds a count no job has.
+    for (const band of [1, 2, 2, 3]) await backlogs.uncount(org, band);
+    // Last counted into as its own band almost the time to live ago.
+    const [seconds, micros] = await client.redis.time();
+    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    await client.redis.hset(backlogs.key(org), 'at:3', String(nowMs - BACKLOG_COUNT_TTL_MS + 500));
+    // The organization goes on calling: each call is lifted into band 3 (never below its highest band) and taken up.
+    expect(await backlogs.countIn([org])).toEqual([3]);
+    await backlogs.uncount(org, 3);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    // Those calls did not keep the drifted count alive: it is forgotten, and the next call is band 1 again.
+    expect(await backlogs.countIn([org])).toEqual([1]);
+    expect(await counts(org)).toEqual({ 1: '1' });
+  });
+
   describe("a job's count-out, at its priority, by its hash", () => {
     const jobKey = (name: string) => client.keyFor('calls', `backlog-test-${name}`);
 

@@ -23,7 +23,10 @@ export const BACKLOG_COUNT_TTL_MS = 900_000;
  * and 3rd band 2, the 4th to 7th band 3, ...), and never below the highest
  * band the backlog holds, so that an organization's jobs are not taken up
  * before its own earlier ones. A band last counted into longer than the time
- * to live ago is forgotten first.
+ * to live ago is forgotten first: counted into as its jobs' own band, that is.
+ * Jobs lifted into it (the highest band held) do not keep it alive, or a
+ * count that drifted there would, with every later call of a busy
+ * organization, hold all of them in that band for good.
  */
 const COUNT_IN = `
 local t = redis.call('TIME')
@@ -54,7 +57,7 @@ for k, key in ipairs(KEYS) do
     bandOfNext = bandOfNext + 1
     bound = bound * 2
   end
-  local added = {}
+  local added, own = {}, {}
   for i = 1, tonumber(ARGV[k + 1]) do
     local place = total + i
     while bound <= place do
@@ -63,11 +66,16 @@ for k, key in ipairs(KEYS) do
     end
     local band = math.max(bandOfNext, top)
     added[band] = (added[band] or 0) + 1
+    if band == bandOfNext then own[band] = true end
     bands[#bands + 1] = band
   end
   for band, count in pairs(added) do
     redis.call('HINCRBY', key, band, count)
-    redis.call('HSET', key, 'at:' .. band, now)
+    if own[band] then
+      redis.call('HSET', key, 'at:' .. band, now)
+    else
+      redis.call('HSETNX', key, 'at:' .. band, now)
+    end
   end
   redis.call('PEXPIRE', key, ttl)
 end

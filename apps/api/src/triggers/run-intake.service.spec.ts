@@ -163,6 +163,17 @@ describe('RunIntake', () => {
     }
   });
 
+  it('counts the runs out of their backlogs again when their jobs are refused, since the dispatcher counts them in anew', async () => {
+    const { intake, queue } = intakeWith(assignIds, async () => Promise.reject(new Error('Connection is closed.')));
+    const ids = await Promise.all(['+1', '+2'].map((phone) => intake.accept(newRun(phone))));
+    expect(ids.every((id) => typeof id === 'number')).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queue.uncount.mock.calls).toEqual([
+      [7, 1],
+      [7, 2],
+    ]);
+  });
+
   it('leaves the runs to the dispatcher when their bands cannot be counted (Redis away), answering their ids', async () => {
     const { intake, queue } = intakeWith(assignIds, async () => undefined);
     queue.countIn.mockRejectedValueOnce(new Error('connect ECONNREFUSED 127.0.0.1:6379'));

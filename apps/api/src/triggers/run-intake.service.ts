@@ -98,7 +98,15 @@ export class RunIntake {
       stored.push(index);
     }
     if (jobs.length === 0) return;
-    const enqueueing = counting.then((bands) => this.callsQueue.enqueuePlaceCall(jobs, stored.map((index) => bands[index])));
+    const enqueueing = counting.then((bands) =>
+      this.callsQueue.enqueuePlaceCall(jobs, stored.map((index) => bands[index])).catch((error: unknown) => {
+        // Refused (however late): the dispatcher enqueues these runs, counting them in again, so they are counted out
+        // here, or each would leave its organization's backlog one job longer for good.
+        const enqueued = new Set(stored);
+        this.uncount(batch, counting, (index) => enqueued.has(index));
+        throw error;
+      }),
+    );
     try {
       await withTimeout(enqueueing, this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');
     } catch (error) {
