@@ -26,6 +26,33 @@ describe('PeriodicTask', () => {
     expect(otherRan).toBe(false);
   });
 
+  it('stops a round whose lease another replica took meanwhile (Redis away past it), rather than running beside its round', async () => {
+    const name = `task-${Date.now()}-lost`;
+    const intervalMs = 100;
+    let stoppedAt: number | null = null;
+    // A round that checks its signal every 20 ms, for 3 s at most.
+    const round = new PeriodicTask(name, intervalMs, client, async (stopping) => {
+      for (let waited = 0; waited < 3_000 && !stopping.aborted; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      if (stopping.aborted) stoppedAt = Date.now();
+    }).runOnce();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+
+    // The lease lapsed (as behind a Redis outage) and another replica took it for a round of its own.
+    await client.redis.del(client.keyFor('lease', name));
+    let otherRan = false;
+    const takenAt = Date.now();
+    const other = new PeriodicTask(name, intervalMs, client, async () => {
+      otherRan = true;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }).runOnce();
+    await Promise.all([round, other]);
+
+    expect(otherRan).toBe(true);
+    expect(stoppedAt).not.toBeNull();
+    // At its next renewal, within an interval or two.
+    expect(stoppedAt! - takenAt).toBeLessThan(intervalMs * 3);
+  });
+
   it('tells the round in flight to stop when the task stops, waits for it to return, and runs no round after', async () => {
     const name = `task-${Date.now()}-stop`;
     let rounds = 0;

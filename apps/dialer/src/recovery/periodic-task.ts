@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { withTimeout } from '@app/common';
-import { RedisClient } from '@app/queue';
+import { RedisClient, RedisScript } from '@app/queue';
 
 /** How long a round keeps renewing its lease. */
 const MAX_RENEWED_ROUND_MS = 10 * 60_000;
@@ -11,14 +11,34 @@ export const STOP_WAIT_MS = 5_000;
 const STOP_WAIT_REDIS_AWAY_MS = 500;
 
 /**
+ * Takes the task's lease (KEYS[1]) for ARGV[1] (this replica) for ARGV[2] ms,
+ * or extends it if this replica holds it already; answers 1 if it holds it
+ * now. One step: a lease read as this replica's and then extended in a
+ * second command could have gone to another replica in between, and been
+ * extended for that one by this.
+ */
+const HOLD_LEASE = `
+if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then
+  return 1
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`;
+
+/**
  * Runs `work` every `intervalMs`, never overlapping itself, and on one dialer
  * replica at a time (a short Redis lease): replicas take over from each other
  * when one stops. A failed round is logged and the next one runs as usual.
  *
- * `work` gets a signal that is aborted when the task stops: a round of many
- * items (the reaper's 200 runs, each a carrier look-up) checks it between
- * them, so a stopping dialer waits for the item in hand, not for the rest
- * of the round, which the next round on another replica does.
+ * `work` gets a signal that is aborted when the task stops, or when its
+ * round finds the lease gone (Redis away past it, and another replica's
+ * round begun): a round of many items (the reaper's 200 runs, each a carrier
+ * look-up) checks it between them, so a stopping dialer waits for the item
+ * in hand, not for the rest of the round, which the next round on another
+ * replica does, and two replicas' rounds do not go on side by side.
  */
 export class PeriodicTask {
   private readonly logger: Logger;
@@ -26,6 +46,8 @@ export class PeriodicTask {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopping = new AbortController();
+  /** Defined on first use: a task only constructed (a test running its rounds by hand) sends Redis nothing. */
+  private holdLeaseScript: RedisScript | null = null;
 
   constructor(
     private readonly name: string,
@@ -73,19 +95,27 @@ export class PeriodicTask {
     // runs, so no other replica starts a round beside this one, for MAX_RENEWED_ROUND_MS at most: a round that hangs
     // must not keep the task from every other replica.
     const renewUntil = Date.now() + MAX_RENEWED_ROUND_MS;
+    const leaseLost = new AbortController();
     const renewal = setInterval(() => {
       if (Date.now() > renewUntil) {
         clearInterval(renewal);
         this.logger.warn(`${this.name}: a round has run for ${MAX_RENEWED_ROUND_MS / 60_000} minutes; its lease is no longer renewed`);
         return;
       }
-      this.holdLease()
-        .then((held) => held || this.logger.warn(`${this.name}: the lease was lost during a round`))
-        .catch((error: unknown) => this.logger.warn({ err: error }, `${this.name}: could not renew the lease`));
+      this.holdLease().then(
+        (held) => {
+          if (held) return;
+          // Another replica holds it, and may be running a round: this one stops where it is.
+          this.logger.warn(`${this.name}: the lease was lost during a round; the round stops`);
+          leaseLost.abort();
+          clearInterval(renewal);
+        },
+        (error: unknown) => this.logger.warn({ err: error }, `${this.name}: could not renew the lease`),
+      );
     }, this.intervalMs);
     renewal.unref();
     try {
-      await this.work(this.stopping.signal);
+      await this.work(AbortSignal.any([this.stopping.signal, leaseLost.signal]));
     } finally {
       clearInterval(renewal);
     }
@@ -105,14 +135,8 @@ export class PeriodicTask {
   }
 
   private async holdLease(): Promise<boolean> {
-    const key = this.client.keyFor('lease', this.name);
     const ttl = Math.max(this.intervalMs * 3, 1000);
-    const taken = await this.client.redis.set(key, this.owner, 'PX', ttl, 'NX');
-    if (taken === 'OK') return true;
-    // Ours already: extend it.
-    const current = await this.client.redis.get(key);
-    if (current !== this.owner) return false;
-    await this.client.redis.pexpire(key, ttl);
-    return true;
+    this.holdLeaseScript ??= this.client.script('vaHoldTaskLease', HOLD_LEASE, 1);
+    return (await this.holdLeaseScript([this.client.keyFor('lease', this.name)], [this.owner, String(ttl)])) === 1;
   }
 }
