@@ -116,21 +116,33 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
     }
   }
 
+  /**
+   * Every settled queued run, a page at a time, in the order of the index of
+   * open runs (`status`, `status_changed_at`), each page read from where the
+   * last one ended: in id order, which that index does not hold, each page
+   * read every queued run again (or walked the finished runs' ids to it), a
+   * hundred million rows a sweep under a backlog of 100,000. A run whose
+   * status changes meanwhile may be met twice or not at all: ensuring its
+   * job twice is harmless, and the next sweep meets it.
+   */
   private async sweep(stopping?: AbortSignal): Promise<number> {
-    let afterId = 0;
+    let after: { changedAt: string; id: number } | null = null;
     let enqueued = 0;
     for (;;) {
       if (stopping?.aborted) return enqueued;
-      const page: QueuedRun[] = await this.dataSource.query(
-        `SELECT id, organization_id FROM workflow_runs
-          WHERE status = 'queued' AND NOT is_completed AND id > $1
-            AND status_changed_at < now() - make_interval(secs => $2)
-          ORDER BY id LIMIT $3`,
-        [afterId, SETTLE_SECONDS, PAGE_SIZE],
+      const page: Array<QueuedRun & { changed_at: string }> = await this.dataSource.query(
+        `SELECT id, organization_id, status_changed_at::text AS changed_at FROM workflow_runs
+          WHERE status = 'queued' AND NOT is_completed
+            AND status_changed_at < now() - make_interval(secs => $1)
+            AND status_changed_at >= COALESCE($2::timestamptz, '-infinity')
+            AND (status_changed_at, id) > (COALESCE($2::timestamptz, '-infinity'), $3::bigint)
+          ORDER BY status_changed_at, id LIMIT $4`,
+        [SETTLE_SECONDS, after?.changedAt ?? null, after?.id ?? 0, PAGE_SIZE],
       );
       if (page.length === 0) return enqueued;
-      enqueued += await this.ensureJobs(page);
-      afterId = page[page.length - 1].id;
+      enqueued += await this.ensureJobs(page.map(({ id, organization_id }) => ({ id, organization_id })));
+      const last = page[page.length - 1];
+      after = { changedAt: last.changed_at, id: last.id };
       if (page.length < PAGE_SIZE) return enqueued;
     }
   }
