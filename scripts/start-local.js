@@ -77,7 +77,8 @@ function localEnvironment() {
   env.DIALER_HEALTH_PORT = env.DIALER_HEALTH_PORT || String(Number(env.PORT) + 1);
   // The apps resolve relative paths against their cwd; pin it to the checkout.
   env.ARTIFACTS_DIR = resolve(ROOT, env.ARTIFACTS_DIR || 'var/artifacts');
-  if (!env.SECRETS_KEY) env.SECRETS_KEY = localSecretsKey();
+  // A key of the operator's own, given as a file, is theirs: only with neither is one kept in var/.
+  if (!env.SECRETS_KEY && !env.SECRETS_KEY_FILE) env.SECRETS_KEY = localSecretsKey();
   env.SHUTDOWN_GRACE_MS = env.SHUTDOWN_GRACE_MS || String(DEFAULT_SHUTDOWN_GRACE_MS);
   killAfterMs = (Number(env.SHUTDOWN_GRACE_MS) || DEFAULT_SHUTDOWN_GRACE_MS) + KILL_MARGIN_MS;
   return env;

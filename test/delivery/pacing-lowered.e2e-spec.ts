@@ -24,7 +24,7 @@ describe('calls_per_second lowered under a campaign', () => {
     const org = await createOrganization(apps.dataSource);
     const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, {
       settings: { ring_ms: 10, talk_ms: 10 },
-      callsPerSecond: 40,
+      callsPerSecond: 10,
       maxConcurrentCalls: 1000,
     });
     const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
@@ -38,7 +38,7 @@ describe('calls_per_second lowered under a campaign', () => {
       return answer;
     });
 
-    // 120 calls at 40 a second: their instants reach three seconds ahead once their jobs are taken up.
+    // 120 calls at 10 a second: their instants reach twelve seconds ahead once their jobs are taken up.
     const runIds: number[] = [];
     for (let batch = 0; batch < 12; batch++) {
       const responses = await Promise.all(
@@ -57,10 +57,12 @@ describe('calls_per_second lowered under a campaign', () => {
     const lowered = await apps.client.patch(`/api/v1/telephony-configurations/${config.id}`, { calls_per_second: 1 }, { key: org.adminKey });
     expect(lowered.status).toBe(200);
     const loweredAt = Date.now();
+    // What the test is about: most of the campaign still holds instants reserved at 10 a second.
+    expect(120 - (await dialed())).toBeGreaterThan(60);
 
-    // Past the instants reserved at 40 a second (and two refusals each), every dial still waiting holds an instant at
+    // Past the instants reserved at 10 a second (and two refusals each), every dial still waiting holds an instant at
     // one a second. Asked again on each room in the window instead, about a hundred dials would each ask once a second.
-    await sleep(5_000);
+    await sleep(14_000);
     const from = Date.now();
     await sleep(5_000);
     const until = Date.now();
@@ -78,19 +80,19 @@ describe('calls_per_second lowered under a campaign', () => {
       ])
     )
       .map((row: { at: string }) => Number(row.at))
-      .filter((at: number) => at >= loweredAt + 4_000);
+      .filter((at: number) => at >= loweredAt + 13_000);
     expect(times.length).toBeGreaterThanOrEqual(4);
     // The ledger writes a dial some milliseconds after its admission, unevenly on a busy machine: two may fall in a second.
     const busiest = Math.max(...times.map((start) => times.filter((time) => time >= start && time < start + 1000).length));
     expect(busiest).toBeLessThanOrEqual(2);
 
-    // Nothing was lost: the runs not dialed yet are queued, waiting for their instants.
+    // Nothing was lost: the runs not dialed yet are queued, waiting for their instants, and none failed.
     const statuses: Array<{ status: string; n: number }> = await apps.dataSource.query(
       `SELECT status, count(*)::int AS n FROM workflow_runs WHERE id = ANY($1) GROUP BY status`,
       [runIds],
     );
     const counts = Object.fromEntries(statuses.map((row) => [row.status, row.n]));
-    expect(counts.failed ?? 0).toBe(0);
-    expect(counts.queued).toBeGreaterThan(50);
-  }, 60_000);
+    expect(Object.keys(counts).filter((status) => !['queued', 'dialing', 'ringing', 'in_progress', 'completed'].includes(status))).toEqual([]);
+    expect(counts.queued).toBeGreaterThan(0);
+  }, 90_000);
 });

@@ -26,7 +26,7 @@ describe('run dispatcher: full sweep', () => {
 
   it('enqueues every settled queued run without a job, once, through ties on status_changed_at across pages', async () => {
     // 2,300 queued runs stored by one statement (one timestamp), 700 by another a second later, 500 finished ones
-    // between, and 50 queued runs too young to have settled.
+    // between, and 50 queued runs not settled (dated a minute ahead, so they stay so however long the sweeps take).
     const insert = (count: number, status: string, ago: string) =>
       apps.dataSource.query(
         `INSERT INTO workflow_runs (name, status, organization_id, workflow_id, environment, phone_number, is_completed, status_changed_at)
@@ -36,7 +36,7 @@ describe('run dispatcher: full sweep', () => {
       ) as Promise<Array<{ id: string }>>;
     const queued = [...(await insert(2_300, 'queued', '20 seconds')), ...(await insert(700, 'queued', '19 seconds'))].map((row) => Number(row.id));
     await insert(500, 'completed', '19 seconds');
-    const young = (await insert(50, 'queued', '0 seconds')).map((row) => Number(row.id));
+    const young = (await insert(50, 'queued', '-1 minute')).map((row) => Number(row.id));
 
     const dispatcher = apps.dialer!.get(RunDispatcher) as unknown as { sweep(): Promise<number> };
     // Sweeping as it does after Redis lost its data.

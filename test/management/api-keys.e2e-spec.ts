@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { ApiKey } from '@app/persistence';
 import { ApiKeysService } from '../../apps/api/src/api-keys/api-keys.service';
+import { ApiKeyAuthenticator } from '../../apps/api/src/auth/api-key-authenticator.service';
 import { createOrganization, TestOrganization } from '../support/fixtures';
 import { backendPid, waitersOn } from '../support/lock-waiters';
 import { startTestApps, TestApps } from '../support/test-apps';
@@ -234,7 +235,7 @@ describe('management API: API keys', () => {
       const late = slowBody(replica.config.publicBaseUrl, '/api/v1/api-keys', victim.key, JSON.stringify({ name, role: 'admin' }));
       await sleep(300);
       expect((await apps.client.delete(`/api/v1/api-keys/${victim.id}`, { key: org.adminKey })).status).toBe(204);
-      await sleep(replica.config.apiKeyCacheTtlMs + 200);
+      await sleep(replica.api.get(ApiKeyAuthenticator).checkLifetimeMs + 200);
       late.finish();
       const answer = await late.answer;
       expect({ status: answer.status, code: answer.body?.code }).toEqual({ status: 401, code: 'unauthorized' });

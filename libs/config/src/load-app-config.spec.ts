@@ -109,6 +109,10 @@ describe('loadAppConfig', () => {
     }
     // A key missing or malformed is said once, as such.
     expect(() => loadAppConfig({ PUBLIC_BASE_URL: 'https://voice.example.com' })).toThrow(/SECRETS_KEY is required/);
+    // A PUBLIC_BASE_URL that is no URL is named among the problems, not a crash of the check.
+    expect(() => loadAppConfig({ SECRETS_KEY: '0'.repeat(64), PUBLIC_BASE_URL: 'voice.example.com' })).toThrow(
+      expect.objectContaining({ name: 'ConfigError', problems: expect.arrayContaining(['PUBLIC_BASE_URL must be a URL']) }),
+    );
   });
 
   it('warns when the callbacks or the media stream a carrier is given point at this machine', () => {

@@ -71,7 +71,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     agentRuntimeUrl: reader.url('AGENT_RUNTIME_URL', 'ws://127.0.0.1:8090/media', ['ws:', 'wss:']),
     agentSessionTtlSeconds: reader.integer('AGENT_SESSION_TTL_SECONDS', 4 * 3600, 60, 7 * 24 * 3600),
   };
-  if (isAllZero(config.secretsKey) && !isLoopbackUrl(config.publicBaseUrl) && !problems.some((problem) => problem.startsWith('SECRETS_KEY'))) {
+  if (!problems.some((problem) => problem.startsWith('SECRETS_KEY')) && isAllZero(config.secretsKey) && !isLoopbackUrl(config.publicBaseUrl)) {
     problems.push(
       `SECRETS_KEY is the public all-zero development key, and PUBLIC_BASE_URL (${config.publicBaseUrl}) is not this machine: ` +
         'anyone who reaches the service could forge download links to every recording and decrypt the stored carrier ' +
@@ -126,6 +126,8 @@ export function configWarnings(config: AppConfig): string[] {
 
 /** A URL whose host is this machine: `localhost` (and its subdomains), 127.0.0.0/8 or ::1. */
 function isLoopbackUrl(url: string): boolean {
+  // One that does not parse is named among the problems already.
+  if (!URL.canParse(url)) return false;
   const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return host === 'localhost' || host.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
 }

@@ -11,6 +11,8 @@ describe('parseSecretsKey', () => {
       key.toString('base64'),
       key.toString('base64').replace(/=$/, ''),
       key.toString('base64url'),
+      // As Python's urlsafe_b64encode and Java's URL encoder write it: padded.
+      `${key.toString('base64url')}=`,
       `  ${key.toString('hex')}\n`,
     ]) {
       expect({ written, parsed: parseSecretsKey(written) }).toEqual({ written, parsed: { ok: true, key } });

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 const MIN_DISTINCT_BYTES = 16;
 
 const BASE64 = /^[A-Za-z0-9+/]{43}=?$/;
-const BASE64URL = /^[A-Za-z0-9_-]{43}$/;
+const BASE64URL = /^[A-Za-z0-9_-]{43}=?$/;
 
 export type ParsedSecretsKey = { ok: true; key: Buffer } | { ok: false; problem: string };
 
@@ -27,7 +27,9 @@ export function parseSecretsKey(raw: string): ParsedSecretsKey {
   if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, 'hex');
   else if (BASE64.test(text) && Buffer.from(text, 'base64').toString('base64').replace(/=$/, '') === text.replace(/=$/, '')) {
     key = Buffer.from(text, 'base64');
-  } else if (BASE64URL.test(text) && Buffer.from(text, 'base64url').toString('base64url') === text) key = Buffer.from(text, 'base64url');
+  } else if (BASE64URL.test(text) && Buffer.from(text, 'base64url').toString('base64url') === text.replace(/=$/, '')) {
+    key = Buffer.from(text, 'base64url');
+  }
   if (!key) return { ok: false, problem: 'must be 32 bytes written as 64 hex characters or as base64 (openssl rand -hex 32)' };
   if (!isAllZero(key) && new Set(key).size < MIN_DISTINCT_BYTES) {
     return { ok: false, problem: `does not look random (a repeated pattern): draw one with openssl rand -hex 32` };

@@ -5,6 +5,7 @@ import { DialBacklogs } from './dial-backlogs';
 import { JobPolicy } from './job-policies';
 import { JobName, PlaceCallJob, placeCallJobId } from './jobs';
 import { QueueName } from './queue-names';
+import { RedisClient } from './redis-client';
 
 /**
  * Producer side of the `calls` queue. The job id is derived from the run, so
@@ -16,6 +17,7 @@ export class CallsQueue {
   constructor(
     @InjectQueue(QueueName.Calls) private readonly queue: Queue<PlaceCallJob>,
     private readonly backlogs: DialBacklogs,
+    private readonly client: RedisClient,
   ) {}
 
   /**
@@ -36,6 +38,19 @@ export class CallsQueue {
         opts: { ...JobPolicy.placeCall, jobId: placeCallJobId(job.runId), priority: priorities[index] },
       })),
     );
+  }
+
+  /** Of these runs, those that have no dial job (in any state). */
+  async runsWithoutJobs(runIds: readonly number[]): Promise<number[]> {
+    if (runIds.length === 0) return [];
+    const pipeline = this.client.redis.pipeline();
+    for (const runId of runIds) pipeline.exists(`${this.queue.qualifiedName}:${placeCallJobId(runId)}`);
+    const answers = (await pipeline.exec()) ?? [];
+    return runIds.filter((_runId, index) => {
+      const [error, exists] = answers[index] ?? [new Error('no answer'), null];
+      if (error) throw error;
+      return exists === 0;
+    });
   }
 
   /** Counts jobs about to be enqueued (one organization id each) into their organizations' backlogs; answers their bands. */

@@ -260,7 +260,15 @@ export function retryAfterMs(headers: Headers, nowMs = Date.now()): number | und
  * credentials' pair), and without its query.
  */
 export function pathForMessage(url: URL): string {
-  return url.pathname.replace(/\/(Accounts?)\/[^/]+/g, '/$1/…');
+  return withoutAccounts(url.pathname);
+}
+
+/**
+ * `text` (a carrier's own error message, say, which may quote the path it
+ * was asked: Twilio's 404 does) without the account ids its API paths hold.
+ */
+export function withoutAccounts(text: string): string {
+  return text.replace(/\/(Accounts?)\/[^/\s]+/g, '/$1/…');
 }
 
 function parseJson(bytes: Buffer): unknown {

@@ -6,6 +6,9 @@ import { ApiKeyRole } from '@app/persistence';
 import { hashApiKey } from './api-key-secret';
 import { AuthenticatedKey } from './authenticated-key';
 
+/** The shortest a check stays good for a request still arriving (`checkLifetimeMs`). */
+const MIN_CHECK_LIFETIME_MS = 1_000;
+
 /**
  * Resolves a presented key to its organization and role. Lookups are kept
  * in memory for at most API_KEY_CACHE_TTL_MS (≤ 5 s), which bounds how long
@@ -21,7 +24,8 @@ export class ApiKeyAuthenticator {
   private forgotten = 0;
   /**
    * How long a check stays good for a request that is still arriving (its
-   * body read after its head was checked): as long as a cached lookup.
+   * body read after its head was checked): as long as a cached lookup, and
+   * a second at least.
    */
   readonly checkLifetimeMs: number;
 
@@ -30,7 +34,9 @@ export class ApiKeyAuthenticator {
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.keys = new FoundOrMissingCache(config.apiKeyCacheTtlMs, (key) => key !== null);
-    this.checkLifetimeMs = config.apiKeyCacheTtlMs;
+    // A second at least: with no cache (a TTL of 0), every trigger's body would otherwise have its key looked up
+    // again in Postgres after its head, one query more on the busiest route.
+    this.checkLifetimeMs = Math.max(config.apiKeyCacheTtlMs, MIN_CHECK_LIFETIME_MS);
   }
 
   /** Where this replica's revocations stand, to tell a check made before one of them (`checkStillGood`). */

@@ -70,7 +70,9 @@ export class ArtifactDownloadsController {
     const etag = `"${createHash('sha256').update(key).digest('base64url').slice(0, 27)}"`;
     const { headers } = reply.request;
     const ifRange = headers['if-range'];
-    const asked = requestedRange(headers.range, Array.isArray(ifRange) ? ifRange.join(', ') : ifRange, etag, stored.size);
+    // A HEAD answers as a GET without Range would: range handling is defined for GET alone (RFC 9110, 14.2).
+    const head = reply.request.method === 'HEAD';
+    const asked = head ? { kind: 'whole' as const } : requestedRange(headers.range, Array.isArray(ifRange) ? ifRange.join(', ') : ifRange, etag, stored.size);
     void reply.header('accept-ranges', 'bytes').header('etag', etag).header('cache-control', 'private, no-store');
     if (asked.kind === 'unsatisfiable') {
       await stored.close();
@@ -81,7 +83,6 @@ export class ArtifactDownloadsController {
     if (range) void reply.status(206).header('content-range', `bytes ${range.start}-${range.end}/${stored.size}`);
     // A HEAD (which Fastify routes here too) answers the GET's headers without reading the file: Fastify would read a
     // stream to its end only to drop it, up to 100 MiB a request.
-    const head = reply.request.method === 'HEAD';
     if (head) await stored.close();
     await reply
       .header('content-type', stored.contentType)

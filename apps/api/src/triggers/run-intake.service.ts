@@ -12,7 +12,11 @@ const MAX_BATCH = 200;
  */
 const MAX_INSERTS_IN_FLIGHT = 2;
 
-/** Triggers waiting for an insert to take them, at most (50 full groups; a few hundred at most while the database keeps up). */
+/**
+ * Triggers waiting for an insert to take them, at most: 50 full groups. While the database keeps up, the triggers
+ * waiting are about as many as arrive during one insert (a few hundred at the bench's 100 connections); a burst of
+ * more than this many at once from a gateway's clients is answered 503 in part, for them to send again.
+ */
 export const MAX_WAITING = 10_000;
 /** How long a trigger waits for an insert to take it, at most; its own insert may then take up to the read timeout. */
 export const MAX_WAIT_MS = 10_000;
@@ -101,9 +105,15 @@ export class RunIntake {
     const enqueueing = counting.then((bands) =>
       this.callsQueue.enqueuePlaceCall(jobs, stored.map((index) => bands[index])).catch((error: unknown) => {
         // Refused (however late): the dispatcher enqueues these runs, counting them in again, so they are counted out
-        // here, or each would leave its organization's backlog one job longer for good.
-        const enqueued = new Set(stored);
-        this.uncount(batch, counting, (index) => enqueued.has(index));
+        // here, or each would leave its organization's backlog one job longer until its band is forgotten. Only those
+        // found without a job: the command may have run all the same (a connection closed once it was sent).
+        this.callsQueue.runsWithoutJobs(jobs.map((job) => job.runId)).then(
+          (missing) => {
+            const without = new Set(missing);
+            this.uncount(batch, counting, (index) => without.has(ids[index] as number));
+          },
+          (lookError: unknown) => this.logger.warn({ err: lookError }, 'runs whose jobs were refused not counted out of their backlogs'),
+        );
         throw error;
       }),
     );

@@ -1,3 +1,4 @@
+import { withoutAccounts } from '../carrier-http';
 import { CarrierError } from '../carrier-error';
 
 /** Plivo's REST error body: `{ api_id, error }` (some endpoints also say `message`). */
@@ -17,7 +18,8 @@ export interface PlivoErrorBody {
  */
 export function plivoDialError(status: number, body: PlivoErrorBody | null, retryAfterMs?: number): CarrierError {
   const text = errorText(body);
-  const detail = `Plivo answered ${status}: ${text || 'no message'}`;
+  // Read by customers in the run's log: without the account (auth id) a quoted path holds.
+  const detail = `Plivo answered ${status}: ${withoutAccounts(text || 'no message')}`;
   const carrierCode = `HTTP-${status}`;
   if (status === 429) {
     return new CarrierError(detail, { reason: 'carrier_throttled', permanent: false, notProcessed: true, throttled: true, retryAfterMs, carrierCode });

@@ -1,3 +1,4 @@
+import { withoutAccounts } from '../carrier-http';
 import { CarrierError } from '../carrier-error';
 
 /** Twilio's REST error body: `{ code, message, more_info, status }`. */
@@ -44,7 +45,8 @@ export const TWILIO_THROTTLED_CODE = 20429;
  */
 export function twilioDialError(status: number, body: TwilioErrorBody | null, retryAfterMs?: number): CarrierError {
   const code = typeof body?.code === 'number' ? body.code : undefined;
-  const detail = `Twilio answered ${status}${code ? ` (error ${code})` : ''}: ${body?.message ?? 'no message'}`;
+  // Read by customers in the run's log: Twilio's message may quote the request's path, and its account.
+  const detail = `Twilio answered ${status}${code ? ` (error ${code})` : ''}: ${withoutAccounts(body?.message ?? 'no message')}`;
   const carrierCode = code !== undefined ? String(code) : `HTTP-${status}`;
   if (status === 429 || code === TWILIO_THROTTLED_CODE) {
     return new CarrierError(detail, {

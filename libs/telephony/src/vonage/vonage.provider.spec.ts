@@ -395,6 +395,15 @@ describe('VonageProvider against the Vonage fake', () => {
       });
     });
 
+    it('reads a call under way as answered, at a time it marks as estimated (the call\'s start, not its answer)', async () => {
+      const { providerCallId } = await provider.placeCall(dialRequest());
+      await fake.sendCallEvent(providerCallId, 'answered');
+
+      const lookup = await provider.lookupCall(reference({ providerCallId }));
+
+      expect(lookup.kind === 'found' && lookup.events).toEqual([expect.objectContaining({ type: 'answered', answerTimeEstimated: true })]);
+    });
+
     it('reads a busy call as busy', async () => {
       const { providerCallId } = await provider.placeCall(dialRequest());
       await fake.sendCallEvent(providerCallId, 'busy');

@@ -85,7 +85,10 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
     if (response.status !== 200) throw this.failure('look up the call', response);
     const details = (response.body ?? {}) as Record<string, unknown>;
     const occurredAt = vonageTime(details.end_time) ?? vonageTime(details.start_time) ?? new Date().toISOString();
-    const event = vonageStatusEvent(details, occurredAt);
+    const status = vonageStatusEvent(details, occurredAt);
+    // A call read as answered is dated by its start (or its end), not by the moment it was answered: an estimate,
+    // which never moves an answer time the call's own events gave.
+    const event = status?.type === 'answered' ? { ...status, answerTimeEstimated: true } : status;
     return foundCall(call, this.name, call.providerCallId, event ? [event] : []);
   }
 
