@@ -169,6 +169,10 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       // Several ranges at once are answered whole.
       expect((await ranged('bytes=0-1,5-6')).status).toBe(200);
 
+      // A HEAD answers as a GET without Range would: range handling is defined for GET alone.
+      const head = await fetch(completed.recording_url, { method: 'HEAD', headers: { range: `bytes=${size}-` } });
+      expect({ status: head.status, length: head.headers.get('content-length') }).toEqual({ status: 200, length: String(size) });
+
       const past = await fetch(completed.recording_url, { headers: { range: `bytes=${size}-` } });
       expect(past.status).toBe(416);
       expect(past.headers.get('content-range')).toBe(`bytes */${size}`);
