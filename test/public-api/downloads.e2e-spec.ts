@@ -71,6 +71,17 @@ describe('downloads: run artifact URLs and time-limited links', () => {
   });
   afterAll(() => apps.close());
 
+  /** A copy of the completed run under `id`, with its artifacts' keys, or with `keys` instead. */
+  const copyOfCompleted = (id: number, keys?: { transcript: string; recording: string }) =>
+    apps.dataSource.query(
+      `INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+                                  telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key)
+       SELECT $2::bigint, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
+              telephony_configuration_id, provider, phone_number, is_completed,
+              COALESCE($3, transcript_key), COALESCE($4, recording_key)
+         FROM workflow_runs WHERE id = $1`,
+      [completed.id, id, keys?.transcript ?? null, keys?.recording ?? null],
+    );
   const downloadsPath = (runId: number, workflowId = main.workflow.workflowId) => `${runPath(workflowId, runId)}/downloads`;
   const mint = (runId: number, body: unknown, key = main.org.adminKey, workflowId = main.workflow.workflowId) =>
     apps.client.post(downloadsPath(runId, workflowId), body, { key });
@@ -181,15 +192,10 @@ describe('downloads: run artifact URLs and time-limited links', () => {
 
     it('answers 404 artifact_not_found once the pack holding an artifact is gone (retention removed its day)', async () => {
       const goneId = 6_000_000_000 + completed.id;
-      await apps.dataSource.query(
-        `INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                                    telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key)
-         SELECT $2::bigint, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                telephony_configuration_id, provider, phone_number, is_completed,
-                'packs/2020-01-01/removed-1.pack@0+10/runs/0/1-transcript.json', 'runs/no-such-folder/1-recording.wav'
-           FROM workflow_runs WHERE id = $1`,
-        [completed.id, goneId],
-      );
+      await copyOfCompleted(goneId, {
+        transcript: 'packs/2020-01-01/removed-1.pack@0+10/runs/0/1-transcript.json',
+        recording: 'runs/no-such-folder/1-recording.wav',
+      });
       for (const artifact of ['transcript', 'recording']) {
         const minted = await mint(goneId, { artifact });
         expect(minted.status).toBe(200);
@@ -200,14 +206,7 @@ describe('downloads: run artifact URLs and time-limited links', () => {
 
     it('serves both artifacts of a run whose id has ten digits, past int4 (a token longer than one 100-character path segment)', async () => {
       const bigId = 5_000_000_000 + completed.id;
-      await apps.dataSource.query(
-        `INSERT INTO workflow_runs (id, name, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                                    telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key)
-         SELECT $2::bigint, 'WR-API-' || $2::text, status, organization_id, workflow_id, environment, trigger_uuid, api_key_id,
-                telephony_configuration_id, provider, phone_number, is_completed, transcript_key, recording_key
-           FROM workflow_runs WHERE id = $1`,
-        [completed.id, bigId],
-      );
+      await copyOfCompleted(bigId);
       const run = await apps.client.get(runPath(main.workflow.workflowId, bigId), { key: main.org.adminKey });
       expect(run.status).toBe(200);
       const minted = await mint(bigId, { artifact: 'transcript', expires_in_seconds: 7 * 24 * 3600 });
