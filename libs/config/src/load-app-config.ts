@@ -82,7 +82,6 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
   return Object.freeze(config);
 }
 
-
 function decodable(component: string): boolean {
   try {
     decodeURIComponent(component);
