@@ -20,8 +20,11 @@ describe('run dispatcher: full sweep', () => {
     await apps.dialer!.get(RunDispatcher).onApplicationShutdown();
   });
   afterAll(async () => {
-    await apps.close();
-    await own.drop();
+    try {
+      await apps?.close();
+    } finally {
+      await own.drop();
+    }
   });
 
   it('enqueues every settled queued run without a job, once, through ties on status_changed_at across pages', async () => {
