@@ -1,14 +1,19 @@
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
+import type { DataSourceOptions } from 'typeorm';
 // Also used by global setup and teardown, which run outside Jest's module mapping: files, not `@app/*` barrels.
 import { createDataSource } from '../../libs/persistence/src/create-data-source';
 import { ensureDatabase } from '../../libs/persistence/src/ensure-database';
 import { runMigrations } from '../../libs/persistence/src/run-migrations';
 
-/** Creates the database `url` names, if missing, and brings it to the latest migration. */
-export async function createMigratedDatabase(url: string): Promise<void> {
+/**
+ * Creates the database `url` names, if missing, and brings it to the latest
+ * migration, or through `migrations` only (a database as a previous release left it).
+ */
+export async function createMigratedDatabase(url: string, migrations?: DataSourceOptions['migrations']): Promise<void> {
   await ensureDatabase(url);
   const dataSource = createDataSource({ url, poolSize: 2 });
+  if (migrations) dataSource.setOptions({ migrations });
   await dataSource.initialize();
   try {
     await runMigrations(dataSource);

@@ -1,8 +1,7 @@
 import { DataSource } from 'typeorm';
-import { dropDatabase } from '../../../test/support/test-resource-lifecycle';
+import { createMigratedDatabase, dropDatabase } from '../../../test/support/test-resource-lifecycle';
 import { scratchDatabaseUrl } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
-import { ensureDatabase } from './ensure-database';
 import { MIGRATIONS } from './migrations';
 import { BigintRunIds1764240000000 } from './migrations/1764240000000-bigint-run-ids';
 import { pendingSchemaChanges } from './pending-schema-changes';
@@ -10,26 +9,14 @@ import { runMigrations } from './run-migrations';
 
 const INT4_MAX = 2_147_483_647;
 
-/** A database migrated up to just before `BigintRunIds`, as a deployment of the previous release has it. */
-async function int4Database(url: string): Promise<void> {
-  await ensureDatabase(url);
-  const previous = createDataSource({ url, poolSize: 1 });
-  previous.setOptions({ migrations: MIGRATIONS.slice(0, MIGRATIONS.indexOf(BigintRunIds1764240000000)) });
-  await previous.initialize();
-  try {
-    await runMigrations(previous);
-  } finally {
-    await previous.destroy();
-  }
-}
-
 describe('BigintRunIds migration', () => {
   const url = scratchDatabaseUrl('int4ids');
   let dataSource: DataSource;
 
   beforeAll(async () => {
     await dropDatabase(url);
-    await int4Database(url);
+    // As a deployment of the previous release has it: migrated up to just before `BigintRunIds`.
+    await createMigratedDatabase(url, MIGRATIONS.slice(0, MIGRATIONS.indexOf(BigintRunIds1764240000000)));
     dataSource = createDataSource({ url, poolSize: 2 });
     await dataSource.initialize();
   });

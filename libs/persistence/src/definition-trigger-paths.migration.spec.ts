@@ -1,8 +1,7 @@
 import { DataSource } from 'typeorm';
-import { dropDatabase } from '../../../test/support/test-resource-lifecycle';
+import { createMigratedDatabase, dropDatabase } from '../../../test/support/test-resource-lifecycle';
 import { scratchDatabaseUrl } from '../../../test/support/test-run-id';
 import { createDataSource } from './create-data-source';
-import { ensureDatabase } from './ensure-database';
 import { MIGRATIONS } from './migrations';
 import { DefinitionTriggerPaths1764600000000 } from './migrations/1764600000000-definition-trigger-paths';
 import { pendingSchemaChanges } from './pending-schema-changes';
@@ -27,16 +26,8 @@ describe('DefinitionTriggerPaths migration', () => {
 
   beforeAll(async () => {
     await dropDatabase(url);
-    await ensureDatabase(url);
     // As the previous release left it.
-    const previous = createDataSource({ url, poolSize: 1 });
-    previous.setOptions({ migrations: MIGRATIONS.slice(0, MIGRATIONS.indexOf(DefinitionTriggerPaths1764600000000)) });
-    await previous.initialize();
-    try {
-      await runMigrations(previous);
-    } finally {
-      await previous.destroy();
-    }
+    await createMigratedDatabase(url, MIGRATIONS.slice(0, MIGRATIONS.indexOf(DefinitionTriggerPaths1764600000000)));
     dataSource = createDataSource({ url, poolSize: 2 });
     await dataSource.initialize();
   });
