@@ -1,7 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Network, parseNetwork } from '@app/config';
-import { allowCarrierStorageNetworks, carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS } from './carrier-http';
+import { allowCarrierStorageNetworks, carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS, retryAfterMs } from './carrier-http';
 
 interface Hop {
   url: string;
@@ -170,5 +170,27 @@ describe('carrierHostCheck', () => {
     ['https://notcarrier.com/x.wav', false],
   ])('%s: %s', (url, expected) => {
     expect(isCarrier(new URL(url))).toBe(expected);
+  });
+});
+
+describe('retryAfterMs', () => {
+  const now = Date.parse('2026-12-07T10:00:00Z');
+
+  it('reads delta-seconds, whole or not, around spaces', () => {
+    expect(retryAfterMs('2', now)).toBe(2000);
+    expect(retryAfterMs(' 1.5 ', now)).toBe(1500);
+    expect(retryAfterMs('0', now)).toBe(0);
+  });
+
+  it('reads an HTTP date as the time left until it, and a date passed as none left', () => {
+    expect(retryAfterMs('Mon, 07 Dec 2026 10:00:30 GMT', now)).toBe(30_000);
+    expect(retryAfterMs('Mon, 07 Dec 2026 09:59:00 GMT', now)).toBe(0);
+    // The two obsolete forms a recipient is to accept too.
+    expect(retryAfterMs('Monday, 07-Dec-26 10:01:00 GMT', now)).toBe(60_000);
+    expect(retryAfterMs('Mon Dec  7 10:00:05 2026', now)).toBe(5_000);
+  });
+
+  it('takes anything else as no Retry-After: not numbers JavaScript would read, nor negative or empty values', () => {
+    for (const value of [null, '', '  ', '0x10', '1e3', '-5', '5 s', 'Infinity', 'soon']) expect(retryAfterMs(value, now)).toBeUndefined();
   });
 });

@@ -243,14 +243,21 @@ export function basicAuthorization(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
 }
 
-/** Retry-After as milliseconds (seconds or an HTTP date), when the answer carried one. */
-export function retryAfterMs(headers: Headers, nowMs = Date.now()): number | undefined {
-  const value = headers.get('retry-after');
+/**
+ * A `Retry-After` header as milliseconds from `nowMs`, when it holds one: its
+ * delta-seconds (digits only: not "0x10" or "1e3", which Number would take)
+ * or an HTTP date, in any of its three forms, each of which starts with the
+ * day's name (a date passed is 0; Date.parse alone would read "-5" as a date
+ * in 2001). Anything else is as if none were given.
+ */
+export function retryAfterMs(header: string | null, nowMs = Date.now()): number | undefined {
+  const value = header?.trim();
   if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /.test(value)) return undefined;
+  // asctime's form names no zone: it is GMT, as the other two say.
+  const at = Date.parse(/GMT$/.test(value) ? value : `${value} GMT`);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 /**

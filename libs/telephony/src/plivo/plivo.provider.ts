@@ -227,6 +227,6 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
 }
 
 function dialFailure(error: unknown): unknown {
-  if (error instanceof PlivoApiError) return plivoDialError(error.status, error.body, retryAfterMs(error.headers));
+  if (error instanceof PlivoApiError) return plivoDialError(error.status, error.body, retryAfterMs(error.headers.get('retry-after')));
   return neverConnectedDialError(error) ?? error;
 }

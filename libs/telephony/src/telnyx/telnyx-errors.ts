@@ -1,4 +1,5 @@
 import { CarrierError } from '../carrier-error';
+import { retryAfterMs } from '../carrier-http';
 import { TelnyxResponse } from './telnyx-api';
 
 interface TelnyxApiError {
@@ -78,13 +79,4 @@ export function telnyxErrors(body: unknown): TelnyxApiError[] {
       detail: typeof error.detail === 'string' ? error.detail : undefined,
       source: typeof error.source === 'object' && error.source !== null ? (error.source as { pointer?: string }) : undefined,
     }));
-}
-
-/** `Retry-After` as delta-seconds or an HTTP date. */
-export function retryAfterMs(header: string | null, nowMs = Date.now()): number | undefined {
-  if (!header) return undefined;
-  const trimmed = header.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const at = Date.parse(trimmed);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }

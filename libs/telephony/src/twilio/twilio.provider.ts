@@ -216,6 +216,6 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
 }
 
 function dialFailure(error: unknown): unknown {
-  if (error instanceof TwilioApiError) return twilioDialError(error.status, error.body, retryAfterMs(error.headers));
+  if (error instanceof TwilioApiError) return twilioDialError(error.status, error.body, retryAfterMs(error.headers.get('retry-after')));
   return neverConnectedDialError(error) ?? error;
 }

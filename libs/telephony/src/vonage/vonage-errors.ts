@@ -1,4 +1,5 @@
 import { CarrierError } from '../carrier-error';
+import { retryAfterMs } from '../carrier-http';
 import { VonageResponse } from './vonage-api';
 
 interface VonageProblem {
@@ -79,9 +80,4 @@ export function vonageProblem(body: unknown): VonageProblem {
       .filter((parameter) => typeof parameter?.name === 'string')
       .map((parameter) => ({ name: parameter.name as string, reason: String(parameter.reason ?? '') })),
   };
-}
-
-function retryAfterMs(header: string | null): number | undefined {
-  if (!header || !/^\d+(\.\d+)?$/.test(header.trim())) return undefined;
-  return Math.round(Number(header.trim()) * 1000);
 }
