@@ -115,7 +115,7 @@ describe('placing calls through Telnyx', () => {
     const ended = await runReaches(runId, (run) => run.status === 'completed' && run.duration_seconds !== null, 'the call to end');
     expect(ended.duration_seconds).toBeGreaterThanOrEqual(36);
     expect(ended.duration_seconds).toBeLessThanOrEqual(39);
-    // Telnyx bills whole minutes on this account: its billed duration replaces the computed one.
+    // Telnyx bills whole minutes on this account: the seconds it billed go beside the price, and the duration stays the talk time.
     expect(
       (await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0125', billed_duration_secs: 60 })).status,
     ).toBe(200);
@@ -125,8 +125,8 @@ describe('placing calls through Telnyx', () => {
 
     const run = await runReaches(runId, (current) => current.is_completed === true && current.cost_info?.total_cost !== undefined, 'the run to complete');
     expect(run.status).toBe('completed');
-    expect(run.duration_seconds).toBe(60);
-    expect(run.cost_info).toMatchObject({ total_cost: 0.0125, currency: 'USD', call_duration_seconds: 60 });
+    expect(run.duration_seconds).toBe(ended.duration_seconds);
+    expect(run.cost_info).toEqual({ total_cost: 0.0125, currency: 'USD', call_duration_seconds: ended.duration_seconds, billed_duration_seconds: 60 });
     const transcript = await apps.client.get(run.transcript_url);
     expect(transcript.body.turns).toEqual(AGENT_TURNS);
     expect(run.recording_url.startsWith(apps.baseUrl)).toBe(true);
@@ -394,14 +394,16 @@ describe('placing calls through Telnyx', () => {
     const hangups = fake.requests.filter((request) => request.method === 'POST' && request.path === `/v2/calls/${call.callControlId}/actions/hangup`);
     expect(hangups).toHaveLength(1);
     expect(fake.calls.get(call.callControlId)).toMatchObject({ isAlive: false, hungUpByApi: true });
-    // Telnyx reports no talk time with the hang-up: its bill brings it, and the run stays as the reaper ended it.
+    // Telnyx reports no talk time with the hang-up: the run's is from answer to the reaper's end; its bill brings the price and the seconds billed.
     expect((await fake.sendCallEvent(call.callControlId, 'call.cost', { total_cost: '0.0300', billed_duration_secs: 180 })).status).toBe(200);
-    const billed = await runReaches(runId, (run) => run.duration_seconds === 180, 'what Telnyx billed');
+    const billed = await runReaches(runId, (run) => run.cost_info?.total_cost !== undefined, 'what Telnyx billed');
     expect(billed).toMatchObject({
       status: 'failed',
       end_reason: 'max_duration_exceeded',
-      cost_info: { call_duration_seconds: 180, total_cost: 0.03, currency: 'USD' },
+      cost_info: { call_duration_seconds: billed.duration_seconds, billed_duration_seconds: 180, total_cost: 0.03, currency: 'USD' },
     });
+    // The timestamps the API shows are to the millisecond; the duration is from the stored ones.
+    expect(billed.duration_seconds).toBeCloseTo((Date.parse(billed.ended_at) - Date.parse(billed.answered_at)) / 1000, 2);
   });
 
   describe('a call answered while its answer event was lost', () => {

@@ -87,13 +87,13 @@ describe('carrier events applied out of order', () => {
 
   it('waits for the hang-up before a price that came alone, but stores it on the last attempt if the hang-up never comes', async () => {
     const runId = await seedRun('in_progress');
-    const price = events(runId, 'cost', new Date(), { cost: { amount: 0.02, currency: 'USD' }, durationSeconds: 60 });
+    const price = events(runId, 'cost', new Date(), { cost: { amount: 0.02, currency: 'USD' }, billedSeconds: 60 });
     await expect(applier.apply(price)).rejects.toBeInstanceOf(EventTooEarly);
     expect((await apps.dataSource.query(`SELECT cost_info FROM workflow_runs WHERE id = $1`, [runId]))[0].cost_info).toEqual({});
 
     expect(await applier.apply(price, true)).toBe(false);
     const [row] = await apps.dataSource.query(`SELECT status, cost_info, logs FROM workflow_runs WHERE id = $1`, [runId]);
-    expect(row).toMatchObject({ status: 'in_progress', cost_info: { total_cost: 0.02, currency: 'USD' } });
+    expect(row).toMatchObject({ status: 'in_progress', cost_info: { total_cost: 0.02, currency: 'USD', billed_duration_seconds: 60 } });
     expect(row.logs.events.map((entry: { event: string }) => entry.event)).toContain('carrier.cost_before_hangup');
   });
 

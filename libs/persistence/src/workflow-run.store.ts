@@ -983,7 +983,7 @@ export class WorkflowRunStore {
    * Sets the duration of a run that completed, or that failed once answered
    * (the reaper ended the call past its maximum duration and hung it up: the
    * carrier's report of that end tells how long it talked, and bills it).
-   * The carrier's figure (its billed or reported duration) always wins: it
+   * The carrier's figure (the talk time it reports) always wins: it
    * replaces whatever the run holds, including a duration computed earlier.
    * Without one, the time from answer to end fills a run that has no
    * duration yet, and never replaces one. Each case is one conditional

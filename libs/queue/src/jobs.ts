@@ -36,7 +36,7 @@ export interface PlaceCallRoute {
 
 /**
  * Status events move the run; `recording` only says the carrier's recording
- * can be fetched, and `cost` only brings the price (and billed duration) of a
+ * can be fetched, and `cost` only brings the price (and billed seconds) of a
  * call that has ended. `price_lookup` is the dialer's own: ask the carrier
  * again for the price of a completed call it had not priced yet.
  */
@@ -60,8 +60,15 @@ export interface CallEventJob {
   providerCallId: string;
   type: CallEventType;
   occurredAt: string;
-  /** Carrier-reported (or billed) call length, with `completed` or `cost`. */
+  /** Carrier-reported talk time, with `completed`. */
   durationSeconds?: number;
+  /**
+   * With `cost`: the seconds the carrier billed, rounded up to its billing
+   * step (Telnyx bills whole minutes on many routes: an 11 s call is billed
+   * 60). Kept in `cost_info.billed_duration_seconds`, never as the call's
+   * duration.
+   */
+  billedSeconds?: number;
   /** Carrier's words for a failure, with `failed`. */
   reason?: string;
   /**

@@ -36,6 +36,8 @@ export interface WebhookEvent {
   /** With `answered`: the time is not the answer's, but a verdict's after it or a look-up's estimate (see `CallEventJob`). */
   answerTimeEstimated?: boolean;
   cost?: { amount: number; currency: string };
+  /** With `cost`: the seconds the carrier billed, rounded up to its billing step (see `CallEventJob`). */
+  billedSeconds?: number;
   recordingUrl?: string;
 }
 

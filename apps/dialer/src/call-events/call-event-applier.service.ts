@@ -237,7 +237,8 @@ export class CallEventApplier {
 
   /**
    * A price that comes on its own (Telnyx's `call.cost`) is stored once the
-   * call has ended; its billed duration replaces a computed one. Applied
+   * call has ended, with the seconds billed beside it (the run's duration
+   * stays its talk time: billing rounds it up to whole minutes). Applied
    * before the hang-up, it fails its job with `EventTooEarly`, whose retry
    * comes after the hang-up has been applied. A hang-up that never comes
    * (lost; the reaper ends such a run only after the maximum call duration)
@@ -252,8 +253,11 @@ export class CallEventApplier {
       this.logger.warn({ run_id: event.runId, status: run.status }, 'a price whose hang-up never came: stored without it');
       await this.runs.appendEvent(event.runId, 'carrier.cost_before_hangup', { status: run.status });
     }
-    if (event.cost) await this.runs.mergeCostInfo(event.runId, { total_cost: event.cost.amount, currency: event.cost.currency });
-    if (event.durationSeconds !== undefined) await this.runs.fillDuration(event.runId, event.durationSeconds);
+    const cost = {
+      ...(event.cost ? { total_cost: event.cost.amount, currency: event.cost.currency } : {}),
+      ...(event.billedSeconds !== undefined ? { billed_duration_seconds: event.billedSeconds } : {}),
+    };
+    if (Object.keys(cost).length) await this.runs.mergeCostInfo(event.runId, cost);
     return false;
   }
 

@@ -118,7 +118,7 @@ describe('parseTelnyxWebhook', () => {
     });
 
     expect(parsed.events).toEqual([
-      { type: 'cost', occurredAt: '2018-02-02T22:25:27.521Z', cost: { amount: 0.0125, currency: 'EUR' }, durationSeconds: 90 },
+      { type: 'cost', occurredAt: '2018-02-02T22:25:27.521Z', cost: { amount: 0.0125, currency: 'EUR' }, billedSeconds: 90 },
     ]);
   });
 

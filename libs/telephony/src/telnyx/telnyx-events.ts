@@ -37,8 +37,9 @@ const ANSWERED_BY: Record<string, 'human' | 'machine' | 'unknown'> = {
  * Telnyx has no ringing event for an outbound leg: `call.initiated` (the leg
  * exists at the carrier) stands for it. The hang-up carries no talk time (the
  * dialer computes one from answer to hang-up); `call.cost` (sent when the Call
- * Control App has `call_cost_in_webhooks`) brings the billed duration and the
- * price as a later `completed`, and the billed duration replaces the computed one.
+ * Control App has `call_cost_in_webhooks`) brings the price and the billed
+ * seconds, rounded up to Telnyx's billing step: kept beside the price, they
+ * do not replace the talk time.
  */
 export function parseTelnyxWebhook(request: WebhookRequest, now = new Date()): ParsedWebhook {
   let envelope: TelnyxEnvelope;
@@ -121,7 +122,7 @@ function costEvent(payload: Record<string, unknown>, occurredAt: string): Webhoo
     occurredAt,
     cost: { amount, currency: currency ?? 'USD' },
     ...(payload.billed_duration_secs !== undefined && payload.billed_duration_secs !== null && Number.isFinite(billed)
-      ? { durationSeconds: billed }
+      ? { billedSeconds: Math.max(0, billed) }
       : {}),
   };
 }

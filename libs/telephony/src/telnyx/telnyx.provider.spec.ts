@@ -561,7 +561,7 @@ describe('TelnyxProvider against the Telnyx fake', () => {
         expect.objectContaining({ type: 'answered', answeredBy: 'machine' }),
         expect.objectContaining({ type: 'completed' }),
         expect.objectContaining({ type: 'recording', recordingUrl: expect.stringContaining('X-Amz-Signature=') }),
-        expect.objectContaining({ type: 'cost', cost: { amount: 0.007, currency: 'USD' }, durationSeconds: 60 }),
+        expect.objectContaining({ type: 'cost', cost: { amount: 0.007, currency: 'USD' }, billedSeconds: 60 }),
       ]);
       const recording = await provider.fetchRecording(received[4].parsed!.events[0].recordingUrl!);
       expect(recording.contentType).toBe('audio/wav');
