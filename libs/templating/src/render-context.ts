@@ -14,6 +14,22 @@ import { RenderClock } from './render-clock';
 export const RENDER_STRETCH_LIMIT = 1_000_000;
 /** What the ranges and filters of one render may handle together (Liquid's `memoryLimit`, as it counts it). */
 export const RENDER_MEMORY_LIMIT = 10_000_000;
+/** How Liquid's memory limit, and the bounds on items above, word their failures. */
+const MEMORY_LIMIT_MESSAGE = 'memory alloc limit exceeded';
+
+/**
+ * The message of the memory bound a render failed on (RENDER_STRETCH_LIMIT,
+ * RENDER_MEMORY_LIMIT, a list of more than LIST_ITEMS_LIMIT items), under the
+ * RenderError Liquid wraps a tag's failure in; null for any other failure.
+ */
+export function memoryLimitFailure(error: unknown): string | null {
+  let found: string | null = null;
+  for (let cause = error; cause instanceof Error; cause = (cause as { originalError?: unknown }).originalError) {
+    if (cause.message.startsWith(MEMORY_LIMIT_MESSAGE)) found = cause.message;
+  }
+  return found;
+}
+
 /** What a range or filter counts for whatever its size: a `where_exp` making `(1..19)` for each of 50,000 items took 120 ms. */
 const STEP_COST = 100;
 
@@ -108,9 +124,9 @@ class RenderBudget {
   private charge(count: number, use = true): void {
     if (!(count > 0)) return;
     if (this.stretch + count + STEP_COST > RENDER_STRETCH_LIMIT) {
-      throw new AssertionError(`memory alloc limit exceeded: more than ${RENDER_STRETCH_LIMIT} items or characters handled in one go`);
+      throw new AssertionError(`${MEMORY_LIMIT_MESSAGE}: more than ${RENDER_STRETCH_LIMIT} items or characters handled in one go`);
     }
-    if (this.used + count > RENDER_MEMORY_LIMIT) throw new AssertionError('memory alloc limit exceeded');
+    if (this.used + count > RENDER_MEMORY_LIMIT) throw new AssertionError(MEMORY_LIMIT_MESSAGE);
     if (!use) return;
     this.used += count;
     this.stretch += count + STEP_COST;

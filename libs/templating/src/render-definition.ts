@@ -1,6 +1,7 @@
 import { DefinitionGraph } from '@app/persistence';
 import { PromptRenderer, RENDERED_CHARS_LIMIT, RenderedTooLongError } from './prompt-renderer';
 import { RenderClock } from './render-clock';
+import { memoryLimitFailure } from './render-context';
 
 export interface RenderedNode {
   id: string;
@@ -83,6 +84,10 @@ export async function renderDefinition(
             : `a template renders to more than ${RENDERED_CHARS_LIMIT} characters`,
         );
       }
+      // Past a bound on what it handles, with no call data: ranges and loops written into the template, which fail
+      // every call alike (call data could only have skipped them).
+      const overMemory = memoryLimitFailure(error);
+      if (overMemory) throw overBudget(`a template goes past what one render may handle (${overMemory})`);
       if (!onFieldError) throw error;
       onFieldError(error);
       return null;

@@ -35,4 +35,21 @@ describe('DefinitionValidator.assertRenders', () => {
       clock.mockRestore();
     }
   });
+
+  it('refuses a definition whose templates go past what one render may handle without call data, which every call would fail on', async () => {
+    const validator = new DefinitionValidator(renderer);
+    const withPrompt = (prompt: string): DefinitionGraph => ({ nodes: [{ id: 'start', type: 'startCall', data: { prompt } } as DefinitionNode], edges: [] });
+    for (const prompt of ['{% for i in (1..2000000) %}{% endfor %}Hi', '{{ (1..50001) | where_exp: "i", "true" | size }}']) {
+      await expect(validator.assertRenders(withPrompt(prompt))).rejects.toThrow(
+        "The definition is not valid: the agent's definition is too costly to render: a template goes past what one render may handle (memory alloc limit exceeded",
+      );
+      // What a call would have ended with.
+      await expect(renderDefinition(renderer, withPrompt(prompt), { initial_context: {} })).rejects.toThrow('memory alloc limit exceeded');
+    }
+    // Past the bounds only with a call's data: left to the call.
+    const items = Array.from({ length: 50_001 }, (_, i) => i);
+    const fromData = withPrompt('{{ initial_context.items | where_exp: "i", "true" | size }}');
+    await expect(validator.assertRenders(fromData)).resolves.toBeUndefined();
+    await expect(renderDefinition(renderer, fromData, { initial_context: { items } })).rejects.toThrow('memory alloc limit exceeded');
+  });
 });
