@@ -642,6 +642,12 @@ describe('TwilioProvider', () => {
       ).toEqual([]);
     });
 
+    it('refuses an agent runtime at a ws:// URL, which Twilio does not stream to (its error 31922)', () => {
+      expect(provider.validateSettings({ agent_runtime_url: 'ws://agent.example.test/media' })).toEqual([
+        'settings.agent_runtime_url must be a wss:// URL: Twilio streams calls to wss:// only',
+      ]);
+    });
+
     it('rejects unknown keys and wrong values with a message', () => {
       expect(
         provider.validateSettings({
