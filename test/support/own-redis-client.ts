@@ -1,13 +1,14 @@
 import { AppConfig } from '@app/config';
 import { RedisClient } from '@app/queue';
+import { testRunResources } from './test-run-id';
 
 /**
- * A Redis client whose keys go under this test run's queue prefix with
+ * A Redis client whose keys go under this worker's queue prefix with
  * `suffix` added, so a suite's keys are its own; `drop` deletes them all and
  * closes the client.
  */
 export function ownRedisClient(suffix: string): { client: RedisClient; drop(): Promise<void> } {
-  const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${process.env.TEST_QUEUE_PREFIX}-${suffix}` } as AppConfig;
+  const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${testRunResources().queuePrefix.slice(0, -1)}-${suffix}}` } as AppConfig;
   const client = new RedisClient(config);
   return {
     client,

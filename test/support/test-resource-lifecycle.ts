@@ -22,15 +22,28 @@ export async function createMigratedDatabase(url: string, migrations?: DataSourc
   }
 }
 
+/** Creates the database `url` names as a copy of `templateUrl`'s, which nobody may be connected to. */
+export async function cloneDatabase(templateUrl: string, url: string): Promise<void> {
+  await asAdmin(url, (client) => client.query(`CREATE DATABASE "${databaseName(url)}" TEMPLATE "${databaseName(templateUrl)}"`));
+}
+
 /** Drops the database `url` names, whoever is still connected to it. */
 export async function dropDatabase(url: string): Promise<void> {
-  const name = new URL(url).pathname.slice(1);
+  await asAdmin(url, (client) => client.query(`DROP DATABASE IF EXISTS "${databaseName(url)}" WITH (FORCE)`));
+}
+
+function databaseName(url: string): string {
+  return new URL(url).pathname.slice(1);
+}
+
+/** Runs `work` on a connection to the `postgres` database of `url`'s server. */
+async function asAdmin(url: string, work: (client: Client) => Promise<unknown>): Promise<void> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await work(client);
   } finally {
     await client.end();
   }
