@@ -51,13 +51,15 @@ describe('calls_per_second across dialer replicas', () => {
     expect(rate).toBeGreaterThan(cps * 0.8);
     expect(rate).toBeLessThan(cps * 1.2);
     // Smooth, not a burst at each second's start: the typical gap is the interval, and no second holds more than cps + 1.
-    // The ledger records a dial some milliseconds after its admission, unevenly when the machine is busy (one late dial
-    // then sits close to the next, on time), so one or two short gaps are jitter; bursts would make most gaps short.
+    // The ledger records a dial some milliseconds after its admission, unevenly when the machine is busy (a late dial
+    // then sits close to the next, on time), so a short gap here and there is jitter: any four dials in a row still
+    // span two intervals of the three they would evenly. A burst of cps at once would put four dials within milliseconds.
     const interval = 1000 / cps;
     const gaps = times.slice(1).map((time, index) => time - times[index]);
     const sortedGaps = [...gaps].sort((a, b) => a - b);
     expect(sortedGaps[Math.floor(sortedGaps.length / 2)]).toBeGreaterThan(interval * 0.8);
-    expect(gaps.filter((gap) => gap < interval * 0.4).length).toBeLessThanOrEqual(2);
+    const fourInARow = times.slice(3).map((time, index) => time - times[index]);
+    expect(Math.min(...fourInARow)).toBeGreaterThanOrEqual(interval * 2);
     for (const start of times) {
       expect(times.filter((time) => time >= start && time < start + 1000).length).toBeLessThanOrEqual(cps + 1);
     }
