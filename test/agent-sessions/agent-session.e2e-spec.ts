@@ -475,6 +475,23 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       await waitFor(async () => ((await admittedAt()) === null ? true : undefined), { what: 'the admission of the upload cut short to be forgotten' });
     });
 
+    it("refuses an upload while another gateway's upload of the run's recording is noted as arriving, and admits it once that one is forgotten", async () => {
+      const path = `${session(tokenFor(runId))}/recording`;
+      // Another gateway admitted an upload of this run a moment ago: only the run's row says so.
+      const [[noted]] = await apps.dataSource.query(
+        `UPDATE workflow_runs SET recording_upload_admitted_at = date_trunc('milliseconds', now()) WHERE id = $1 RETURNING recording_upload_admitted_at AS at`,
+        [runId],
+      );
+      await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+      // Its admission untouched: the dialer still waits for it.
+      expect((await apps.dataSource.query(`SELECT recording_upload_admitted_at AS at FROM workflow_runs WHERE id = $1`, [runId]))[0].at).toEqual(noted.at);
+      await apps.dataSource.query(`UPDATE workflow_runs SET recording_upload_admitted_at = NULL WHERE id = $1`, [runId]);
+      await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toBe('admitted');
+      await waitFor(async () => ((await apps.dataSource.query(`SELECT recording_upload_admitted_at AS at FROM workflow_runs WHERE id = $1`, [runId]))[0].at === null ? true : undefined), {
+        what: 'the admission of the upload cut short to be forgotten',
+      });
+    });
+
     it("refuses a second upload of a run's recording while the first is still arriving, before reading it", async () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const first = await heldUpload(path, 'audio/wav', 1024 * 1024);

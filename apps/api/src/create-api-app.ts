@@ -214,6 +214,8 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
     const admit: onRequestAsyncHookHandler = (request, reply) =>
       admitUpload(request, reply).catch((error: Error) => {
+        // Another upload of the run arriving, here or on another gateway: retry once it is done.
+        if (error instanceof DomainError && error.code === 'recording_upload_in_progress') void reply.header('retry-after', '5');
         throw refusedOnHead(request, reply, error);
       });
     const admitUpload = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {

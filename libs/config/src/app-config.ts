@@ -74,3 +74,16 @@ export interface AppConfig {
   /** Lifetime of an agent session token (it also stops working once the run has ended). */
   readonly agentSessionTtlSeconds: number;
 }
+
+/** Node looks for requests past their timeout every 30 s. */
+const REQUEST_TIMEOUT_CHECK_MS = 30_000;
+
+/**
+ * How long after its admission an upload of the agent runtime's recording
+ * may still be arriving: its request's timeout, and Node's check of it. The
+ * dialer finishing a call waits that long for it; a gateway admits no other
+ * upload for the run meanwhile.
+ */
+export function recordingUploadWaitMs(config: Pick<AppConfig, 'httpRequestTimeoutMs'>): number {
+  return config.httpRequestTimeoutMs + REQUEST_TIMEOUT_CHECK_MS;
+}

@@ -219,11 +219,11 @@ describe('WorkflowRunStore grouped writes', () => {
     await store.transition(completed, 'completed', 'carrier.completed', { endedAt: new Date() });
 
     const done = await store.completeArtifactsMany([
-      { runId: completed, transcriptKey: `runs/${completed}/transcript.json`, recordingKey: null, agentTurns: 0 },
-      { runId: ringing, transcriptKey: `runs/${ringing}/transcript.json`, recordingKey: null, agentTurns: 0 },
+      { runId: completed, transcriptKey: `runs/${completed}/transcript.json`, recordingKey: null, agentTurns: 0, uploadWaitMs: 60_000 },
+      { runId: ringing, transcriptKey: `runs/${ringing}/transcript.json`, recordingKey: null, agentTurns: 0, uploadWaitMs: 60_000 },
     ]);
     expect(done).toEqual([completed]);
-    const again = await store.completeArtifactsMany([{ runId: completed, transcriptKey: 'other', recordingKey: null, agentTurns: 0 }]);
+    const again = await store.completeArtifactsMany([{ runId: completed, transcriptKey: 'other', recordingKey: null, agentTurns: 0, uploadWaitMs: 60_000 }]);
     expect(again).toEqual([]);
     const byId = new Map((await store.findManyById([completed, ringing])).map((run) => [run.id, run]));
     expect(byId.get(completed)).toMatchObject({ isCompleted: true, transcriptKey: `runs/${completed}/transcript.json` });
@@ -339,13 +339,13 @@ describe('WorkflowRunStore grouped writes', () => {
       expect(await store.recordAgentReport(id, { turns: [{ speaker: 'user', text: 'Still there?' }] })).toMatchObject({ kind: 'stored' });
     }
 
-    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: null, agentTurns: 0 })).toBe(false);
-    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: null, agentTurns: 0 }])).toEqual([]);
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: null, agentTurns: 0, uploadWaitMs: 60_000 })).toBe(false);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: null, agentTurns: 0, uploadWaitMs: 60_000 }])).toEqual([]);
     const before = await store.findManyById([alone, grouped]);
     expect(before.map((run) => [run.id, run.isCompleted]).sort()).toEqual([[alone, false], [grouped, false]].sort());
 
-    expect(await store.completeArtifacts(alone, { transcriptKey: 't2', recordingKey: null, agentTurns: 1 })).toBe(true);
-    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't2', recordingKey: null, agentTurns: 1 }])).toEqual([grouped]);
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't2', recordingKey: null, agentTurns: 1, uploadWaitMs: 60_000 })).toBe(true);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't2', recordingKey: null, agentTurns: 1, uploadWaitMs: 60_000 }])).toEqual([grouped]);
     const byId = new Map((await store.findManyById([alone, grouped])).map((run) => [run.id, run]));
     for (const id of [alone, grouped]) expect(byId.get(id)).toMatchObject({ isCompleted: true, transcriptKey: 't2' });
   });
@@ -359,8 +359,8 @@ describe('WorkflowRunStore grouped writes', () => {
       expect(await store.recordRecordingIfNone(id, `runs/${id}-second.wav`)).toBe(false);
     }
 
-    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: 'runs/carrier.wav', agentTurns: 0 })).toBe(true);
-    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: 'runs/carrier.wav', agentTurns: 0 }])).toEqual([grouped]);
+    expect(await store.completeArtifacts(alone, { transcriptKey: 't', recordingKey: 'runs/carrier.wav', agentTurns: 0, uploadWaitMs: 60_000 })).toBe(true);
+    expect(await store.completeArtifactsMany([{ runId: grouped, transcriptKey: 't', recordingKey: 'runs/carrier.wav', agentTurns: 0, uploadWaitMs: 60_000 }])).toEqual([grouped]);
 
     const byId = new Map((await store.findManyById([alone, grouped])).map((run) => [run.id, run]));
     expect(byId.get(alone)).toMatchObject({ isCompleted: true, recordingKey: `runs/${alone}-agent.wav`, transcriptKey: 't' });

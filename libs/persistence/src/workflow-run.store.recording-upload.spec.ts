@@ -29,7 +29,7 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
 
   it('leaves the session open while an upload admitted within the wait may still be arriving, and closes it after', async () => {
     const runId = await endedCall();
-    expect(await store.admitAgentRecording(runId)).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
     expect((await store.findById(runId))?.agentSessionStartedAt).not.toBeNull();
 
     expect(await store.closeAgentSession(runId, WAIT_MS)).toBeNull();
@@ -41,7 +41,7 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
 
   it("keeps a carrier recording fetched as the runtime's upload began from taking its place, while the upload may be arriving", async () => {
     const runId = await endedCall();
-    await store.admitAgentRecording(runId);
+    await store.admitAgentRecording(runId, WAIT_MS);
 
     expect(await store.recordRecordingIfNone(runId, 'runs/carrier.wav', WAIT_MS)).toBe(false);
     expect(await store.recordAgentRecording(runId, 'runs/agent.wav')).toEqual({ kind: 'stored' });
@@ -50,12 +50,12 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
 
   it('stores an upload the dialer closed the session under, on a run finished meanwhile, and notes it came late', async () => {
     const runId = await endedCall();
-    await store.admitAgentRecording(runId);
+    await store.admitAgentRecording(runId, WAIT_MS);
     await dataSource.query(`UPDATE workflow_runs SET recording_upload_admitted_at = now() - interval '2 minutes' WHERE id = $1`, [runId]);
     expect(await store.closeAgentSession(runId, WAIT_MS)).toEqual([]);
-    expect(await store.completeArtifacts(runId, { transcriptKey: 'runs/transcript.json', recordingKey: null, agentTurns: 0 })).toBe(true);
+    expect(await store.completeArtifacts(runId, { transcriptKey: 'runs/transcript.json', recordingKey: null, agentTurns: 0, uploadWaitMs: WAIT_MS })).toBe(true);
     // The session is closed: a new upload is refused on its head.
-    expect(await store.admitAgentRecording(runId)).toEqual({ kind: 'closed' });
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'closed' });
 
     expect(await store.recordAgentRecording(runId, 'runs/agent.wav')).toEqual({ kind: 'stored' });
     const run = await store.findById(runId);
@@ -67,7 +67,7 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
 
   it('refuses an upload whose session the runtime ended itself while it arrived, as every later request is', async () => {
     const runId = await endedCall();
-    await store.admitAgentRecording(runId);
+    await store.admitAgentRecording(runId, WAIT_MS);
     expect(await store.recordAgentReport(runId, { ended: true })).toMatchObject({ kind: 'stored' });
 
     expect(await store.recordAgentRecording(runId, 'runs/after-end.wav')).toEqual({ kind: 'closed' });
@@ -78,9 +78,47 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
     const [runId] = await storeQueuedRuns(store, 1, { organizationId: ORG });
     await store.transition(runId, 'dialing', 'dialer.dialing');
     await store.transition(runId, 'in_progress', 'carrier.answered', { answeredAt: new Date() });
-    await store.admitAgentRecording(runId);
+    await store.admitAgentRecording(runId, WAIT_MS);
     await store.transition(runId, 'failed', 'reaper.failed', { endReason: 'max_duration_exceeded' });
 
     expect(await store.recordAgentRecording(runId, 'runs/failed.wav')).toEqual({ kind: 'closed' });
+  });
+
+  it('admits one upload of a run at a time, on any gateway, until it is stored, forgotten, or past the wait', async () => {
+    const runId = await endedCall();
+    const first = await store.admitAgentRecording(runId, WAIT_MS);
+    expect(first).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
+    // A second, from a gateway that does not know of the first: refused, and the first's admission stays as it was.
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'arriving' });
+    const noted = async () => (await dataSource.query(`SELECT recording_upload_admitted_at AS at FROM workflow_runs WHERE id = $1`, [runId]))[0].at;
+    expect(await noted()).toEqual((first as { admittedAt: Date }).admittedAt);
+
+    // The first stores nothing: forgotten, another may come.
+    await store.forgetAgentRecordingAdmission(runId, (first as { admittedAt: Date }).admittedAt);
+    const second = await store.admitAgentRecording(runId, WAIT_MS);
+    expect(second).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
+    // One whose gateway died (never forgotten) holds the run only for the wait.
+    await dataSource.query(`UPDATE workflow_runs SET recording_upload_admitted_at = now() - interval '2 minutes' WHERE id = $1`, [runId]);
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
+    expect(await store.recordAgentRecording(runId, 'runs/agent.wav')).toEqual({ kind: 'stored' });
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'exists' });
+  });
+
+  it('leaves a run without a recording incomplete while an upload admitted after the collector read it may be arriving, alone or grouped', async () => {
+    const alone = await endedCall();
+    const grouped = await endedCall();
+    // The collector read each run with no session started; the runtime's upload is admitted as it fetches the carrier's.
+    for (const runId of [alone, grouped]) await store.admitAgentRecording(runId, WAIT_MS);
+    const artifacts = { transcriptKey: 'runs/transcript.json', recordingKey: 'runs/carrier.wav', agentTurns: 0, uploadWaitMs: WAIT_MS };
+    expect(await store.completeArtifacts(alone, artifacts)).toBe(false);
+    expect(await store.completeArtifactsMany([{ runId: grouped, ...artifacts }])).toEqual([]);
+
+    // The upload stored, the run completes with it in place of the carrier's.
+    for (const runId of [alone, grouped]) expect(await store.recordAgentRecording(runId, `runs/${runId}-agent.wav`)).toEqual({ kind: 'stored' });
+    expect(await store.completeArtifacts(alone, artifacts)).toBe(true);
+    expect(await store.completeArtifactsMany([{ runId: grouped, ...artifacts }])).toEqual([grouped]);
+    for (const runId of [alone, grouped]) {
+      expect(await store.findById(runId)).toMatchObject({ isCompleted: true, recordingKey: `runs/${runId}-agent.wav` });
+    }
   });
 });

@@ -13,6 +13,8 @@ export interface RunArtifacts {
   recordingKey: string | null;
   /** The length of the run's `agent_transcript` the stored transcript was made from (0 when it came from the carrier). */
   agentTurns: number;
+  /** Not while an upload of the runtime's recording admitted less than this ago may be arriving (`recordingUploadWaitMs`). */
+  uploadWaitMs: number;
 }
 
 export interface NewRun {
@@ -665,15 +667,19 @@ export class WorkflowRunStore {
    * upload) is kept. `agentTurns`: how many of the agent runtime's turns the
    * stored transcript was made from; a run that holds another number by now
    * (a runtime that reported without reading its session first, while the
-   * transcript was being stored) is left incomplete, to be collected again.
+   * transcript was being stored) is left incomplete, to be collected again;
+   * so is a run without a recording whose runtime's upload, admitted since
+   * (a runtime that uploaded without reading its session first), may still
+   * be arriving: its recording is kept in place of any other.
    */
   async completeArtifacts(runId: number, artifacts: RunArtifacts): Promise<boolean> {
     const [, affected] = await this.dataSource.query(
       `UPDATE workflow_runs
           SET transcript_key = COALESCE($2, transcript_key), recording_key = COALESCE(recording_key, $3),
               is_completed = true, updated_at = now()
-        WHERE id = $1 AND status = 'completed' AND NOT is_completed AND jsonb_array_length(agent_transcript) = $4`,
-      [runId, artifacts.transcriptKey, artifacts.recordingKey, artifacts.agentTurns],
+        WHERE id = $1 AND status = 'completed' AND NOT is_completed AND jsonb_array_length(agent_transcript) = $4
+          AND (recording_key IS NOT NULL OR ${NO_UPLOAD_ARRIVING('$5')})`,
+      [runId, artifacts.transcriptKey, artifacts.recordingKey, artifacts.agentTurns, artifacts.uploadWaitMs],
     );
     return affected > 0;
   }
@@ -688,11 +694,19 @@ export class WorkflowRunStore {
           SET transcript_key = COALESCE(input.transcript_key, workflow_runs.transcript_key),
               recording_key = COALESCE(workflow_runs.recording_key, input.recording_key),
               is_completed = true, updated_at = now()
-         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) AS input (id, transcript_key, recording_key, agent_turns)
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::double precision[])
+              AS input (id, transcript_key, recording_key, agent_turns, upload_wait_ms)
         WHERE workflow_runs.id = input.id AND workflow_runs.status = 'completed' AND NOT workflow_runs.is_completed
           AND jsonb_array_length(workflow_runs.agent_transcript) = input.agent_turns
+          AND (workflow_runs.recording_key IS NOT NULL OR ${NO_UPLOAD_ARRIVING('input.upload_wait_ms')})
         RETURNING workflow_runs.id`,
-      [runs.map((run) => run.runId), runs.map((run) => run.transcriptKey), runs.map((run) => run.recordingKey), runs.map((run) => run.agentTurns)],
+      [
+        runs.map((run) => run.runId),
+        runs.map((run) => run.transcriptKey),
+        runs.map((run) => run.recordingKey),
+        runs.map((run) => run.agentTurns),
+        runs.map((run) => run.uploadWaitMs),
+      ],
     );
     return rows.map((row) => row.id);
   }
@@ -778,23 +792,30 @@ export class WorkflowRunStore {
    * body may still be arriving, and a session the dialer closes meanwhile
    * does not refuse it (see recordAgentRecording). The session counts as
    * started, as on a report: a runtime that uploads without having read its
-   * session is waited for all the same. Refused, it says why: `no_run`,
-   * `closed`, or `exists`.
+   * session is waited for all the same. Not while another upload, admitted
+   * less than `uploadWaitMs` ago, may still be arriving (on any gateway): a
+   * run notes one admission, and a second that then stored nothing would
+   * forget the first's. Refused, it says why: `no_run`, `closed`, `exists`,
+   * or `arriving`.
    */
-  async admitAgentRecording(runId: number): Promise<{ kind: 'stored'; admittedAt: Date } | { kind: 'no_run' | 'closed' | 'exists' }> {
+  async admitAgentRecording(
+    runId: number,
+    uploadWaitMs: number,
+  ): Promise<{ kind: 'stored'; admittedAt: Date } | { kind: 'no_run' | 'closed' | 'exists' | 'arriving' }> {
     // To the millisecond, as a Date holds it: the admission is forgotten by its time (`forgetAgentRecordingAdmission`).
     const rows = await preparedQuery<{ admitted_at: Date }>(
       this.dataSource,
       `UPDATE workflow_runs
           SET recording_upload_admitted_at = date_trunc('milliseconds', now()),
               agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
-        WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')}
+        WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')} AND ${NO_UPLOAD_ARRIVING('$3')}
         RETURNING recording_upload_admitted_at AS admitted_at`,
-      [runId, AGENT_SESSION_STATUSES],
+      [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
     );
     if (rows.length > 0) return { kind: 'stored', admittedAt: rows[0].admitted_at };
     const refused = await this.whyAgentWriteRefused(runId);
-    return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'closed') };
+    // Open, without a recording: another upload's admission is noted (or was, an instant ago: a retry is harmless).
+    return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'arriving') };
   }
 
   /**

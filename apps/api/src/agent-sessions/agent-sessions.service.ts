@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey, recordingFormatOf } from '@app/artifacts';
 import { DomainError, isRedisUnavailable } from '@app/common';
+import { APP_CONFIG, AppConfig, recordingUploadWaitMs } from '@app/config';
 import {
   AGENT_DATA_LIMITS,
   AGENT_SESSION_STATUSES,
@@ -15,6 +16,7 @@ import { AgentSessionTokens } from '@app/telephony';
 import { PromptRenderer, renderDefinition } from '@app/templating';
 import { AgentReport, readAgentReport } from './agent-event';
 import { AgentSessionView } from './agent-session-view';
+import { recordingUploadInProgress } from './recording-uploads';
 
 const RECORDING_TYPES: Record<string, string> = { 'audio/wav': 'wav', 'audio/x-wav': 'wav', 'audio/wave': 'wav', 'audio/mpeg': 'mp3' };
 
@@ -33,7 +35,13 @@ export class AgentSessionsService {
     private readonly renderer: PromptRenderer,
     private readonly events: CallEventsQueue,
     @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
-  ) {}
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.uploadWaitMs = recordingUploadWaitMs(config);
+  }
+
+  /** How long after its admission an upload may still be arriving: no other is admitted for its run meanwhile. */
+  private readonly uploadWaitMs: number;
 
   async get(token: string): Promise<AgentSessionView> {
     const { run, definition } = await this.openSession(token);
@@ -124,7 +132,8 @@ export class AgentSessionsService {
       throw error;
     }
     beforeNoting(runId);
-    const admitted = await this.runs.admitAgentRecording(runId);
+    const admitted = await this.runs.admitAgentRecording(runId, this.uploadWaitMs);
+    if (admitted.kind === 'arriving') throw recordingUploadInProgress();
     if (admitted.kind !== 'stored') throw refusal(admitted.kind);
     return { runId, admittedAt: admitted.admittedAt };
   }

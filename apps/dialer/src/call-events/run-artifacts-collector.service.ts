@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ARTIFACT_STORAGE, ArtifactStorage, artifactKey, recordingFormatOf } from '@app/artifacts';
 import { ConcurrencyGate } from '@app/common';
-import { APP_CONFIG, AppConfig } from '@app/config';
+import { APP_CONFIG, AppConfig, recordingUploadWaitMs } from '@app/config';
 import { RunReader, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import {
   CarrierWebhooks,
@@ -25,11 +25,6 @@ export const AGENT_REPORT_GRACE_MS = 20_000;
  * a burst of large recordings must not take the process' memory with it.
  */
 export const RECORDING_FETCHES_AT_ONCE = 4;
-/**
- * How late past HTTP_REQUEST_TIMEOUT_MS a request's body may still arrive:
- * Node looks for requests past their timeout every 30 s.
- */
-const REQUEST_TIMEOUT_CHECK_MS = 30_000;
 /** What a run's log says of a carrier recording left out; the carrier's own error goes to the dialer's log only. */
 const RECORDING_UNAVAILABLE_MESSAGE = "The carrier's recording could not be fetched; the run is complete without it";
 
@@ -63,7 +58,7 @@ export class RunArtifactsCollector {
     @Inject(ARTIFACT_STORAGE) private readonly storage: ArtifactStorage,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.uploadWaitMs = config.httpRequestTimeoutMs + REQUEST_TIMEOUT_CHECK_MS;
+    this.uploadWaitMs = recordingUploadWaitMs(config);
   }
 
   /**
@@ -151,7 +146,10 @@ export class RunArtifactsCollector {
     }
 
     const transcriptKey = await this.storeTranscript(run.id, turns);
-    return (await this.writes.completeArtifacts(run.id, { transcriptKey, recordingKey, agentTurns })) ? 'completed' : 'not_stored';
+    // Not while an upload admitted since the run was read is arriving (the session looked unstarted then, so it was not
+    // closed above): the runtime's recording is to be kept, and the next pass waits for it.
+    const artifacts = { transcriptKey, recordingKey, agentTurns, uploadWaitMs: this.uploadWaitMs };
+    return (await this.writes.completeArtifacts(run.id, artifacts)) ? 'completed' : 'not_stored';
   }
 
   private async storeTranscript(runId: number, turns: unknown[]): Promise<string> {
