@@ -84,8 +84,9 @@ export async function renderDefinition(
             : `a template renders to more than ${RENDERED_CHARS_LIMIT} characters`,
         );
       }
-      // Past a bound on what it handles, with no call data: ranges and loops written into the template, which fail
-      // every call alike (call data could only have skipped them).
+      // Past a bound on what one render may handle: a cost, as the budgets above are. Rendered with no call data (when
+      // the definition is saved), it comes from ranges and loops written into the template, and every call would fail
+      // on it alike; a call's own data can also take a template past it (a list of more than LIST_ITEMS_LIMIT items).
       const overMemory = memoryLimitFailure(error);
       if (overMemory) throw overBudget(`a template goes past what one render may handle (${overMemory})`);
       if (!onFieldError) throw error;
