@@ -224,13 +224,13 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
         uploads.assertRoom(id, request.raw, reply.raw),
       );
       // Noted on the run, for the dialer to wait for: forgotten again as soon as it is known to store nothing.
-      const storedNothing = () => void sessions.forgetRecordingAdmission(runId, admittedAt);
+      const storedNothing = () => sessions.forgetRecordingAdmission(runId, admittedAt);
       // Gone while it was admitted: its connection's `close` has passed, and would never give back what is taken below.
-      if (request.raw.socket?.destroyed) return storedNothing();
+      if (request.raw.socket?.destroyed) return void storedNothing();
       try {
         uploads.admit(runId, request.raw, reply.raw, storedNothing);
       } catch (error) {
-        storedNothing();
+        await storedNothing();
         throw error;
       }
     };

@@ -30,7 +30,7 @@ interface Hold {
   handled: boolean;
   release: () => void;
   /** Told once the upload is known to store nothing: its connection closed before its handler ran, or the handler failed. */
-  storedNothing: () => void;
+  storedNothing: () => Promise<void>;
 }
 
 /**
@@ -58,7 +58,7 @@ export class RecordingUploads {
    * on `response`). `storedNothing` is called once if the upload, admitted,
    * then stores nothing.
    */
-  admit(runId: number, request: IncomingMessage, response: ServerResponse, storedNothing: () => void = () => undefined): void {
+  admit(runId: number, request: IncomingMessage, response: ServerResponse, storedNothing: () => Promise<void> = async () => undefined): void {
     this.assertRoom(runId, request, response);
     const bytes = declaredBytes(request.headers['content-length']);
     this.held += bytes;
@@ -79,7 +79,7 @@ export class RecordingUploads {
     response.once('close', () => {
       if (hold.handled) return;
       hold.release();
-      storedNothing();
+      void storedNothing();
     });
   }
 
@@ -111,7 +111,9 @@ export class RecordingUploads {
     try {
       return await work(hold?.admittedAt ?? new Date());
     } catch (error) {
-      hold?.storedNothing();
+      // Forgotten before the refusal is answered: a client that sends its upload again at once is not told another
+      // is still arriving (the run notes one admission at a time).
+      await hold?.storedNothing();
       throw error;
     } finally {
       hold?.release();
