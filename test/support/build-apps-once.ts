@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { testRunResources } from './test-run-id';
+import { baseRunResources } from './test-run-id';
 import { REPO_ROOT } from './repo-root';
 
 const run = promisify(execFile);
@@ -21,7 +21,8 @@ export const APP_MAINS = {
  * the build done. A failed build fails the calling suite.
  */
 export async function buildAppsOnce(): Promise<void> {
-  const { artifactsDir } = testRunResources();
+  // The run's directory, not the worker's: the workers build into the one dist/.
+  const { artifactsDir } = baseRunResources();
   const done = join(artifactsDir, '.apps-built');
   const lock = join(artifactsDir, '.apps-building');
   await acquire(lock);
