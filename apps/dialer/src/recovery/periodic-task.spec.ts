@@ -49,8 +49,9 @@ describe('PeriodicTask', () => {
 
     expect(otherRan).toBe(true);
     expect(stoppedAt).not.toBeNull();
-    // At its next renewal, within an interval or two.
-    expect(stoppedAt! - takenAt).toBeLessThan(intervalMs * 3);
+    // At its next renewal: an interval or two on an idle machine. A second leaves room for a loaded one (the tests run
+    // two at a time on two cores) and is still a third of the 3 s the round would have gone on for.
+    expect(stoppedAt! - takenAt).toBeLessThan(1_000);
   });
 
   it('tells the round in flight to stop when the task stops, waits for it to return, and runs no round after', async () => {
