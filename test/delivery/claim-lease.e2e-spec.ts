@@ -1,4 +1,5 @@
 import { TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
+import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { ConcurrencyLimiter, placeCallJobId, QueueName } from '@app/queue';
@@ -197,6 +198,37 @@ describe('a dial job whose claim outlived its lease', () => {
     expect(stopped).toMatchObject({ kind: 'delay', reason: 'claim_lapsed' });
     expect((await runOf(job.runId)).status).toBe('queued');
     expect(await slots.lease(configurationId, job.runId)).toBe(renewed);
+  });
+
+  it.each([
+    ['rejects it for good', () => new CarrierError('Number blocked', { reason: 'carrier_rejected', permanent: true, notProcessed: false })],
+    ['refuses it unprocessed', () => new CarrierError('Busy, try again', { reason: 'carrier_busy', permanent: false, notProcessed: true })],
+  ])('leaves alone the run another claim has dialed since, when the carrier, answering a dialer stopped past the reaper, %s', async (_case, refusal) => {
+    const job = await queuedRun();
+    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
+      job.runId,
+    ]);
+    const placer = apps.dialer!.get(CallPlacer);
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const dial = jest.spyOn(sandbox, 'placeCall').mockImplementationOnce(async () => {
+      // Stopped while its dial was sent, past its job's lock: the reaper found no call and handed the run back, and
+      // another dialer claimed and dialed it (the call events' workers are paused: its run stays `dialing`).
+      await apps.dataSource.query(`UPDATE workflow_runs SET status = 'queued' WHERE id = $1`, [job.runId]);
+      expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'placed' });
+      throw refusal();
+    });
+    try {
+      await placer.place(job);
+    } finally {
+      dial.mockRestore();
+    }
+
+    expect(await claimsOf(job.runId)).toHaveLength(2);
+    expect(await dialsOf(job.runId)).toBe(1);
+    // The other claim's call: not ended, nor queued to be dialed again, and its slot still held.
+    const [run] = await apps.dataSource.query(`SELECT status, provider_call_id FROM workflow_runs WHERE id = $1`, [job.runId]);
+    expect(run).toEqual({ status: 'dialing', provider_call_id: expect.any(String) });
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
   });
 
   describe('held back past DIAL_LATE_MS, within the lease', () => {

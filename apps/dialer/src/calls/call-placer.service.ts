@@ -9,6 +9,7 @@ import {
   RunReader,
   RunStatus,
   TelephonyConfiguration,
+  TransitionGuard,
   TransitionOutcome,
   WorkflowRun,
   WorkflowRunStore,
@@ -386,8 +387,7 @@ export class CallPlacer {
    * since is left alone). Answers the move, or null.
    */
   private handBack(claimed: ClaimedDial, event: string, detail: Record<string, unknown>): Promise<TransitionOutcome | null> {
-    const guard = { withoutCallId: true, latestClaim: { ids: [claimed.claimId], resumeEvent: CLAIM_RESUMED } };
-    return this.runs.transition(claimed.run.id, 'queued', event, {}, { claim: claimed.claimId, ...detail }, ['dialing'], guard);
+    return this.runs.transition(claimed.run.id, 'queued', event, {}, { claim: claimed.claimId, ...detail }, ['dialing'], ownClaim(claimed));
   }
 
   private limitsOf(config: TelephonyConfiguration): AdmissionLimits {
@@ -449,12 +449,16 @@ export class CallPlacer {
     if (error instanceof CarrierError && error.permanent) {
       // The run ends first, then its slot is freed (as `fail` does): a run left `dialing` by a move that failed is
       // live to everyone else, and keeps its slot until the reaper ends it.
+      // Only under this claim: a dialer that answers this late (frozen past its job's lock and the reaper's look-up)
+      // may find the run dialed by another claim since, whose live call must not be ended, nor its slot freed.
       const ended = await this.runs.transition(
         run.id,
         'failed',
         'carrier.rejected',
         { endReason: error.reason, endedAt: new Date() },
         { message: error.message, carrier_code: error.carrierCode ?? null },
+        ['dialing'],
+        ownClaim(claimed),
       );
       if (ended) await this.slots.release(config.id, run.id);
       return done('failed');
@@ -513,9 +517,10 @@ export class CallPlacer {
     const gaveUp = retries > MAX_CARRIER_RETRIES;
     let moved;
     try {
+      // Only under this claim, as for a rejection: another claim's run is not this job's to end or queue again.
       moved = gaveUp
-        ? await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message })
-        : await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries });
+        ? await this.runs.transition(run.id, 'failed', 'dialer.carrier_gave_up', { endReason: reason, endedAt: new Date() }, { message }, ['dialing'], ownClaim(claimed))
+        : await this.runs.transition(run.id, 'queued', 'dialer.retry', {}, { reason, message, retry: retries }, ['dialing'], ownClaim(claimed));
     } catch (error) {
       return this.unsettled(
         run.id,
@@ -602,4 +607,9 @@ function sleep(ms: number): Promise<void> {
 
 function jitter(min: number, max: number): number {
   return Math.round(min + Math.random() * (max - min));
+}
+
+/** A move of a claimed run only while it is `dialing` without a call under this very claim (not another's since). */
+function ownClaim(claimed: ClaimedDial): TransitionGuard {
+  return { withoutCallId: true, latestClaim: { ids: [claimed.claimId], resumeEvent: CLAIM_RESUMED } };
 }
