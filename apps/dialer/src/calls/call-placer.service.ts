@@ -460,7 +460,8 @@ export class CallPlacer {
         ['dialing'],
         ownClaim(claimed),
       );
-      if (ended) await this.slots.release(config.id, run.id);
+      if (!ended) return done('skipped');
+      await this.slots.release(config.id, run.id);
       return done('failed');
     }
     if (error instanceof CarrierError && error.notProcessed) {
