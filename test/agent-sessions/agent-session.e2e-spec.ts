@@ -113,12 +113,16 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       );
     });
 
-  /** The status and error code of the whole answer in `received` (bytes as latin1), or undefined until all of it came. */
-  const answerIn = (received: string): { status: number; code: string } | undefined => {
+  /**
+   * The status, error code and Retry-After (when it has one) of the whole answer in `received` (bytes as latin1), or
+   * undefined until all of it came.
+   */
+  const answerIn = (received: string): { status: number; code: string; retryAfter?: string } | undefined => {
     const headEnd = received.indexOf('\r\n\r\n');
     const length = /\r\ncontent-length: *(\d+)/i.exec(received);
     if (headEnd < 0 || !length || received.length < headEnd + 4 + Number(length[1])) return undefined;
-    return { status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code };
+    const retryAfter = /\r\nretry-after: *([^\r]*)/i.exec(received.slice(0, headEnd))?.[1];
+    return { status: Number(received.split(' ')[1]), code: JSON.parse(received.slice(headEnd + 4)).code, ...(retryAfter ? { retryAfter } : {}) };
   };
 
   /**
@@ -127,12 +131,12 @@ describe('the agent-session contract with the voice-agent runtime', () => {
    * the gateway admitted it and waits for the rest.
    */
   const uploadHead = (path: string, contentType: string, bytes = 50 * 1024 * 1024, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; code: string } | 'admitted'>((resolve, reject) => {
+    new Promise<{ status: number; code: string; retryAfter?: string } | 'admitted'>((resolve, reject) => {
       const admission = nextAdmission();
       const socket = startUpload(path, contentType, bytes, { ...headers, 'X-Request-Id': admission.id });
       let received = '';
       let done = false;
-      const finish = (outcome: { status: number; code: string } | 'admitted') => {
+      const finish = (outcome: { status: number; code: string; retryAfter?: string } | 'admitted') => {
         if (done) return;
         done = true;
         socket.destroy();
@@ -447,7 +451,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         held.push(await heldUpload(path, 'audio/wav', 100 * MiB));
         held.push(await heldUpload(second, 'audio/wav', 100 * MiB));
         // Another 100 MiB is one too many; 50 still fit.
-        await expect(uploadHead(third, 'audio/wav', 100 * MiB)).resolves.toEqual({ status: 429, code: 'recording_uploads_busy' });
+        await expect(uploadHead(third, 'audio/wav', 100 * MiB)).resolves.toEqual({ status: 429, code: 'recording_uploads_busy', retryAfter: '5' });
         await expect(uploadHead(third, 'audio/wav', 50 * MiB)).resolves.toBe('admitted');
       } finally {
         for (const socket of held) socket.destroy();
@@ -466,7 +470,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         noted = await admittedAt();
         expect(noted).not.toBeNull();
         // Refused by this gateway's own limit, before it is noted: the first's admission stays as it was.
-        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress', retryAfter: '5' });
         expect(await admittedAt()).toEqual(noted);
       } finally {
         first.destroy();
@@ -482,7 +486,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         `UPDATE workflow_runs SET recording_upload_admitted_at = date_trunc('milliseconds', now()) WHERE id = $1 RETURNING recording_upload_admitted_at AS at`,
         [runId],
       );
-      await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+      await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress', retryAfter: '5' });
       // Its admission untouched: the dialer still waits for it.
       expect((await apps.dataSource.query(`SELECT recording_upload_admitted_at AS at FROM workflow_runs WHERE id = $1`, [runId]))[0].at).toEqual(noted.at);
       await apps.dataSource.query(`UPDATE workflow_runs SET recording_upload_admitted_at = NULL WHERE id = $1`, [runId]);
@@ -496,7 +500,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const first = await heldUpload(path, 'audio/wav', 1024 * 1024);
       try {
-        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress' });
+        await expect(uploadHead(path, 'audio/wav', 1024 * 1024)).resolves.toEqual({ status: 429, code: 'recording_upload_in_progress', retryAfter: '5' });
       } finally {
         first.destroy();
       }
@@ -535,7 +539,7 @@ describe('the agent-session contract with the voice-agent runtime', () => {
         await new Promise((resolve) => setTimeout(resolve, 200));
         // Its retry is not read beside it.
         expect({ retry: await uploadHead(path, 'audio/wav', 1024 * 1024), otherWrites }).toEqual({
-          retry: { status: 429, code: 'recording_upload_in_progress' },
+          retry: { status: 429, code: 'recording_upload_in_progress', retryAfter: '5' },
           otherWrites: expect.any(Array),
         });
       } finally {

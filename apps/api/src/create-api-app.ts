@@ -214,14 +214,14 @@ export async function createApiApp(config: AppConfig, logger: PinoLogger): Promi
     if (route.method !== 'PUT' || route.url !== RECORDING_ROUTE) return;
     const admit: onRequestAsyncHookHandler = (request, reply) =>
       admitUpload(request, reply).catch((error: Error) => {
-        // Another upload of the run arriving, here or on another gateway: retry once it is done.
-        if (error instanceof DomainError && error.code === 'recording_upload_in_progress') void reply.header('retry-after', '5');
+        // Another upload of the run arriving (here or on another gateway), or the gateway's budget full: retry shortly.
+        if (error instanceof DomainError && error.status === 429) void reply.header('retry-after', '5');
         throw refusedOnHead(request, reply, error);
       });
     const admitUpload = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const { token } = request.params as { token: string };
       const { runId, admittedAt } = await sessions.admitRecording(token, request.headers['content-type'], request.headers['content-encoding'], (id) =>
-        uploads.assertRoom(id, request.raw, reply.raw),
+        uploads.assertRoom(id, request.raw),
       );
       // Noted on the run, for the dialer to wait for: forgotten again as soon as it is known to store nothing.
       const storedNothing = () => sessions.forgetRecordingAdmission(runId, admittedAt);

@@ -54,12 +54,12 @@ export class RecordingUploads {
   private readonly holds = new WeakMap<IncomingMessage, Hold>();
 
   /**
-   * Admits the upload of `request`, or throws its 429 (with Retry-After, set
-   * on `response`). `storedNothing` is called once if the upload, admitted,
+   * Admits the upload of `request`, or throws its 429 (answered with
+   * Retry-After by the admission's hook). `storedNothing` is called once if the upload, admitted,
    * then stores nothing.
    */
   admit(runId: number, request: IncomingMessage, response: ServerResponse, storedNothing: () => Promise<void> = async () => undefined): void {
-    this.assertRoom(runId, request, response);
+    this.assertRoom(runId, request);
     const bytes = declaredBytes(request.headers['content-length']);
     this.held += bytes;
     this.runs.add(runId);
@@ -84,18 +84,13 @@ export class RecordingUploads {
   }
 
   /**
-   * Throws the 429 `admit` would (with Retry-After, set on `response`),
-   * taking nothing: asked before the upload is noted on its run, so an
+   * Throws the 429 `admit` would, taking nothing: asked before the upload is noted on its run, so an
    * upload refused here does not replace there the admission of the one
    * already arriving.
    */
-  assertRoom(runId: number, request: IncomingMessage, response: ServerResponse): void {
-    if (this.runs.has(runId)) {
-      response.setHeader('retry-after', '5');
-      throw recordingUploadInProgress();
-    }
+  assertRoom(runId: number, request: IncomingMessage): void {
+    if (this.runs.has(runId)) throw recordingUploadInProgress();
     if (this.held + declaredBytes(request.headers['content-length']) > RECORDING_BYTES_IN_FLIGHT) {
-      response.setHeader('retry-after', '5');
       throw new DomainError(429, 'recording_uploads_busy', 'This gateway is receiving as many recordings as it holds at once; retry shortly');
     }
   }
