@@ -1,5 +1,5 @@
 import { createMigratedDatabase, deleteQueueKeys, dropDatabase } from './test-resource-lifecycle';
-import { scratchDatabaseUrl, testRunResources } from './test-run-id';
+import { queuePrefixBeside, scratchDatabaseUrl, testRunResources } from './test-run-id';
 
 export interface IsolatedResources {
   /** Environment overrides for startTestApps: this suite's own database and queue prefix. */
@@ -17,7 +17,7 @@ export async function createIsolatedResources(name: string): Promise<IsolatedRes
   const { queuePrefix } = testRunResources();
   const isolatedUrl = scratchDatabaseUrl(name);
   await createMigratedDatabase(isolatedUrl);
-  const prefix = `${queuePrefix.slice(0, -1)}-${name}}`;
+  const prefix = queuePrefixBeside(queuePrefix, name);
   return {
     env: { DATABASE_URL: isolatedUrl, QUEUE_PREFIX: prefix },
     drop: async () => {

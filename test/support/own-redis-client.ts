@@ -1,6 +1,6 @@
 import { AppConfig } from '@app/config';
 import { RedisClient } from '@app/queue';
-import { testRunResources } from './test-run-id';
+import { queuePrefixBeside, testRunResources } from './test-run-id';
 
 /**
  * A Redis client whose keys go under this worker's queue prefix with
@@ -8,7 +8,7 @@ import { testRunResources } from './test-run-id';
  * closes the client.
  */
 export function ownRedisClient(suffix: string): { client: RedisClient; drop(): Promise<void> } {
-  const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: `${testRunResources().queuePrefix.slice(0, -1)}-${suffix}}` } as AppConfig;
+  const config = { redisUrl: 'redis://127.0.0.1:6379', queuePrefix: queuePrefixBeside(testRunResources().queuePrefix, suffix) } as AppConfig;
   const client = new RedisClient(config);
   return {
     client,

@@ -28,10 +28,23 @@ export function baseRunResources(): TestRunResources & { workers: number } {
 
 /** Worker `worker`'s resources (1 to the run's number of workers). */
 export function workerResources(base: TestRunResources, worker: number): TestRunResources {
-  const url = new URL(base.databaseUrl);
-  url.pathname = `${url.pathname}_w${worker}`;
-  // The prefix keeps its braces around all of it: a Redis Cluster hash tag, as the apps' own is.
-  return { databaseUrl: url.toString(), queuePrefix: `${base.queuePrefix.slice(0, -1)}-w${worker}}`, artifactsDir: join(base.artifactsDir, `w${worker}`) };
+  return {
+    databaseUrl: databaseUrlBeside(base.databaseUrl, `w${worker}`),
+    queuePrefix: queuePrefixBeside(base.queuePrefix, `w${worker}`),
+    artifactsDir: join(base.artifactsDir, `w${worker}`),
+  };
+}
+
+/** The database `<url's>_<suffix>` on `url`'s server. */
+function databaseUrlBeside(databaseUrl: string, suffix: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `${url.pathname}_${suffix}`;
+  return url.toString();
+}
+
+/** The queue prefix `queuePrefix` with `-<suffix>` added inside its braces: a Redis Cluster hash tag, as the apps' own is. */
+export function queuePrefixBeside(queuePrefix: string, suffix: string): string {
+  return `${queuePrefix.slice(0, -1)}-${suffix}}`;
 }
 
 /** This worker's resources (Jest numbers its workers from 1; a run in band is worker 1). */
@@ -48,7 +61,5 @@ export function testRunResources(): TestRunResources {
  * and drops it.
  */
 export function scratchDatabaseUrl(suffix: string): string {
-  const url = new URL(testRunResources().databaseUrl);
-  url.pathname = `${url.pathname}_${suffix}`;
-  return url.toString();
+  return databaseUrlBeside(testRunResources().databaseUrl, suffix);
 }
