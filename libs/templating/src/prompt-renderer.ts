@@ -4,7 +4,7 @@ import { CompiledTemplateCache } from './compiled-template-cache';
 import { missingPaths, VariablePaths } from './missing-paths';
 import { pacedLiquid } from './paced-liquid';
 import { RenderClock } from './render-clock';
-import { RENDER_MEMORY_LIMIT, RenderContext } from './render-context';
+import { RENDER_MEMORY_LIMIT, RenderContext, renderFailureCauses } from './render-context';
 
 export interface RenderResult {
   text: string;
@@ -62,9 +62,7 @@ export class RenderedTooLongError extends Error {
 
   /** The one a render failed with, under the RenderError Liquid wraps a tag's failure in; null for any other failure. */
   static in(error: unknown): RenderedTooLongError | null {
-    for (let cause = error; cause instanceof Error; cause = (cause as { originalError?: unknown }).originalError) {
-      if (cause instanceof RenderedTooLongError) return cause;
-    }
+    for (const cause of renderFailureCauses(error)) if (cause instanceof RenderedTooLongError) return cause;
     return null;
   }
 }

@@ -24,10 +24,13 @@ const MEMORY_LIMIT_MESSAGE = 'memory alloc limit exceeded';
  */
 export function memoryLimitFailure(error: unknown): string | null {
   let found: string | null = null;
-  for (let cause = error; cause instanceof Error; cause = (cause as { originalError?: unknown }).originalError) {
-    if (cause.message.startsWith(MEMORY_LIMIT_MESSAGE)) found = cause.message;
-  }
+  for (const cause of renderFailureCauses(error)) if (cause.message.startsWith(MEMORY_LIMIT_MESSAGE)) found = cause.message;
   return found;
+}
+
+/** A render's failure, then the one each RenderError Liquid wraps a tag's failure in holds, down to the first. */
+export function* renderFailureCauses(error: unknown): Generator<Error> {
+  for (let cause = error; cause instanceof Error; cause = (cause as { originalError?: unknown }).originalError) yield cause;
 }
 
 /** What a range or filter counts for whatever its size: a `where_exp` making `(1..19)` for each of 50,000 items took 120 ms. */
