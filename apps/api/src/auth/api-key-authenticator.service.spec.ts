@@ -7,12 +7,13 @@ import { hashApiKey } from './api-key-secret';
 describe('ApiKeyAuthenticator', () => {
   const realKey = 'vak_live_the-one-real-key';
   let lookups: string[];
+  let dataSource: DataSource;
   let authenticator: ApiKeyAuthenticator;
 
   beforeEach(() => {
     lookups = [];
     // Postgres knows one key: the stand-in answers the authenticator's one query as the table would.
-    const dataSource = {
+    dataSource = {
       query: async (_sql: string, [hash]: [string]) => {
         lookups.push(hash);
         return hash === hashApiKey(realKey) ? [{ id: 1, organization_id: 7, role: 'admin', workflow_ids: null }] : [];
@@ -68,5 +69,38 @@ describe('ApiKeyAuthenticator', () => {
     authenticator.forget(hashApiKey(realKey));
     await authenticator.authenticate(realKey);
     expect(lookups.filter((hash) => hash === hashApiKey(realKey))).toHaveLength(2);
+  });
+
+  describe('a check kept for a request whose body is still arriving', () => {
+    afterEach(() => jest.useRealTimers());
+
+    it('is trusted as long as the lookup it rests on, not from when the request came: a cached one may be older', async () => {
+      jest.useFakeTimers({ now: 1_000_000 });
+      const cached = new ApiKeyAuthenticator(dataSource, { apiKeyCacheTtlMs: 2_000 } as AppConfig);
+      const fresh = await cached.check(realKey);
+      jest.advanceTimersByTime(1_900);
+      // A request whose head comes near the end of the lookup's life is answered from the cache...
+      const late = await cached.check(realKey);
+      expect(lookups).toHaveLength(1);
+      expect(late.key).toMatchObject({ organizationId: 7 });
+      expect(cached.checkStillGood(late.check)).toBe(true);
+      // ...and its check lapses with that lookup, 200 ms after the request came: the key may have been revoked
+      // on another replica 2 s ago, and this replica must not let it through for 2 s more.
+      jest.advanceTimersByTime(200);
+      expect(cached.checkStillGood(late.check)).toBe(false);
+      expect(cached.checkStillGood(fresh.check)).toBe(false);
+      // Checked again, it is read from Postgres afresh, and trusted from then.
+      const again = await cached.check(realKey);
+      expect(lookups).toHaveLength(2);
+      jest.advanceTimersByTime(1_900);
+      expect(cached.checkStillGood(again.check)).toBe(true);
+    });
+
+    it('is not trusted once a key was revoked on this replica since', async () => {
+      const { check } = await authenticator.check(realKey);
+      expect(authenticator.checkStillGood(check)).toBe(true);
+      authenticator.forget(hashApiKey('vak_live_some-other-key'));
+      expect(authenticator.checkStillGood(check)).toBe(false);
+    });
   });
 });

@@ -3,14 +3,14 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { Errors } from '@app/common';
 import { ApiKeyRole } from '@app/persistence';
-import { ApiKeyAuthenticator } from './api-key-authenticator.service';
+import { ApiKeyAuthenticator, ApiKeyCheck } from './api-key-authenticator.service';
 import { AuthenticatedKey } from './authenticated-key';
 import { REQUIRED_ROLE } from './require-role.decorator';
 
 export type AuthenticatedRequest = FastifyRequest & {
   apiKey?: AuthenticatedKey;
-  /** When `apiKey` was checked (`performance.now()`), and the authenticator's `revocations` then. */
-  apiKeyCheck?: { at: number; revocations: number };
+  /** When the answer `apiKey` rests on was read, and how many keys this replica had revoked before. */
+  apiKeyCheck?: ApiKeyCheck;
 };
 
 /**
@@ -19,7 +19,8 @@ export type AuthenticatedRequest = FastifyRequest & {
  * `ApiKeyRoutes`, as soon as its head has arrived (`checkRequestKey`, before
  * the body is read); the guard then finds the key on the request and checks
  * the role again, and the key again too when a key was revoked on this
- * replica since, or the body took longer than a cached lookup lives. Any other request (one without a body, or on a route
+ * replica since, or the lookup its head was checked by (perhaps a cached
+ * one) is older than a cached lookup lives. Any other request (one without a body, or on a route
  * guarded without the mark) has its key checked here.
  */
 @Injectable()
@@ -33,8 +34,8 @@ export class ApiKeyGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     const role =
       this.reflector.getAllAndOverride<ApiKeyRole | undefined>(REQUIRED_ROLE, [context.getHandler(), context.getClass()]) ?? null;
-    // Checked on its head: still good unless a key was revoked meanwhile or its body took longer to arrive than a
-    // cached lookup lives (a body sent slowly, byte by byte, must not carry a revoked key's request through).
+    // Checked on its head: still good unless a key was revoked meanwhile or the lookup that check rests on is older
+    // than a cached one lives (a body sent slowly, byte by byte, must not carry a revoked key's request through).
     if (request.apiKey && request.apiKeyCheck && this.authenticator.checkStillGood(request.apiKeyCheck)) return hasRole(request.apiKey, role);
     return checkRequestKey(this.authenticator, request, role).then(() => true);
   }
@@ -52,8 +53,7 @@ export async function checkRequestKey(
 ): Promise<void> {
   const presented = presentedKey(request);
   if (!presented) throw Errors.unauthorized();
-  const check = { at: performance.now(), revocations: authenticator.revocations };
-  const key = await authenticator.authenticate(presented);
+  const { key, check } = await authenticator.check(presented);
   if (!key) throw Errors.unauthorized('The API key is unknown or revoked');
   hasRole(key, role);
   request.apiKey = key;
