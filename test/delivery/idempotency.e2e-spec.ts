@@ -1,4 +1,5 @@
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { RunIntake } from '../../apps/api/src/triggers/run-intake.service';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
 
@@ -194,6 +195,46 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     const fresh = await post('never-stored', body, path);
     expect(fresh.status).toBe(404);
     expect(await apps.dataSource.query(`SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = 'never-stored'`, [org.organizationId])).toEqual([]);
+  });
+
+  it('answers a repeat refused by its checks with the run of a first request still waiting on this gateway to be stored', async () => {
+    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (id) => agentGraph(id) });
+    const path = `/api/v1/public/agent/${workflow.triggerUuid}`;
+    const intake = apps.api.get(RunIntake);
+    const accept = intake.accept.bind(intake);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const waiting = new Promise<void>((resolve) => (reached = resolve));
+    // The first request is past its checks and waits for a grouped insert to take it (a database slow to answer).
+    const spy = jest.spyOn(intake, 'accept').mockImplementation(async (run) => {
+      if (run.idempotency?.key !== 'waiting') return accept(run);
+      reached();
+      await held;
+      return accept(run);
+    });
+    try {
+      const first = post('waiting', body, path);
+      await waiting;
+      const off = await apps.client.patch(`/api/v1/triggers/${workflow.triggerUuid}`, { is_active: false }, { key: org.adminKey });
+      expect(off.status).toBe(200);
+      // Refused by its checks (its trigger is off now), the repeat waits for the first request before it answers.
+      const repeat = post('waiting', body, path);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      release();
+      const [firstAnswer, repeatAnswer] = await Promise.all([first, repeat]);
+      expect(firstAnswer.status).toBe(200);
+      expect({ status: repeatAnswer.status, run: repeatAnswer.body.workflow_run_id, replayed: repeatAnswer.headers.get('idempotent-replayed') }).toEqual({
+        status: 200,
+        run: firstAnswer.body.workflow_run_id,
+        replayed: 'true',
+      });
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+    const [{ n }] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM workflow_runs WHERE workflow_id = $1`, [workflow.workflowId]);
+    expect(n).toBe(1);
   });
 
   it('keeps keys per organization', async () => {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Errors } from '@app/common';
-import { NewRun, RunEnvironment, WorkflowRunStore } from '@app/persistence';
+import { NewRun, RunEnvironment, RunIdempotency, WorkflowRunStore } from '@app/persistence';
 import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { IdempotencyKeys } from '../idempotency/idempotency-keys.service';
 import { RunIntake } from './run-intake.service';
@@ -26,6 +26,14 @@ export interface TriggerOutcome {
  */
 @Injectable()
 export class TriggerCallService {
+  /**
+   * This gateway's keyed requests on their way to being stored (waiting for
+   * a grouped insert to take them, up to MAX_WAIT_MS, or in it), by
+   * organization and key: a repeat refused by its checks meanwhile waits
+   * for them before it answers (`refusedOrReplayed`).
+   */
+  private readonly storing = new Map<string, Set<Promise<unknown>>>();
+
   constructor(
     private readonly lookups: TriggerLookups,
     private readonly intake: RunIntake,
@@ -48,16 +56,13 @@ export class TriggerCallService {
     try {
       run = { ...(await this.prepareRun(key, uuid, environment, body)), idempotency };
     } catch (error) {
-      // A repeat is answered as its first request was, even if the trigger was deactivated since (the call was
-      // accepted), and a key reused with another body is a 422 whatever else is wrong with the request.
-      const earlier = idempotency && (await this.idempotency.earlierRunOnceSettled(key, idempotency, earlierFingerprint));
-      if (earlier) return this.replay(key, earlier);
-      throw error;
+      if (!idempotency) throw error;
+      return this.refusedOrReplayed(key, idempotency, earlierFingerprint, error);
     }
     // A key held by another request stores nothing: its run is answered. Only a key that expired (or was swept)
     // between the two statements sends the run again, which then claims it.
     for (let attempt = 1; ; attempt++) {
-      const runId = await this.intake.accept(run);
+      const runId = await (idempotency ? this.whileStoring(storingName(key, idempotency), this.intake.accept(run)) : this.intake.accept(run));
       if (runId !== null) return { response: initiated(runId), replayed: false };
       // Only a run with a key is ever left unstored.
       const earlier = await this.idempotency.earlierRun(key, idempotency!, earlierFingerprint);
@@ -66,6 +71,40 @@ export class TriggerCallService {
         throw Errors.conflict('idempotency_request_in_flight', 'A request with this Idempotency-Key is still being processed');
       }
     }
+  }
+
+  /**
+   * A keyed request refused by its checks: a repeat is answered as its
+   * first request was, even if the trigger was deactivated since (the call
+   * was accepted), once that first request is stored, whether it is still
+   * waiting on this gateway for an insert or is being inserted by any; and a
+   * key reused with another body is a 422 whatever else is wrong with the
+   * request. Otherwise, the refusal.
+   */
+  private async refusedOrReplayed(
+    key: AuthenticatedKey,
+    idempotency: RunIdempotency,
+    earlierFingerprint: () => string,
+    refusal: unknown,
+  ): Promise<TriggerOutcome> {
+    const storing = this.storing.get(storingName(key, idempotency));
+    if (storing) await Promise.allSettled(storing);
+    const earlier = await this.idempotency.earlierRunOnceSettled(key, idempotency, earlierFingerprint);
+    if (earlier) return this.replay(key, earlier);
+    throw refusal;
+  }
+
+  /** `stored`, noted among this gateway's keyed requests on their way to being stored until it settles. */
+  private whileStoring<T>(name: string, stored: Promise<T>): Promise<T> {
+    const pending = this.storing.get(name) ?? new Set<Promise<unknown>>();
+    this.storing.set(name, pending);
+    pending.add(stored);
+    const settled = () => {
+      pending.delete(stored);
+      if (pending.size === 0 && this.storing.get(name) === pending) this.storing.delete(name);
+    };
+    stored.then(settled, settled);
+    return stored;
   }
 
   /**
@@ -111,6 +150,10 @@ export class TriggerCallService {
       initialContext: body.initial_context ?? {},
     };
   }
+}
+
+function storingName(key: AuthenticatedKey, idempotency: RunIdempotency): string {
+  return `${key.organizationId} ${idempotency.key}`;
 }
 
 function initiated(runId: number): TriggerCallResponseDto {
