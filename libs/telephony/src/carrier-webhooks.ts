@@ -89,7 +89,7 @@ export interface CarrierWebhooks {
    * run's URL and move that run. Carriers that sign the URL, run id and all,
    * have none.
    */
-  otherCallThan?(parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null;
+  otherCallThan?(kind: WebhookKind, parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null;
   answerInstructions(context: AnswerContext): AnswerInstructions;
   /** Downloads a recording the carrier reported, with the carrier's auth. */
   fetchRecording(recordingUrl: string, credentials: Record<string, unknown> | null): Promise<{ contentType: string; body: Buffer }>;

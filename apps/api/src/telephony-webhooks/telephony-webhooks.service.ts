@@ -77,7 +77,7 @@ export class TelephonyWebhooksService {
     }
     const parsed = parseOrRefuse(provider, kind, request);
     // A signature that does not cover the URL (Telnyx, Vonage) leaves the body to say whose call it is.
-    const otherCall = provider.otherCallThan?.(parsed, { id: run.id, providerCallId: run.providerCallId }, request);
+    const otherCall = provider.otherCallThan?.(kind, parsed, { id: run.id, providerCallId: run.providerCallId }, request);
     if (otherCall) throw this.unverifiable(providerName, runIdParam, otherCall);
     const replayKey = await this.rememberDelivery(provider, request, config?.id ?? 0);
     try {

@@ -151,9 +151,16 @@ describe('telnyxOtherCall: whether a signed Telnyx event is about the run of its
     return parseTelnyxWebhook(fake.signedRequest(URL, body));
   }
 
-  it("accepts an event whose client_state names the URL's run, whatever its call id (the dial's answer may not be stored yet)", () => {
-    expect(telnyxOtherCall(eventWith({ call_control_id: 'v3:not-stored-yet', client_state: telnyxClientState(42) }), run)).toBeNull();
+  it("accepts an event whose client_state names the URL's run, with the run's call id or before the dial's answer stored it", () => {
+    expect(telnyxOtherCall(eventWith({ call_control_id: ID, client_state: telnyxClientState(42) }), run)).toBeNull();
     expect(telnyxOtherCall(eventWith({ call_control_id: 'v3:first', client_state: telnyxClientState(42) }), { id: 42, providerCallId: null })).toBeNull();
+    expect(telnyxOtherCall(eventWith({ client_state: telnyxClientState(42) }), run)).toBeNull();
+  });
+
+  it("refuses an event of another call once the run's is stored, even with the run's client_state (anyone on the account can set it)", () => {
+    expect(telnyxOtherCall(eventWith({ call_control_id: 'v3:someone-elses', client_state: telnyxClientState(42) }), run)).toMatch(
+      /about call v3:someone-elses, not the run's/,
+    );
   });
 
   it("refuses an event whose client_state names another run, even with this run's call id", () => {

@@ -61,11 +61,18 @@ export function parseTelnyxWebhook(request: WebhookRequest, now = new Date()): P
  * about the URL's run. Every call we place carries its run id as
  * `client_state`, which Telnyx echoes in each event; an event without one
  * must at least name the run's call. One that names neither is refused:
- * nothing would tie it to this run.
+ * nothing would tie it to this run. Once the run's call id is stored (it
+ * never changes after), an event of another call is refused even with the
+ * run's `client_state`, which is no secret (its run id in base64): anyone
+ * dialing through the same Telnyx account could set it on a call of theirs.
  */
 export function telnyxOtherCall(parsed: ParsedWebhook, run: WebhookRun): string | null {
   if (parsed.runId !== undefined && parsed.runId !== null) {
-    return parsed.runId === run.id ? null : `the signed body's client_state names run ${parsed.runId}`;
+    if (parsed.runId !== run.id) return `the signed body's client_state names run ${parsed.runId}`;
+    if (parsed.providerCallId !== null && run.providerCallId !== null && parsed.providerCallId !== run.providerCallId) {
+      return `the signed body is about call ${parsed.providerCallId.slice(0, 60)}, not the run's`;
+    }
+    return null;
   }
   if (parsed.providerCallId !== null && parsed.providerCallId === run.providerCallId) return null;
   return "the signed body names neither this run (client_state) nor the run's call";

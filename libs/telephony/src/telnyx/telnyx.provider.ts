@@ -186,7 +186,7 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
     return parseTelnyxWebhook(request);
   }
 
-  otherCallThan(parsed: ParsedWebhook, run: WebhookRun): string | null {
+  otherCallThan(_kind: WebhookKind, parsed: ParsedWebhook, run: WebhookRun): string | null {
     return telnyxOtherCall(parsed, run);
   }
 

@@ -116,7 +116,7 @@ describe('vonageOtherCall: whether a signed Vonage event is about the run of its
 
   function check(body: object, url = STATUS_URL, kind: WebhookKind = 'status', about = run): string | null {
     const request = fake.signedRequest(url, body);
-    return vonageOtherCall(parseVonageWebhook(kind, request), about, request);
+    return vonageOtherCall(kind, parseVonageWebhook(kind, request), about, request);
   }
 
   it("accepts the run's own call, on the event and the answer URLs", () => {
@@ -133,6 +133,12 @@ describe('vonageOtherCall: whether a signed Vonage event is about the run of its
     expect(check({ uuid: other, status: 'ringing', timestamp: AT }, STATUS_URL, 'status', { id: 42, providerCallId: null })).toBeNull();
     expect(check({ uuid: 'websocket-leg', status: 'completed', timestamp: AT }, `${STATUS_URL}?leg=agent`)).toBeNull();
     expect(check({ recording_url: 'https://api.nexmo.com/v1/files/x', conversation_uuid: 'CON-2', timestamp: AT }, STATUS_URL, 'recording')).toBeNull();
+  });
+
+  it("refuses another call's answer request sent with the agent leg's mark: the query is not signed, and the answer carries the session", () => {
+    const answerUrl = `${STATUS_URL.replace('/status/', '/answer/')}?leg=agent`;
+    expect(check({ uuid: other, conversation_uuid: 'CON-2' }, answerUrl, 'answer')).toMatch(/not the run's/);
+    expect(check({ uuid: UUID, conversation_uuid: 'CON-1' }, answerUrl, 'answer')).toBeNull();
   });
 });
 

@@ -53,10 +53,13 @@ export function parseVonageWebhook(kind: WebhookKind, request: WebhookRequest, n
  * can be: before the dial's answer has stored the run's uuid (Vonage may
  * call back first), for the agent leg's events (their own uuid; nothing is
  * taken from them), and for a recording event, which names only the
- * conversation.
+ * conversation. The agent leg's mark is in the URL's query, which the
+ * signature does not cover either: it counts on the event URL only, where
+ * it takes nothing, never on the answer URL, whose answer carries the run's
+ * agent session.
  */
-export function vonageOtherCall(parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null {
-  if (!parsed.providerCallId || !run.providerCallId || isAgentLeg(request.url)) return null;
+export function vonageOtherCall(kind: WebhookKind, parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null {
+  if (!parsed.providerCallId || !run.providerCallId || (kind !== 'answer' && isAgentLeg(request.url))) return null;
   return parsed.providerCallId === run.providerCallId ? null : `the signed body is about call ${parsed.providerCallId.slice(0, 40)}, not the run's`;
 }
 

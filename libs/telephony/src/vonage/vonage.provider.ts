@@ -157,8 +157,8 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
     return parseVonageWebhook(kind, request);
   }
 
-  otherCallThan(parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null {
-    return vonageOtherCall(parsed, run, request);
+  otherCallThan(kind: WebhookKind, parsed: ParsedWebhook, run: WebhookRun, request: WebhookRequest): string | null {
+    return vonageOtherCall(kind, parsed, run, request);
   }
 
   /**
