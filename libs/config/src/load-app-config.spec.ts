@@ -131,6 +131,14 @@ describe('loadAppConfig', () => {
     }
   });
 
+  it('warns of an unencrypted AGENT_RUNTIME_URL off this machine, which Twilio does not stream to', () => {
+    const reachable = { SECRETS_KEY: SECRET, PUBLIC_BASE_URL: 'https://voice.example.com' };
+    expect(configWarnings(loadAppConfig({ ...reachable, AGENT_RUNTIME_URL: 'ws://agents.example.com/media' }))).toEqual([
+      expect.stringMatching(/^AGENT_RUNTIME_URL is ws:\/\/agents\.example\.com\/media, unencrypted: Twilio streams calls to wss:\/\/ only/),
+    ]);
+    expect(configWarnings(loadAppConfig({ ...reachable, AGENT_RUNTIME_URL: 'wss://agents.example.com/media' }))).toEqual([]);
+  });
+
   it('reads the private networks carrier storage may resolve to as CIDRs, and refuses anything else', () => {
     expect(loadAppConfig({ SECRETS_KEY: SECRET }).carrierStorageNetworks).toEqual([]);
     expect(loadAppConfig({ SECRETS_KEY: SECRET, CARRIER_STORAGE_NETWORKS: ' 10.20.0.0/16, fd00:ec2::/32 ' }).carrierStorageNetworks).toEqual([

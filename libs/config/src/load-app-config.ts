@@ -97,7 +97,8 @@ function decodable(component: string): boolean {
  * fell back to is public (taken only with a loopback PUBLIC_BASE_URL); the
  * loopback defaults of PUBLIC_BASE_URL and AGENT_RUNTIME_URL do for the
  * sandbox carrier on one machine, and for no real carrier, which would be
- * given callbacks it cannot reach.
+ * given callbacks it cannot reach; and an unencrypted (ws://) AGENT_RUNTIME_URL
+ * elsewhere does for every carrier but Twilio.
  */
 export function configWarnings(config: AppConfig): string[] {
   const warnings: string[] = [];
@@ -118,6 +119,11 @@ export function configWarnings(config: AppConfig): string[] {
     warnings.push(
       `AGENT_RUNTIME_URL is ${config.agentRuntimeUrl}, a loopback address: a real carrier cannot stream an answered call to it; ` +
         "set the voice-agent runtime's public address, unless every configuration sets settings.agent_runtime_url",
+    );
+  } else if (URL.parse(config.agentRuntimeUrl)?.protocol === 'ws:') {
+    warnings.push(
+      `AGENT_RUNTIME_URL is ${config.agentRuntimeUrl}, unencrypted: Twilio streams calls to wss:// only, so a Twilio ` +
+        "configuration without a wss:// settings.agent_runtime_url of its own has its answered calls' audio refused",
     );
   }
   return warnings;
