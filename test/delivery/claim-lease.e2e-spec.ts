@@ -1,8 +1,9 @@
-import { TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
+import { RunReader, TelephonyConfiguration, WorkflowRunStore } from '@app/persistence';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
 import { ConcurrencyLimiter, placeCallJobId, QueueName } from '@app/queue';
+import { PromptRenderer } from '@app/templating';
 import { CallPlacer, DIAL_LATE_MS } from '../../apps/dialer/src/calls/call-placer.service';
 import { PlaceCallProgress } from '../../apps/dialer/src/calls/place-decision';
 import { DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
@@ -200,6 +201,46 @@ describe('a dial job whose claim outlived its lease', () => {
     expect(await slots.lease(configurationId, job.runId)).toBe(renewed);
   });
 
+  it('frees the slot of a run it found claimed, and back in the queue since, only as its own admission left it', async () => {
+    const job = await queuedRun();
+    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
+      job.runId,
+    ]);
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    const writes = apps.dialer!.get(GroupedRunWrites);
+    const claim = writes.claim.bind(writes);
+    // A copy of the job, on another dialer, claims the run first.
+    const claimSpy = jest.spyOn(writes, 'claim').mockImplementationOnce(async (id, ...rest) => {
+      expect(await claim(id, 'dialer.dialing', { fromNumber: '+15005550006' }, { claim: 'a-copy' })).not.toBeNull();
+      return claim(id, ...rest);
+    });
+    const reader = apps.dialer!.get(RunReader);
+    const read = reader.findById.bind(reader);
+    let reads = 0;
+    let renewed: string | null = null;
+    // Then, while this job reads what became of the run, the copy hands it back (its dial held back too late) and is
+    // admitted again at once, for a dial of its own: the slot is the copy's now.
+    const readSpy = jest.spyOn(reader, 'findById').mockImplementation(async (id) => {
+      if (id === job.runId && ++reads === 2) {
+        await apps.dataSource.query(`UPDATE workflow_runs SET status = 'queued' WHERE id = $1`, [job.runId]);
+        const limits = { callsPerSecond: 10, maxConcurrentCalls: 10, leaseMs: 600_000 };
+        const admitted = await apps.dialer!.get(DialAdmission).admit(configurationId, job.runId, limits, false);
+        renewed = admitted.kind === 'admitted' ? admitted.lease : null;
+      }
+      return read(id);
+    });
+    try {
+      expect(await apps.dialer!.get(CallPlacer).place(job)).toEqual({ kind: 'done', outcome: 'skipped' });
+    } finally {
+      claimSpy.mockRestore();
+      readSpy.mockRestore();
+    }
+    expect(reads).toBe(2);
+    expect(renewed).not.toBeNull();
+    expect(await slots.lease(configurationId, job.runId)).toBe(renewed);
+    expect(await dialsOf(job.runId)).toBe(0);
+  });
+
   it.each([
     ['rejects it for good', () => new CarrierError('Number blocked', { reason: 'carrier_rejected', permanent: true, notProcessed: false })],
     ['refuses it unprocessed', () => new CarrierError('Busy, try again', { reason: 'carrier_busy', permanent: false, notProcessed: true })],
@@ -229,6 +270,34 @@ describe('a dial job whose claim outlived its lease', () => {
     // The other claim's call: not ended, nor queued to be dialed again, and its slot still held.
     const [run] = await apps.dataSource.query(`SELECT status, provider_call_id FROM workflow_runs WHERE id = $1`, [job.runId]);
     expect(run).toEqual({ status: 'dialing', provider_call_id: expect.any(String) });
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
+  });
+
+  it("leaves alone the run another claim has dialed since, when its prompt fails to render on a dialer stopped past the reaper", async () => {
+    const job = await queuedRun();
+    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
+      job.runId,
+    ]);
+    const placer = apps.dialer!.get(CallPlacer);
+    const renderer = apps.dialer!.get(PromptRenderer);
+    const render = jest.spyOn(renderer, 'render').mockImplementationOnce(async () => {
+      // Stopped while rendering, past its job's lock: the reaper handed the run back, and another dialer claimed and
+      // dialed it (its definition rendered there); this render then fails (a definition published meanwhile, say).
+      render.mockRestore();
+      await apps.dataSource.query(`UPDATE workflow_runs SET status = 'queued' WHERE id = $1`, [job.runId]);
+      expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'placed' });
+      throw new Error('Liquid syntax error');
+    });
+    try {
+      expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'skipped' });
+    } finally {
+      render.mockRestore();
+    }
+
+    expect(await claimsOf(job.runId)).toHaveLength(2);
+    expect(await dialsOf(job.runId)).toBe(1);
+    const [run] = await apps.dataSource.query(`SELECT status, end_reason, provider_call_id FROM workflow_runs WHERE id = $1`, [job.runId]);
+    expect(run).toEqual({ status: 'dialing', end_reason: null, provider_call_id: expect.any(String) });
     expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
   });
 

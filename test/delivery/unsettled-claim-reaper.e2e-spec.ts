@@ -1,5 +1,6 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
+import { WorkflowRunStore } from '@app/persistence';
 import { placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
@@ -85,6 +86,29 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
 
     expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'failed', end_reason: 'dial_outcome_unknown' });
     expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(0);
+  });
+
+  it('does not end it without a call once a call id arrived after the round read the run: that call is to be hung up', async () => {
+    const job = await queuedRun();
+    await claimAnswerLost(job);
+    await apps.dialer!.get<Queue>(getQueueToken(QueueName.Calls)).remove(placeCallJobId(job.runId));
+    const store = apps.dialer!.get(WorkflowRunStore);
+    const transition = store.transition.bind(store);
+    // A dial that answered late (its dialer stopped meanwhile) stores its call's id between the round's read and its end.
+    const late = jest.spyOn(store, 'transition').mockImplementation(async (id, to, event, ...rest) => {
+      if (id === job.runId && event === 'reaper.failed') {
+        await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = 'SB-answered-late' WHERE id = $1`, [id]);
+      }
+      return transition(id, to, event, ...rest);
+    });
+    try {
+      expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'dialing', end_reason: null });
+    } finally {
+      late.mockRestore();
+    }
+    // Not ended `dial_outcome_unknown` with its call left ringing: the next round asks the carrier about that call.
+    const [run] = await apps.dataSource.query(`SELECT provider_call_id FROM workflow_runs WHERE id = $1`, [job.runId]);
+    expect(run.provider_call_id).toBe('SB-answered-late');
   });
 
   describe('a run the carrier has no call for, whose dial job a dialer holds', () => {

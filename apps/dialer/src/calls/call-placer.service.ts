@@ -207,9 +207,12 @@ export class CallPlacer {
     }
     if (!run) {
       // A slot belongs to the run, not to the job: when another job for this run won the claim, the slot is the
-      // winner's (acquiring it again only renewed its lease) and stays with the live call.
+      // winner's (acquiring it again only renewed its lease) and stays with the live call. A run read back in the
+      // queue may be claimed and dialed again by then (a copy of this job admitted since): its slot is freed only as
+      // this admission left it.
       const current = await this.reader.findById(runId);
-      if (!current || !LIVE_STATUSES.includes(current.status)) await this.slots.release(config.id, runId);
+      if (!current || isFinalRunStatus(current.status)) await this.slots.release(config.id, runId);
+      else if (!LIVE_STATUSES.includes(current.status)) await this.slots.releaseLease(config.id, runId, admitted.lease);
       return done('skipped');
     }
     const claimed: ClaimedDial = { run, claimId, claimedAt, ...admitted, progress };
@@ -218,13 +221,14 @@ export class CallPlacer {
         await this.runs.setProvider(run.id, config.provider, { from: run.provider, to: config.provider });
       }
       if (!definition) {
-        return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', undefined, config.id);
+        return await this.fail(run.id, 'definition_not_found', 'No definition of the workflow contains this trigger any more', ['dialing'], config.id, ownClaim(claimed));
       }
       let missingPaths: string[];
       try {
         ({ missingPaths } = await renderDefinition(this.renderer, definition.definition, { initial_context: run.initialContext }));
       } catch (error) {
-        return await this.fail(run.id, 'template_error', `The agent's prompt could not be rendered: ${(error as Error).message}`, undefined, config.id);
+        const message = `The agent's prompt could not be rendered: ${(error as Error).message}`;
+        return await this.fail(run.id, 'template_error', message, ['dialing'], config.id, ownClaim(claimed));
       }
       if (missingPaths.length) {
         // A note for the run's history: losing it must not stop the call.
@@ -574,20 +578,23 @@ export class CallPlacer {
   }
 
   /**
-   * Ends the run `failed` (from `from` only, when given) and then frees the
-   * slot it holds under its configuration (`configurationId`), which an
-   * earlier attempt may have taken even when this one failed before its own: a run that cannot be ended is a claim its
-   * job comes back for, on that slot, and a run another moved on is not this
-   * job's to free (see `retryLater`).
+   * Ends the run `failed` (from `from` only, and under `guard`: a claimed
+   * run only under this job's own claim, not another's since) and then
+   * frees the slot it holds under its configuration (`configurationId`),
+   * which an earlier attempt may have taken even when this one failed
+   * before its own: a run that cannot be ended is a claim its job comes
+   * back for, on that slot, and a run another moved on is not this job's
+   * to free (see `retryLater`).
    */
   private async fail(
     runId: number,
     reason: string,
     message: string,
-    from: readonly RunStatus[] | undefined,
+    from: readonly RunStatus[],
     configurationId: number | null,
+    guard?: TransitionGuard,
   ): Promise<PlaceDecision> {
-    const ended = await this.runs.transition(runId, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message }, from);
+    const ended = await this.runs.transition(runId, 'failed', 'dialer.failed', { endReason: reason, endedAt: new Date() }, { message }, from, guard);
     if (!ended) return done('skipped');
     if (configurationId !== null) await this.slots.release(configurationId, runId);
     return done('failed');

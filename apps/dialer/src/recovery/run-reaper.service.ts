@@ -163,7 +163,9 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
           ? 'ring_timeout'
           : 'max_duration_exceeded';
     // Only the run as it was selected, stuck: an event that moved it meanwhile (an answer) wins, and so does a dial of
-    // a run handed back to the queue and claimed again since (its age is no longer the one measured).
+    // a run handed back to the queue and claimed again since (its age is no longer the one measured). One read without
+    // a call id is ended only while it still has none: an id stored since (a dial that answered late) is a call to
+    // hang up, which the next round finds and ends with the run.
     const ended = await this.runs.transition(
       run.id,
       'failed',
@@ -171,7 +173,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       { endReason, endedAt: new Date() },
       { stuck_in: candidate.status, seconds: Math.round(candidate.age_seconds) },
       [candidate.status],
-      { unmovedSince: candidate.status_changed_at },
+      { unmovedSince: candidate.status_changed_at, ...(providerCallId ? {} : { withoutCallId: true }) },
     );
     if (!ended) return;
     // A call the carrier still holds must not ring once its run has ended (one queued behind the carrier's own rate
