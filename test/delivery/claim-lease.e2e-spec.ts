@@ -59,6 +59,16 @@ describe('a dial job whose claim outlived its lease', () => {
   }
 
   const dialsOf = async (runId: number) => (await sandboxDialsByRun(apps.dataSource, [runId])).get(runId);
+  const configurationIdOf = async (runId: number): Promise<number> =>
+    (await apps.dataSource.query(`SELECT telephony_configuration_id AS id FROM workflow_runs WHERE id = $1`, [runId]))[0].id;
+  /** The run as the other claim left it: dialed once by it, its call live (not ended, nor queued again), its slot held. */
+  async function expectLeftToTheOtherClaim(runId: number, configurationId: number): Promise<void> {
+    expect(await claimsOf(runId)).toHaveLength(2);
+    expect(await dialsOf(runId)).toBe(1);
+    const [run] = await apps.dataSource.query(`SELECT status, end_reason, provider_call_id FROM workflow_runs WHERE id = $1`, [runId]);
+    expect(run).toEqual({ status: 'dialing', end_reason: null, provider_call_id: expect.any(String) });
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, runId)).not.toBeNull();
+  }
   const runOf = async (runId: number) =>
     (
       await apps.dataSource.query(
@@ -180,9 +190,7 @@ describe('a dial job whose claim outlived its lease', () => {
 
   it("leaves the run's slot to a copy of its job that renewed it while this one was stopped", async () => {
     const job = await queuedRun();
-    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
-      job.runId,
-    ]);
+    const configurationId = await configurationIdOf(job.runId);
     const slots = apps.dialer!.get(ConcurrencyLimiter);
     let renewed: string | null = null;
 
@@ -203,9 +211,7 @@ describe('a dial job whose claim outlived its lease', () => {
 
   it('frees the slot of a run it found claimed, and back in the queue since, only as its own admission left it', async () => {
     const job = await queuedRun();
-    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
-      job.runId,
-    ]);
+    const configurationId = await configurationIdOf(job.runId);
     const slots = apps.dialer!.get(ConcurrencyLimiter);
     const writes = apps.dialer!.get(GroupedRunWrites);
     const claim = writes.claim.bind(writes);
@@ -246,9 +252,7 @@ describe('a dial job whose claim outlived its lease', () => {
     ['refuses it unprocessed', () => new CarrierError('Busy, try again', { reason: 'carrier_busy', permanent: false, notProcessed: true })],
   ])('leaves alone the run another claim has dialed since, when the carrier, answering a dialer stopped past the reaper, %s', async (_case, refusal) => {
     const job = await queuedRun();
-    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
-      job.runId,
-    ]);
+    const configurationId = await configurationIdOf(job.runId);
     const placer = apps.dialer!.get(CallPlacer);
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     const dial = jest.spyOn(sandbox, 'placeCall').mockImplementationOnce(async () => {
@@ -265,19 +269,12 @@ describe('a dial job whose claim outlived its lease', () => {
       dial.mockRestore();
     }
 
-    expect(await claimsOf(job.runId)).toHaveLength(2);
-    expect(await dialsOf(job.runId)).toBe(1);
-    // The other claim's call: not ended, nor queued to be dialed again, and its slot still held.
-    const [run] = await apps.dataSource.query(`SELECT status, provider_call_id FROM workflow_runs WHERE id = $1`, [job.runId]);
-    expect(run).toEqual({ status: 'dialing', provider_call_id: expect.any(String) });
-    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
+    await expectLeftToTheOtherClaim(job.runId, configurationId);
   });
 
   it("leaves alone the run another claim has dialed since, when its prompt fails to render on a dialer stopped past the reaper", async () => {
     const job = await queuedRun();
-    const [{ configurationId }] = await apps.dataSource.query(`SELECT telephony_configuration_id AS "configurationId" FROM workflow_runs WHERE id = $1`, [
-      job.runId,
-    ]);
+    const configurationId = await configurationIdOf(job.runId);
     const placer = apps.dialer!.get(CallPlacer);
     const renderer = apps.dialer!.get(PromptRenderer);
     const render = jest.spyOn(renderer, 'render').mockImplementationOnce(async () => {
@@ -294,19 +291,13 @@ describe('a dial job whose claim outlived its lease', () => {
       render.mockRestore();
     }
 
-    expect(await claimsOf(job.runId)).toHaveLength(2);
-    expect(await dialsOf(job.runId)).toBe(1);
-    const [run] = await apps.dataSource.query(`SELECT status, end_reason, provider_call_id FROM workflow_runs WHERE id = $1`, [job.runId]);
-    expect(run).toEqual({ status: 'dialing', end_reason: null, provider_call_id: expect.any(String) });
-    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
+    await expectLeftToTheOtherClaim(job.runId, configurationId);
   });
 
   describe('held back past DIAL_LATE_MS, within the lease', () => {
     const late = DIAL_LATE_MS + 300;
     const configurationOf = async (runId: number): Promise<TelephonyConfiguration> =>
-      (await apps.dataSource.getRepository(TelephonyConfiguration).findOneBy({
-        id: (await apps.dataSource.query(`SELECT telephony_configuration_id AS id FROM workflow_runs WHERE id = $1`, [runId]))[0].id,
-      }))!;
+      (await apps.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: await configurationIdOf(runId) }))!;
     const loggedLate = async (runId: number) =>
       (
         await apps.dataSource.query(
