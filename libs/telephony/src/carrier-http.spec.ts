@@ -1,7 +1,17 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Network, parseNetwork } from '@app/config';
-import { allowCarrierStorageNetworks, carrierHostCheck, carrierHttp, DownloadRefused, isPublicHttpsUrl, MAX_REDIRECTS, retryAfterMs } from './carrier-http';
+import {
+  allowCarrierStorageNetworks,
+  carrierHostCheck,
+  carrierHttp,
+  CarrierRequestFailed,
+  DownloadRefused,
+  isPublicHttpsUrl,
+  MAX_CARRIER_BODY_BYTES,
+  MAX_REDIRECTS,
+  retryAfterMs,
+} from './carrier-http';
 
 interface Hop {
   url: string;
@@ -131,6 +141,37 @@ describe('carrierHttp redirects', () => {
 
       expect(response).toMatchObject({ status: 200, bytes: Buffer.from('RIFF') });
     });
+  });
+});
+
+describe('carrierHttp answers past the size it reads', () => {
+  let listening: Server;
+  let base: string;
+  beforeAll(async () => {
+    // Declares a file past the limit (a recording of a call of hours) and sends a little of it.
+    listening = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'audio/wav', 'content-length': String(MAX_CARRIER_BODY_BYTES + 1) });
+      response.write(Buffer.alloc(1024));
+    });
+    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    listening.closeAllConnections();
+    await new Promise<void>((resolve) => listening.close(() => resolve()));
+  });
+
+  it('refuses a download past it for good, as a download it would not make: it is as long the next time', async () => {
+    // The carrier's own (configured) origin, as a test's fake carrier is.
+    const refused = await download(`${base}/recording.wav`, () => false, [base]).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(DownloadRefused);
+    expect((refused as Error).message).toBe('the file is over the 100 MiB a recording may be');
+  });
+
+  it("takes an API answer past it for a failed request, as before (the carrier's outcome unknown)", async () => {
+    const failed = await download(`${base}/api`).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(CarrierRequestFailed);
+    expect((failed as Error).message).toMatch(/over the 104857600-byte limit/);
   });
 });
 

@@ -22,12 +22,23 @@ interface StreamedAnswer {
   body: ReadableStream<Uint8Array> | null;
 }
 
+/** An answer longer than `readBody` reads. */
+export class BodyOverLimit extends Error {
+  constructor(
+    message: string,
+    readonly maxBytes: number,
+  ) {
+    super(message);
+    this.name = 'BodyOverLimit';
+  }
+}
+
 /** A response's body, read until `maxBytes` and refused past it (a stream without end must not exhaust memory). */
 export async function readBody(response: StreamedAnswer, maxBytes = MAX_CARRIER_BODY_BYTES): Promise<Buffer> {
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel();
-    throw new Error(`the answer is ${declared} bytes, over the ${maxBytes}-byte limit`);
+    throw new BodyOverLimit(`the answer is ${declared} bytes, over the ${maxBytes}-byte limit`, maxBytes);
   }
   if (!response.body) return Buffer.alloc(0);
   const reader = response.body.getReader();
@@ -38,7 +49,7 @@ export async function readBody(response: StreamedAnswer, maxBytes = MAX_CARRIER_
     total += next.value.byteLength;
     if (total > maxBytes) {
       await reader.cancel().catch(() => undefined);
-      throw new Error(`the answer is over the ${maxBytes}-byte limit`);
+      throw new BodyOverLimit(`the answer is over the ${maxBytes}-byte limit`, maxBytes);
     }
     chunks.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
   }
@@ -101,9 +112,9 @@ export class CarrierRequestFailed extends Error {
 
 /**
  * A download the dialer would not make: a redirect to a host it does not
- * trust, too many redirects, or a host that does not resolve to a public
- * address. It says nothing about the carrier's answer, and trying again
- * will most likely be refused the same way.
+ * trust, too many redirects, a host that does not resolve to a public
+ * address, or a file past the size it keeps. Trying again will most likely
+ * be refused the same way.
  */
 export class DownloadRefused extends Error {
   constructor(message: string, options?: { cause: unknown }) {
@@ -178,6 +189,10 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
     bytes = await readBody(response);
   } catch (error) {
     if (error instanceof DownloadRefused) throw error;
+    if (error instanceof BodyOverLimit && init.followRedirect) {
+      // A file past the limit (a recording of a call of hours) is as long the next time: not fetched again and again.
+      throw new DownloadRefused(`the file is over the ${Math.round(error.maxBytes / 1024 / 1024)} MiB a recording may be`, { cause: error });
+    }
     const notPublic = causeOfType(error, AddressNotPublic);
     if (notPublic) throw new DownloadRefused(notPublic.message, { cause: notPublic });
     const code = socketErrorCode(error);
