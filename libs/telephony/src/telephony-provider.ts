@@ -72,6 +72,8 @@ export interface CallArtifactsRequest {
   settings: Record<string, unknown>;
   durationSeconds: number;
   agentOpening: string;
+  /** Whether a recording is wanted (the run has none yet): one made is as long as the call, up to an hour of WAV. */
+  withRecording: boolean;
 }
 
 export interface CallArtifacts {

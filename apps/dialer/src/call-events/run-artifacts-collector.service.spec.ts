@@ -2,12 +2,12 @@ import { Logger } from '@nestjs/common';
 import { ArtifactStorage } from '@app/artifacts';
 import { AppConfig } from '@app/config';
 import { RunReader, WorkflowRun, WorkflowRunStore } from '@app/persistence';
-import { CredentialsCipher, TelephonyProviders } from '@app/telephony';
+import { CallArtifactsRequest, CredentialsCipher, TelephonyProviders } from '@app/telephony';
 import { PromptRenderer } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { RunArtifactsCollector } from './run-artifacts-collector.service';
+import { RECORDING_FETCHES_AT_ONCE, RunArtifactsCollector } from './run-artifacts-collector.service';
 
 /**
  * The reaper's last collection of a completed run, an hour after its call,
@@ -113,5 +113,96 @@ describe('RunArtifactsCollector copying a carrier recording', () => {
 
     await expect(collector.collect(RUN_ID, true, false)).rejects.toThrow('no answer');
     expect(appendEvent).not.toHaveBeenCalled();
+  });
+});
+
+/**
+ * A run no agent runtime reported for, on a carrier that makes its own
+ * artifacts (the sandbox): what it makes is taken, its recording only when
+ * the run has none, and as few recordings made at once as are fetched.
+ */
+describe('RunArtifactsCollector taking what the carrier made', () => {
+  const endedAt = new Date(Date.now() - 60_000);
+  const runs = new Map<number, WorkflowRun>();
+  let requests: CallArtifactsRequest[];
+  let making: number;
+  let mostAtOnce: number;
+  let put: jest.Mock;
+  let collector: RunArtifactsCollector;
+
+  function completedRun(id: number, recordingKey: string | null): void {
+    runs.set(
+      id,
+      Object.assign(new WorkflowRun(), {
+        id,
+        status: 'completed',
+        isCompleted: false,
+        endedAt,
+        statusChangedAt: endedAt,
+        telephonyConfigurationId: 1,
+        provider: 'sandbox',
+        providerCallId: `SB-${id}`,
+        carrierRecordingUrl: null,
+        recordingKey,
+        recordingUploadAdmittedAt: null,
+        agentSessionStartedAt: null,
+        agentSessionEndedAt: null,
+        agentTranscript: [],
+        gatheredContext: {},
+        durationSeconds: 3600,
+        definitionId: null,
+        initialContext: {},
+      }),
+    );
+  }
+
+  beforeEach(() => {
+    runs.clear();
+    requests = [];
+    making = 0;
+    mostAtOnce = 0;
+    put = jest.fn(async (name: string) => `packs/2026-01-01/host-41-1.pack@0+1/${name}`);
+    const provider = {
+      collectArtifacts: async (request: CallArtifactsRequest) => {
+        requests.push(request);
+        const transcript = [{ speaker: 'agent', text: 'Hello', start_ms: 0, end_ms: 500 }];
+        if (!request.withRecording) return { transcript, recording: null };
+        // Making an hour of WAV takes a while, and holds it whole.
+        mostAtOnce = Math.max(mostAtOnce, ++making);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        making -= 1;
+        return { transcript, recording: { contentType: 'audio/wav', body: Buffer.from('RIFF\0\0\0\0WAVE') } };
+      },
+    };
+    collector = new RunArtifactsCollector(
+      { appendEvent: async () => undefined, recordRecordingIfNone: async () => true } as unknown as WorkflowRunStore,
+      { findById: async (id: number) => runs.get(id) ?? null } as unknown as RunReader,
+      { completeArtifacts: async () => true } as unknown as GroupedRunWrites,
+      { find: async () => ({ id: 1, provider: 'sandbox', settings: {}, credentialsEncrypted: null }) } as unknown as ConfigurationLookup,
+      { byId: async () => null } as unknown as DefinitionPicker,
+      { get: () => provider } as unknown as TelephonyProviders,
+      {} as PromptRenderer,
+      { credentialsOf: () => null } as unknown as CredentialsCipher,
+      { put } as unknown as ArtifactStorage,
+      { httpRequestTimeoutMs: 300_000 } as AppConfig,
+    );
+  });
+
+  it(`makes at most ${RECORDING_FETCHES_AT_ONCE} recordings at once, however many runs end together`, async () => {
+    const ids = Array.from({ length: 12 }, (_, index) => 100 + index);
+    for (const id of ids) completedRun(id, null);
+
+    expect(await Promise.all(ids.map((id) => collector.collect(id, true)))).toEqual(ids.map(() => true));
+    expect(requests.filter((request) => request.withRecording)).toHaveLength(12);
+    expect(mostAtOnce).toBe(RECORDING_FETCHES_AT_ONCE);
+    expect(put).toHaveBeenCalledWith('runs/0/100-recording.wav', expect.any(Buffer), 'audio/wav');
+  });
+
+  it('asks for no recording for a run that has one (the agent runtime uploaded it), only for its transcript', async () => {
+    completedRun(200, 'packs/2026-01-01/host-41-1.pack@0+1/runs/0/200-recording.wav');
+
+    await expect(collector.collect(200, true)).resolves.toBe(true);
+    expect(requests).toEqual([expect.objectContaining({ runId: 200, withRecording: false })]);
+    expect(put.mock.calls.map(([name]) => name)).toEqual(['runs/0/200-transcript.json']);
   });
 });

@@ -20,9 +20,10 @@ import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 /** How long a completed call waits for the agent runtime to close its session before it is finished anyway. */
 export const AGENT_REPORT_GRACE_MS = 20_000;
 /**
- * Carrier recordings a dialer fetches at once. Each is read whole (up to
- * 100 MiB), and a dialer works up to DIALER_CONCURRENCY call events at once:
- * a burst of large recordings must not take the process' memory with it.
+ * Carrier recordings a dialer fetches (or the sandbox makes) at once. Each
+ * is held whole (a fetched one up to 100 MiB, a made one up to an hour of
+ * WAV, 58 MB), and a dialer works up to DIALER_CONCURRENCY call events at
+ * once: a burst of large recordings must not take the process' memory with it.
  */
 export const RECORDING_FETCHES_AT_ONCE = 4;
 /** What a run's log says of a carrier recording left out; the carrier's own error goes to the dialer's log only. */
@@ -129,17 +130,21 @@ export class RunArtifactsCollector {
       turns = closed;
     }
     const agentTurns = turns.length;
-    if (turns.length === 0 || (!run.recordingKey && !recordingKey)) {
-      // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both).
-      const fallback = await provider.collectArtifacts({
+    const withRecording = !run.recordingKey && !recordingKey;
+    if (turns.length === 0 || withRecording) {
+      // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both). A recording
+      // it makes is held whole, as a carrier's fetched one is: as few at once.
+      const request = {
         runId: run.id,
         providerCallId: run.providerCallId ?? '',
         settings: config?.settings ?? {},
         durationSeconds: run.durationSeconds ?? 0,
         agentOpening: await this.agentOpening(run),
-      });
+        withRecording,
+      };
+      const fallback = await (withRecording ? this.recordingFetches.run(() => provider.collectArtifacts(request)) : provider.collectArtifacts(request));
       if (turns.length === 0) turns = fallback.transcript;
-      if (!run.recordingKey && !recordingKey && fallback.recording) {
+      if (withRecording && fallback.recording) {
         const name = artifactKey(run.id, 'recording', 'wav');
         recordingKey = await this.storage.put(name, fallback.recording.body, fallback.recording.contentType);
       }

@@ -251,6 +251,7 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
 
   async collectArtifacts(request: CallArtifactsRequest): Promise<CallArtifacts> {
     const transcript = sandboxConversation(request.agentOpening, request.durationSeconds * 1000);
+    if (!request.withRecording) return { transcript, recording: null };
     const recording = renderWav(
       request.durationSeconds * 1000,
       transcript.map((turn) => ({
