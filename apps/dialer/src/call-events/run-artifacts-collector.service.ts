@@ -26,6 +26,8 @@ export const AGENT_REPORT_GRACE_MS = 20_000;
  * once: a burst of large recordings must not take the process' memory with it.
  */
 export const RECORDING_FETCHES_AT_ONCE = 4;
+/** A recording the sandbox makes of a call this long or shorter (a minute of WAV, under 1 MB) is made without waiting its turn. */
+const SHORT_RECORDING_SECONDS = 60;
 /** What a run's log says of a carrier recording left out; the carrier's own error goes to the dialer's log only. */
 const RECORDING_UNAVAILABLE_MESSAGE = "The carrier's recording could not be fetched; the run is complete without it";
 
@@ -133,7 +135,8 @@ export class RunArtifactsCollector {
     const withRecording = !run.recordingKey && !recordingKey;
     if (turns.length === 0 || withRecording) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both). A recording
-      // it makes is held whole, as a carrier's fetched one is: as few at once.
+      // it makes is held whole, as a carrier's fetched one is: a long one, as few at once (a short one, under 1 MB, is
+      // made at once: no memory to spare there, and every call of the dialer bench has one to make).
       const request = {
         runId: run.id,
         providerCallId: run.providerCallId ?? '',
@@ -142,7 +145,8 @@ export class RunArtifactsCollector {
         agentOpening: await this.agentOpening(run),
         withRecording,
       };
-      const fallback = await (withRecording ? this.recordingFetches.run(() => provider.collectArtifacts(request)) : provider.collectArtifacts(request));
+      const long = withRecording && request.durationSeconds > SHORT_RECORDING_SECONDS;
+      const fallback = await (long ? this.recordingFetches.run(() => provider.collectArtifacts(request)) : provider.collectArtifacts(request));
       if (turns.length === 0) turns = fallback.transcript;
       if (withRecording && fallback.recording) {
         const name = artifactKey(run.id, 'recording', 'wav');
