@@ -119,7 +119,8 @@ describe('RunArtifactsCollector copying a carrier recording', () => {
 /**
  * A run no agent runtime reported for, on a carrier that makes its own
  * artifacts (the sandbox): what it makes is taken, its recording only when
- * the run has none, and as few recordings made at once as are fetched.
+ * the run has none, and as few recordings of long calls made at once as
+ * are fetched.
  */
 describe('RunArtifactsCollector taking what the carrier made', () => {
   const endedAt = new Date(Date.now() - 60_000);

@@ -136,7 +136,7 @@ export class RunArtifactsCollector {
     if (turns.length === 0 || withRecording) {
       // Nothing came from an agent runtime: take what the carrier itself has (the sandbox simulates both). A recording
       // it makes is held whole, as a carrier's fetched one is: a long one, as few at once (a short one, under 1 MB, is
-      // made at once: no memory to spare there, and every call of the dialer bench has one to make).
+      // made at once: it holds little, and every call of the dialer bench has one to make).
       const request = {
         runId: run.id,
         providerCallId: run.providerCallId ?? '',
