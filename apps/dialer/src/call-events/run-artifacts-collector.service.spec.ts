@@ -9,6 +9,29 @@ import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
 import { RECORDING_FETCHES_AT_ONCE, RunArtifactsCollector } from './run-artifacts-collector.service';
 
+/** A collector whose collaborators are these stand-ins (no definition, so no agent opening; credentials none). */
+function collectorOf(parts: {
+  appendEvent: (...args: never[]) => Promise<unknown>;
+  findById: (id: number) => Promise<WorkflowRun | null>;
+  completeArtifacts: (...args: never[]) => Promise<boolean>;
+  config: object;
+  provider: object;
+  put: (...args: never[]) => Promise<string>;
+}): RunArtifactsCollector {
+  return new RunArtifactsCollector(
+    { appendEvent: parts.appendEvent, recordRecordingIfNone: async () => true } as unknown as WorkflowRunStore,
+    { findById: parts.findById } as unknown as RunReader,
+    { completeArtifacts: parts.completeArtifacts } as unknown as GroupedRunWrites,
+    { find: async () => parts.config } as unknown as ConfigurationLookup,
+    { byId: async () => null } as unknown as DefinitionPicker,
+    { get: () => parts.provider } as unknown as TelephonyProviders,
+    {} as PromptRenderer,
+    { credentialsOf: () => null } as unknown as CredentialsCipher,
+    { put: parts.put } as unknown as ArtifactStorage,
+    { httpRequestTimeoutMs: 300_000 } as AppConfig,
+  );
+}
+
 /**
  * The reaper's last collection of a completed run, an hour after its call,
  * whose carrier recording has not been copied yet. Everything outside the
@@ -54,18 +77,7 @@ describe('RunArtifactsCollector copying a carrier recording', () => {
     completeArtifacts = jest.fn(async () => true);
     const provider = { verifyWebhook: () => undefined, fetchRecording, collectArtifacts: async () => ({ transcript: [], recording: null }) };
     const config = { id: 1, provider: 'twilio', settings: { record: true }, credentialsEncrypted: null };
-    collector = new RunArtifactsCollector(
-      { appendEvent, recordRecordingIfNone: async () => true } as unknown as WorkflowRunStore,
-      { findById: async () => run } as unknown as RunReader,
-      { completeArtifacts } as unknown as GroupedRunWrites,
-      { find: async () => config } as unknown as ConfigurationLookup,
-      { byId: async () => null } as unknown as DefinitionPicker,
-      { get: () => provider } as unknown as TelephonyProviders,
-      {} as PromptRenderer,
-      { credentialsOf: () => null } as unknown as CredentialsCipher,
-      { put } as unknown as ArtifactStorage,
-      { httpRequestTimeoutMs: 300_000 } as AppConfig,
-    );
+    collector = collectorOf({ appendEvent, findById: async () => run, completeArtifacts, config, provider, put });
     warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   });
   afterEach(() => warn.mockRestore());
@@ -175,18 +187,14 @@ describe('RunArtifactsCollector taking what the carrier made', () => {
         return { transcript, recording: { contentType: 'audio/wav', body: Buffer.from('RIFF\0\0\0\0WAVE') } };
       },
     };
-    collector = new RunArtifactsCollector(
-      { appendEvent: async () => undefined, recordRecordingIfNone: async () => true } as unknown as WorkflowRunStore,
-      { findById: async (id: number) => runs.get(id) ?? null } as unknown as RunReader,
-      { completeArtifacts: async () => true } as unknown as GroupedRunWrites,
-      { find: async () => ({ id: 1, provider: 'sandbox', settings: {}, credentialsEncrypted: null }) } as unknown as ConfigurationLookup,
-      { byId: async () => null } as unknown as DefinitionPicker,
-      { get: () => provider } as unknown as TelephonyProviders,
-      {} as PromptRenderer,
-      { credentialsOf: () => null } as unknown as CredentialsCipher,
-      { put } as unknown as ArtifactStorage,
-      { httpRequestTimeoutMs: 300_000 } as AppConfig,
-    );
+    collector = collectorOf({
+      appendEvent: async () => undefined,
+      findById: async (id: number) => runs.get(id) ?? null,
+      completeArtifacts: async () => true,
+      config: { id: 1, provider: 'sandbox', settings: {}, credentialsEncrypted: null },
+      provider,
+      put,
+    });
   });
 
   it(`makes at most ${RECORDING_FETCHES_AT_ONCE} recordings at once, however many runs end together`, async () => {
