@@ -65,10 +65,6 @@ export class ApiKeyAuthenticator {
     return check.revocations === this.forgotten && performance.now() - check.at <= this.checkLifetimeMs;
   }
 
-  async authenticate(presented: string): Promise<AuthenticatedKey | null> {
-    return (await this.check(presented)).key;
-  }
-
   /** The presented key's organization and role (`null`: unknown or revoked), with the check to keep beside them. */
   async check(presented: string): Promise<{ key: AuthenticatedKey | null; check: ApiKeyCheck }> {
     const revocations = this.forgotten;
