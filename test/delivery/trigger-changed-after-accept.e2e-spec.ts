@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ConcurrencyLimiter } from '@app/queue';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
-import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
+import { agentGraph, sandboxDialsByRun } from '../support/fixtures';
+import { acceptedSandboxRun } from '../support/queued-sandbox-run';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
 
 /**
@@ -20,21 +21,11 @@ describe('runs accepted by a trigger that changes before their dial', () => {
   });
   afterAll(() => apps.close());
 
-  async function acceptedRun() {
-    const org = await createOrganization(apps.dataSource);
-    const config = await seedSandboxConfiguration(apps.dataSource, org.organizationId, { settings: { ring_ms: 20, talk_ms: 50 } });
-    const workflow = await seedWorkflow(apps.dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
-    const answer = await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey });
-    expect(answer.status).toBe(200);
-    const job = { runId: answer.body.workflow_run_id as number, organizationId: org.organizationId };
-    return { org, config, workflow, job };
-  }
-
   const runOf = async (runId: number) =>
     (await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [runId]))[0] as { status: string; end_reason: string | null };
 
   it('dials, once, a run its trigger accepted before it was deactivated', async () => {
-    const { org, workflow, job } = await acceptedRun();
+    const { org, workflow, job } = await acceptedSandboxRun(apps);
     const off = await apps.client.patch(`/api/v1/triggers/${workflow.triggerUuid}`, { is_active: false }, { key: org.adminKey });
     expect(off.status).toBe(200);
     expect((await apps.client.post(`/api/v1/public/agent/${workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: org.adminKey })).status).toBe(404);
@@ -44,7 +35,7 @@ describe('runs accepted by a trigger that changes before their dial', () => {
   });
 
   it('ends, without a dial, a run whose trigger was taken out of the published definition since, and frees its slot', async () => {
-    const { org, config, workflow, job } = await acceptedRun();
+    const { org, configuration, workflow, job } = await acceptedSandboxRun(apps);
     const draft = await apps.client.put(`/api/v1/workflows/${workflow.workflowId}/draft`, { definition: agentGraph(randomUUID()) }, { key: org.adminKey });
     expect(draft.status).toBe(200);
     expect((await apps.client.post(`/api/v1/workflows/${workflow.workflowId}/publish`, {}, { key: org.adminKey })).status).toBe(200);
@@ -52,6 +43,6 @@ describe('runs accepted by a trigger that changes before their dial', () => {
     expect(await apps.dialer!.get(CallPlacer).place(job)).toEqual({ kind: 'done', outcome: 'failed' });
     expect(await runOf(job.runId)).toEqual({ status: 'failed', end_reason: 'definition_not_found' });
     expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(0);
-    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(config.id, job.runId)).toBeNull();
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configuration.id, job.runId)).toBeNull();
   });
 });
