@@ -35,9 +35,11 @@ describe('a configuration whose credentials cannot be read', () => {
   describe('through the API', () => {
     /** Sealed under another SECRETS_KEY, as after a key change that missed this row. */
     const SEALED_ELSEWHERE = 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA';
-    const expectUnreadable = (response: { status: number; body: any }) => {
+    const expectUnreadable = (response: { status: number; body: any; headers: Headers }) => {
       expect(response.status).toBe(503);
       expect(response.body).toMatchObject({ code: 'credentials_unreadable', message: expect.stringContaining('SECRETS_KEY') });
+      // Waiting does not mend it: no Retry-After, which would have clients repeat it every second.
+      expect(response.headers.get('retry-after')).toBeNull();
     };
 
     it('answers 503 credentials_unreadable to a check or a change that needs them, and takes new ones', async () => {

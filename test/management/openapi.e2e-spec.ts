@@ -12,11 +12,16 @@ describe('management API: OpenAPI document', () => {
     const response = await apps.client.get('/docs-json');
     expect(response.status).toBe(200);
     const operations: Record<string, string> = {};
+    const named: string[] = [];
     for (const [path, methods] of Object.entries<Record<string, { operationId?: string }>>(response.body.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
+        named.push(`${operation.operationId} ${method.toUpperCase()} ${path}`);
         if (operation.operationId) operations[operation.operationId] = `${method.toUpperCase()} ${path}`;
       }
     }
+    // Every operation has an id of its own (OpenAPI's rule; generated clients name their methods by it).
+    expect(named.filter((entry) => entry.startsWith('undefined '))).toEqual([]);
+    expect(named).toHaveLength(Object.keys(operations).length);
     expect(operations).toMatchObject({
       createApiKey: 'POST /api/v1/api-keys',
       listApiKeys: 'GET /api/v1/api-keys',
@@ -91,6 +96,13 @@ describe('management API: OpenAPI document', () => {
       expect.arrayContaining(['get /api/v1/workflow/{workflow_id}/runs/{run_id} run_id', 'get /api/v1/workflows/{id} id']),
     );
     expect(idParams.filter(([, , type]) => type !== 'integer')).toEqual([]);
+    // An id that is not a number answers 400 validation_failed (ParseIdPipe), on every operation that takes one.
+    const withIds = [...new Set(idParams.map(([operation]) => operation))];
+    const answersOf = (operation: string) => {
+      const [method, path] = operation.split(' ');
+      return Object.keys(doc.paths[path][method].responses);
+    };
+    expect(withIds.filter((operation) => !answersOf(operation).includes('400'))).toEqual([]);
   });
 
   it('documents the errors of the trigger endpoints and of a run read, each with the one error body', async () => {
@@ -106,7 +118,7 @@ describe('management API: OpenAPI document', () => {
       expect(doc.paths[path].post.description).toContain('will be dialed once');
     }
     const read = doc.paths['/api/v1/workflow/{workflow_id}/runs/{run_id}'].get.responses;
-    for (const status of ['401', '403', '404']) expect({ status, answer: read[status] }).toMatchObject({ status, answer: errorRef });
+    for (const status of ['400', '401', '403', '404', '503']) expect({ status, answer: read[status] }).toMatchObject({ status, answer: errorRef });
     expect(doc.components.schemas.RunSummary.properties.recording_url.description).toContain('expires');
   });
 

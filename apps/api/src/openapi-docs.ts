@@ -16,6 +16,11 @@ export function ApiIdParam(name: string, description: string): MethodDecorator {
   return ApiParam({ name, type: 'integer', description });
 }
 
+/** The 400 of every operation with a numeric id in its path (`ParseIdPipe`), with what else its 400 may say. */
+export function badId(also?: string): string {
+  return `\`validation_failed\`: an id in the path that is not a positive integer${also ? `; ${also}` : ''}`;
+}
+
 /** The error answers an operation documents, each with the error body. */
 export function ApiErrors(answers: Record<number, string>): MethodDecorator & ClassDecorator {
   return applyDecorators(

@@ -32,6 +32,14 @@ const FASTIFY_CODES: Record<string, string> = {
 };
 
 /**
+ * The 503s that waiting mends (a dependency away or busy, a render that ran
+ * out of time), answered with `Retry-After: 1`. Not `credentials_unreadable`:
+ * that needs an operator (the credentials stored again, or the SECRETS_KEY that
+ * sealed them), and a client told to come back in a second would only repeat it.
+ */
+const RETRY_SOON: ReadonlySet<string> = new Set(['service_unavailable', 'agent_render_failed']);
+
+/**
  * Maps every error to `{statusCode, code, message, request_id}`. Anything that
  * is not a known client error answers a generic 500 and is logged in full.
  */
@@ -50,7 +58,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         'request failed',
       );
     }
-    if (body.statusCode === 503) void reply.header('retry-after', '1');
+    if (RETRY_SOON.has(body.code)) void reply.header('retry-after', '1');
     void reply.status(body.statusCode).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 

@@ -8,11 +8,18 @@ import { QueueName } from '@app/queue';
 
 const PROBE_TIMEOUT_MS = 1000;
 
+/** A dependency that answered but takes no writes: the apps cannot serve on it, though a read goes through. */
+class TakesNoWrites extends Error {}
+
 /**
- * Readiness probes of what both apps depend on: Postgres and Redis. The
+ * Readiness probes of what both apps depend on: Postgres and Redis, each
+ * asked for what the app needs of it, a write. A Postgres standby (a
+ * failover that left the URL on the old primary) answers a `SELECT`, and a
+ * Redis out of memory, read-only or refusing writes after a failed save runs
+ * a read-only script, while neither can store a run or move a job. The
  * answer is unauthenticated, on the API's public port: a failing probe says
- * only that its dependency did not answer, and the driver's error (hosts,
- * ports, the database user) goes to the log.
+ * only that its dependency did not answer or takes no writes, and the
+ * driver's error (hosts, ports, the database user) goes to the log.
  */
 @Injectable()
 export class DependenciesHealth {
@@ -25,7 +32,11 @@ export class DependenciesHealth {
   ) {}
 
   postgres(): Promise<HealthIndicatorResult> {
-    return this.probe('postgres', () => this.dataSource.query('SELECT 1'));
+    return this.probe('postgres', async () => {
+      // `on` on a hot standby, and where default_transaction_read_only is set: a run's insert answers 25006 there.
+      const [row] = await this.dataSource.query<Array<{ transaction_read_only: string }>>('SHOW transaction_read_only');
+      if (row?.transaction_read_only !== 'off') throw new TakesNoWrites(`transaction_read_only is ${row?.transaction_read_only}`);
+    });
   }
 
   redis(): Promise<HealthIndicatorResult> {
@@ -37,7 +48,16 @@ export class DependenciesHealth {
       const client = await this.queue.backend.client;
       if (client.status !== 'ready') throw new Error(`the Redis connection is ${client.status}`);
       if (Date.now() - asked >= PROBE_TIMEOUT_MS) throw new Error('the first connection to Redis came after the probe was answered');
-      return this.queue.count();
+      // A write, which Redis refuses when out of memory under noeviction (OOM), as a replica (READONLY) or after a
+      // failed save (MISCONF); a read, even a script's, would still be answered. One key per queue prefix, shared by
+      // the dialers, living a minute.
+      try {
+        await client.set(`${this.queue.opts.prefix ?? 'bull'}:readiness-probe`, String(Date.now()), { PX: 60_000 });
+      } catch (error) {
+        // Redis' own answer (ioredis names every error reply so), not a lost connection.
+        if ((error as Error | undefined)?.name === 'ReplyError') throw new TakesNoWrites((error as Error).message);
+        throw error;
+      }
     });
   }
 
@@ -48,7 +68,8 @@ export class DependenciesHealth {
       return check.up();
     } catch (error) {
       this.logger.warn({ dependency: name, err: error }, 'readiness probe failed');
-      return check.down({ message: `${name} did not answer (the reason is in the log)` });
+      const problem = error instanceof TakesNoWrites ? 'takes no writes' : 'did not answer';
+      return check.down({ message: `${name} ${problem} (the reason is in the log)` });
     }
   }
 }

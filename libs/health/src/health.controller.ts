@@ -1,5 +1,5 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorResult } from '@nestjs/terminus';
 import { DependenciesHealth } from './dependencies.health';
 
@@ -28,7 +28,7 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  @Get(['ready', ''])
+  @Get('ready')
   @HealthCheck()
   @ApiOperation({ operationId: 'healthReady' })
   ready() {
@@ -37,5 +37,13 @@ export class HealthController {
       redis: () => this.dependencies.redis(),
     };
     return this.health.check(this.readiness.map((dependency) => probes[dependency]));
+  }
+
+  /** `/health`, the same check: left out of the OpenAPI document, where an operation id names one operation. */
+  @Get()
+  @HealthCheck()
+  @ApiExcludeEndpoint()
+  readyAtRoot() {
+    return this.ready();
   }
 }

@@ -18,7 +18,7 @@ import { PageQuery } from '../paging/page-query';
 import { ApiKeysService } from './api-keys.service';
 import { CreateApiKeyDto } from './create-api-key.dto';
 import { CreatedApiKeyView } from './created-api-key-view';
-import { ApiErrors, ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam, badId } from '../openapi-docs';
 
 const ID_PARAM = ApiIdParam('id', 'The API key');
 
@@ -59,7 +59,7 @@ export class ApiKeysController {
       'admin key cannot be revoked (409 `last_admin_key`): create another first.',
   })
   @ApiNoContentResponse()
-  @ApiErrors({ 404: '`api_key_not_found`', 409: "`last_admin_key`: the organization's last admin key" })
+  @ApiErrors({ 400: badId(), 404: '`api_key_not_found`', 409: "`last_admin_key`: the organization's last admin key" })
   @ID_PARAM
   revoke(@Param('id', new ParseIdPipe(apiKeyNotFound)) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<void> {
     return this.apiKeys.revoke(key.organizationId, id);

@@ -10,7 +10,7 @@ import { ListRunsQuery } from './list-runs.query';
 import { RunPage, RunView } from './run-view';
 import { runNotFound, WorkflowRunsService } from './workflow-runs.service';
 import { workflowNotFound } from '../workflows/workflow-not-found.error';
-import { ApiErrors, ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam, badId } from '../openapi-docs';
 
 /** Run records are answered as JSON already written (see `RunPresenter.recordJson` and `pageJson`). */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -36,7 +36,7 @@ export class WorkflowRunsController {
   @ApiOkResponse({ type: RunPage })
   @WORKFLOW_ID
   @ApiErrors({
-    400: '`validation_failed`: a bad cursor, limit or status',
+    400: badId('or a bad cursor, limit or status'),
     401: '`unauthorized`',
     403: '`forbidden`',
     404: '`workflow_not_found`',
@@ -56,7 +56,13 @@ export class WorkflowRunsController {
   @ApiOkResponse({ type: RunView })
   @WORKFLOW_ID
   @RUN_ID
-  @ApiErrors({ 401: '`unauthorized`', 403: '`forbidden`: the key is limited to other agents', 404: '`run_not_found`', 503: DATABASE_AWAY })
+  @ApiErrors({
+    400: badId(),
+    401: '`unauthorized`',
+    403: '`forbidden`: the key is limited to other agents',
+    404: '`run_not_found`',
+    503: DATABASE_AWAY,
+  })
   get(
     @Param('workflow_id', workflowId) workflow: number,
     @Param('run_id', runId) run: number,
@@ -72,7 +78,7 @@ export class WorkflowRunsController {
   @WORKFLOW_ID
   @RUN_ID
   @ApiErrors({
-    400: '`validation_failed`: an unknown artifact, or a lifetime outside 1 to 604800 seconds',
+    400: badId('or an unknown artifact, or a lifetime outside 1 to 604800 seconds'),
     401: '`unauthorized`',
     403: '`forbidden`: the key is limited to other agents',
     404: '`run_not_found`, or `artifact_not_available` until the artifact is stored',
@@ -103,12 +109,13 @@ export class WorkflowRunsController {
   @WORKFLOW_ID
   @RUN_ID
   @ApiErrors({
+    400: badId(),
     401: '`unauthorized`',
     403: '`forbidden`: the key is limited to other agents',
     404: '`run_not_found`',
     409: '`run_not_cancelable`: answered or finished, its call id not known yet, or the carrier refused the hang-up',
     502: '`carrier_unreachable`: the carrier could not be asked to hang up; retry',
-    503: DATABASE_AWAY,
+    503: `${DATABASE_AWAY}; or \`credentials_unreadable\`: the configuration's stored credentials cannot be read with this SECRETS_KEY`,
   })
   async cancel(
     @Param('workflow_id', workflowId) workflow: number,

@@ -19,9 +19,10 @@ import { TelephonyConfigurationPage, TelephonyConfigurationView } from './teleph
 import { PageQuery } from '../paging/page-query';
 import { TelephonyConfigurationsService } from './telephony-configurations.service';
 import { UpdateTelephonyConfigurationDto } from './update-telephony-configuration.dto';
-import { ApiErrors, ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam, badId } from '../openapi-docs';
 
 const configurationId = new ParseIdPipe(telephonyConfigurationNotFound);
+const NOT_FOUND = '`telephony_configuration_not_found`';
 
 const ID_PARAM = ApiIdParam('id', 'The telephony configuration');
 
@@ -59,6 +60,7 @@ export class TelephonyConfigurationsController {
   @Get(':id')
   @ApiOperation({ operationId: 'getTelephonyConfiguration', summary: 'One carrier account' })
   @ApiOkResponse({ type: TelephonyConfigurationView })
+  @ApiErrors({ 400: badId(), 404: NOT_FOUND })
   @ID_PARAM
   get(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<TelephonyConfigurationView> {
     return this.configurations.get(key.organizationId, id);
@@ -67,6 +69,12 @@ export class TelephonyConfigurationsController {
   @Patch(':id')
   @ApiOperation({ operationId: 'updateTelephonyConfiguration', summary: 'Change any subset of a carrier account' })
   @ApiOkResponse({ type: TelephonyConfigurationView })
+  @ApiErrors({
+    400: badId('or `validation_failed` for the body (credentials or settings the provider refuses included)'),
+    404: NOT_FOUND,
+    409: '`configuration_in_use`: a change of `provider` while runs placed through it are not complete',
+    503: '`credentials_unreadable`: the stored credentials cannot be read with this SECRETS_KEY; store them again',
+  })
   @ID_PARAM
   update(
     @Param('id', configurationId) id: number,
@@ -82,6 +90,12 @@ export class TelephonyConfigurationsController {
     operationId: 'verifyTelephonyConfiguration',
     summary: 'Ask the carrier whether the stored credentials work',
     description: 'Answers `{ok: true}` or `{ok: false, reason, message}`; 502 `carrier_unreachable` when the carrier cannot be asked.',
+  })
+  @ApiErrors({
+    400: badId(),
+    404: NOT_FOUND,
+    502: '`carrier_unreachable`: the carrier could not be asked; retry',
+    503: '`credentials_unreadable`: the stored credentials cannot be read with this SECRETS_KEY; store them again',
   })
   @ID_PARAM
   verify(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<CredentialsCheck> {
@@ -100,6 +114,7 @@ export class TelephonyConfigurationsController {
       '400 `telephony_not_configured` until another is marked with is_default_outbound.',
   })
   @ApiNoContentResponse()
+  @ApiErrors({ 400: badId(), 404: NOT_FOUND, 409: '`configuration_in_use`: runs placed through it are not complete' })
   @ID_PARAM
   remove(@Param('id', configurationId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<void> {
     return this.configurations.remove(key.organizationId, id);

@@ -10,7 +10,7 @@ import { workflowNotFound } from './workflow-not-found.error';
 import { WorkflowPage, WorkflowView } from './workflow-view';
 import { PageQuery } from '../paging/page-query';
 import { WorkflowsService } from './workflows.service';
-import { ApiErrors, ApiIdParam } from '../openapi-docs';
+import { ApiErrors, ApiIdParam, badId } from '../openapi-docs';
 
 const workflowId = new ParseIdPipe(workflowNotFound);
 
@@ -51,6 +51,7 @@ export class WorkflowsController {
   @Get(':id')
   @ApiOperation({ operationId: 'getWorkflow', summary: 'One workflow with its draft, published definition and triggers' })
   @ApiOkResponse({ type: WorkflowView })
+  @ApiErrors({ 400: badId(), 404: '`workflow_not_found`' })
   @ID_PARAM
   get(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
     return this.workflows.get(key.organizationId, id);
@@ -63,6 +64,11 @@ export class WorkflowsController {
     description: 'A replaced draft is kept, archived, since runs may reference it; the new draft takes the next version.',
   })
   @ApiOkResponse({ type: WorkflowView })
+  @ApiErrors({
+    400: badId('or `validation_failed` for the body, `invalid_definition` for the definition'),
+    404: '`workflow_not_found`',
+    409: '`trigger_conflict`: a trigger_path registered to another workflow',
+  })
   @ID_PARAM
   saveDraft(
     @Param('id', workflowId) id: number,
@@ -80,6 +86,7 @@ export class WorkflowsController {
     description: '409 `no_draft` when the workflow has no draft.',
   })
   @ApiOkResponse({ type: WorkflowView })
+  @ApiErrors({ 400: badId(), 404: '`workflow_not_found`', 409: '`no_draft`' })
   @ID_PARAM
   publish(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
     return this.workflows.publish(key.organizationId, id);
