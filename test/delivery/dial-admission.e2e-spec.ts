@@ -121,7 +121,9 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     for (let runId = 1; runId <= 700; runId++) await admission.admit(configurationId, runId, limits(cps), true);
     // Kept to a tenth of a millisecond, each instant lost up to 0.05 ms: at 7,000 a second, 700 dials spanned 70 ms
     // (10,000 a second); at 1,500, 490 ms (1,429 a second).
-    const span = Number(await client.redis.get(paceKey)) - start;
+    const [instant, interval] = (await client.redis.get(paceKey))!.split(' ');
+    expect(Number(interval)).toBe(1000 / cps);
+    const span = Number(instant) - start;
     const expected = (700 * 1000) / cps;
     expect(Math.abs(span - expected)).toBeLessThan(expected * 0.001);
   });
@@ -193,6 +195,43 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });
     expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+  });
+
+  it('paces the next dial one new interval after the last, once calls_per_second was raised', async () => {
+    // One call in 1,000 s, then ten a second: the next call goes 100 ms after the last one, not 1,000 s after it.
+    const before = await redisNow();
+    expect((await admission.admit(configurationId, 1, limits(0.001), true)).kind).toBe('admitted');
+    const next = await admission.admit(configurationId, 2, limits(10), true);
+    expect(next.kind).toBe('admitted');
+    expect((next as { waitMs: number }).waitMs).toBeLessThanOrEqual(100);
+    // And on at the new rate from there: the instant after it 100 ms later.
+    const stored = (await client.redis.get(instants.key(configurationId)))!.split(' ');
+    expect(Number(stored[1])).toBe(100);
+    expect(Number(stored[0])).toBeGreaterThanOrEqual(before + 200);
+    expect(Number(stored[0])).toBeLessThanOrEqual((await redisNow()) + 200);
+  });
+
+  it('paces the next dial one new interval after the last, once calls_per_second was lowered, though the rolling window forgot it', async () => {
+    // Ten a second, then one in 100 s: a dial a moment later (the window of the old rate, a second, is no longer
+    // what holds it) waits for 100 s after the last.
+    const before = await redisNow();
+    expect((await admission.admit(configurationId, 1, limits(10), true)).kind).toBe('admitted');
+    const next = await admission.admit(configurationId, 2, limits(0.01), true);
+    const after = await redisNow();
+    expect(next.kind).toBe('paced');
+    expect((next as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(100_000 - (after - before));
+    expect((next as { waitMs: number }).waitMs).toBeLessThanOrEqual(100_000);
+  });
+
+  it('reads an instant stored without its interval, as earlier releases stored it, and gives back one stored with it', async () => {
+    const now = await redisNow();
+    await client.redis.set(instants.key(configurationId), String(now + 600_000), 'PX', 700_000);
+    const paced = await admission.admit(configurationId, 1, limits(1), true);
+    expect(paced.kind).toBe('paced');
+    expect((paced as { waitMs: number }).waitMs).toBeGreaterThan(590_000);
+    expect(await client.redis.get(instants.key(configurationId))).toMatch(/^\d+(\.\d+)? 1000$/);
+    expect(await instants.forgetReserved(configurationId)).toBe(true);
+    expect(await client.redis.exists(instants.key(configurationId))).toBe(0);
   });
 
   /**

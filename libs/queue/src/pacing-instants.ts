@@ -8,7 +8,8 @@ import { RedisClient, RedisScript } from './redis-client';
 const FORGET_RESERVED = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local reserved = tonumber(redis.call('GET', KEYS[1]) or '0')
+local stored = redis.call('GET', KEYS[1]) or '0'
+local reserved = tonumber(string.match(stored, '^%S+'))
 if reserved > now then
   redis.call('DEL', KEYS[1])
   return 1
@@ -19,7 +20,9 @@ return 0
 /**
  * Each telephony configuration's pacing: the next free dial instant (GCRA's
  * theoretical arrival time), which the dialer's admission reserves from,
- * one `1 / calls_per_second` after another, on Redis time.
+ * one `1 / calls_per_second` after another, on Redis time. Stored as text,
+ * `<instant ms> <interval ms>` (the interval it was reserved at), or the
+ * instant alone as earlier releases wrote it.
  */
 @Injectable()
 export class PacingInstants {

@@ -16,7 +16,11 @@ export const INLINE_PACING_WAIT_MS = 250;
  * 1. pacing (when asked for, ARGV[6] being the interval in ms): GCRA reserves
  *    the configuration's next free instant, one every 1/cps seconds, so the
  *    rate holds across every dialer replica and calls are spread evenly
- *    instead of bursting at each second's start. An instant more than ARGV[7]
+ *    instead of bursting at each second's start. The instant is stored with
+ *    the interval it was reserved at: once `calls_per_second` changes, the
+ *    next is one new interval after the last one reserved (raised from one
+ *    call in 1,000 s to ten a second, the next call is 100 ms after the last,
+ *    not 1,000 s; lowered, it waits the new interval). An instant more than ARGV[7]
  *    ms ahead is answered as a wait (the job is delayed, then asks again
  *    without pacing); a nearer one is the instant the checks below are made
  *    for, and the dial waits for it in place once admitted. A run that holds
@@ -51,7 +55,8 @@ export const INLINE_PACING_WAIT_MS = 250;
  * Instants are stored as text too, in full (`exact`): Lua's `tostring` keeps
  * 14 digits, a tenth of a millisecond at today's epoch, which would round
  * each interval of a fast configuration (1/7000 s paced at 1/10000). What
- * the previous release stored (`tostring`) still reads as a number.
+ * earlier releases stored (the instant alone) is read as the instant, at
+ * whatever rate (see `PacingInstants`).
  */
 const ADMIT = `
 local function exact(ms)
@@ -63,10 +68,23 @@ local at = now
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local holdsSlot = held ~= false and tonumber(held) > now
 if ARGV[6] ~= '' and not holdsSlot then
-  local tat = tonumber(redis.call('GET', KEYS[3]) or '0')
+  local tat = 0
+  local stored = redis.call('GET', KEYS[3])
+  if stored then
+    local instant, spacing = string.match(stored, '^(%S+) (%S+)$')
+    if instant == nil then
+      tat = tonumber(stored)
+    elseif spacing == ARGV[6] then
+      tat = tonumber(instant)
+    else
+      -- Reserved at another rate (calls_per_second changed since): one interval of this rate after the last instant
+      -- reserved, which is where the next free instant was, less an interval of that rate.
+      tat = tonumber(instant) - tonumber(spacing) + tonumber(ARGV[6])
+    end
+  end
   at = math.max(tat, now)
   local nextTat = at + tonumber(ARGV[6])
-  redis.call('SET', KEYS[3], exact(nextTat), 'PX', math.ceil(nextTat - now + 60000))
+  redis.call('SET', KEYS[3], exact(nextTat) .. ' ' .. ARGV[6], 'PX', math.ceil(nextTat - now + 60000))
   if at - now > tonumber(ARGV[7]) then
     return {2, tostring(at - now)}
   end
