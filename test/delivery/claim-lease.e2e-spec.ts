@@ -343,6 +343,40 @@ describe('a dial job whose claim outlived its lease', () => {
       expect(await dialsOf(job.runId)).toBe(1);
     });
 
+    it('is paced again when the dialer stalled after Redis admitted it, before it read the answer, and the window filled meanwhile', async () => {
+      const job = await queuedRun();
+      const config = await configurationOf(job.runId);
+      const limits = { callsPerSecond: config.callsPerSecond, maxConcurrentCalls: 1_000, leaseMs: 60_000 };
+      const admission = apps.dialer!.get(DialAdmission);
+      const admit = admission.admit.bind(admission);
+      const others = Array.from({ length: Math.ceil(config.callsPerSecond) }, (_, index) => 900_100_001 + index);
+      // The first admission of this run is answered by Redis, then read late (a blocked event loop, a paused VM):
+      // meanwhile other dialers fill the configuration's next second. Measured from the answer's reading, this dial
+      // would not look late, and would go out on top of them.
+      const spy = jest.spyOn(admission, 'admit').mockImplementation(async (...args) => {
+        const answer = await admit(...args);
+        if (args[1] === job.runId && spy.mock.calls.filter((call) => call[1] === job.runId).length === 1) {
+          await new Promise((resolve) => setTimeout(resolve, DIAL_LATE_MS));
+          const filled = await Promise.all(others.map((other) => admit(config.id, other, limits, false)));
+          expect(filled.every((other) => other.kind === 'admitted')).toBe(true);
+          await new Promise((resolve) => setTimeout(resolve, late - DIAL_LATE_MS));
+        }
+        return answer;
+      });
+      let held;
+      try {
+        held = await apps.dialer!.get(CallPlacer).place(job, {});
+      } finally {
+        spy.mockRestore();
+      }
+
+      expect(held).toMatchObject({ kind: 'delay', reason: 'dial_late', progress: { lateDials: 1 } });
+      expect(await dialsOf(job.runId)).toBe(0);
+      expect(await runOf(job.runId)).toMatchObject({ status: 'queued', last_event: 'dialer.dial_late' });
+      const slots = apps.dialer!.get(ConcurrencyLimiter);
+      for (const other of others) await slots.release(config.id, other);
+    });
+
     it('sends nothing when admitting it again took it past the lease, and hands the run back as a lapsed claim', async () => {
       const job = await queuedRun();
       const admission = apps.dialer!.get(DialAdmission);

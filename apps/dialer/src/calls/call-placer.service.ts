@@ -175,7 +175,7 @@ export class CallPlacer {
       const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined };
       return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: progressed, reason: 'concurrency' };
     }
-    const admitted = { admittedAt: performance.now(), lease: admission.lease };
+    const admitted = { admittedAt: admission.dueAt, lease: admission.lease };
 
     const definition = await picking;
     // The claim answers the run as it moved it: the job's one read of the run, in the same statement. Its id, in its
@@ -411,17 +411,27 @@ export class CallPlacer {
    * rate window, are waited out in place before asking again (without
    * pacing: the instant is this dial's); longer waits are answered to the caller.
    */
-  private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission> {
+  /**
+   * The admission, once its instant has come. `dueAt` is that instant by this
+   * process's monotonic clock, counted from when the admission was asked for:
+   * a dialer stalled after Redis admitted the dial (its answer read late, a
+   * blocked event loop) finds the dial late at the dial, where counted from
+   * the answer it would go out with every other dial admitted before the stall.
+   */
+  private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission & { dueAt: number }> {
     const limits = this.limitsOf(config);
+    let askedAt = performance.now();
     let admission = await this.admission.admit(config.id, runId, limits, pace);
     if (admission.kind === 'rate' && admission.waitMs <= INLINE_PACING_WAIT_MS) {
       await sleep(admission.waitMs);
+      askedAt = performance.now();
       admission = await this.admission.admit(config.id, runId, limits, false);
     }
+    const dueAt = askedAt + (admission.kind === 'admitted' ? admission.waitMs : 0);
     // Admitted for an instant just ahead (paced): go out on it. A timer cannot wait less than a millisecond, so a
     // nearer instant is dialed at once, as early as a timer would have made it late.
     if (admission.kind === 'admitted' && admission.waitMs >= 1) await sleep(admission.waitMs);
-    return admission;
+    return { ...admission, dueAt };
   }
 
   /**
