@@ -188,6 +188,33 @@ describe('a dial job whose claim outlived its lease', () => {
     expect(await dialsOf(job.runId)).toBe(0);
   });
 
+  it('gives the run a job again when the carrier refused its dial unprocessed after a copy of its job ended meanwhile', async () => {
+    const job = await queuedRun();
+    const placer = apps.dialer!.get(CallPlacer);
+    const calls = apps.dialer!.get<Queue>(getQueueToken(QueueName.Calls));
+    const jobId = placeCallJobId(job.runId);
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const dial = jest.spyOn(sandbox, 'placeCall').mockImplementationOnce(async () => {
+      // Stopped while its dial was on the way, past its job's lock: the stalled copy, run by another dialer, finds the
+      // run claimed and ends. Then the carrier's answer: busy, nothing done.
+      expect(await placer.place(job, {})).toEqual({ kind: 'done', outcome: 'skipped' });
+      await (await calls.getJob(jobId))!.remove();
+      throw new CarrierError('Busy, try again', { reason: 'carrier_busy', permanent: false, notProcessed: true });
+    });
+    let refused;
+    try {
+      refused = await placer.place(job, {});
+    } finally {
+      dial.mockRestore();
+    }
+
+    expect(refused).toMatchObject({ kind: 'delay', reason: 'carrier_busy' });
+    expect((await runOf(job.runId)).status).toBe('queued');
+    // Added again: the job was gone when the copy ended, and this one's delay would hold no job.
+    expect(await calls.getJob(jobId)).toBeDefined();
+    expect(await dialsOf(job.runId)).toBe(0);
+  });
+
   it("leaves the run's slot to a copy of its job that renewed it while this one was stopped", async () => {
     const job = await queuedRun();
     const configurationId = await configurationIdOf(job.runId);

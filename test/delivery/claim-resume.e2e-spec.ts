@@ -1,6 +1,8 @@
 import { WorkflowRunStore } from '@app/persistence';
-import { RedisClient } from '@app/queue';
+import { ConcurrencyLimiter, RedisClient } from '@app/queue';
+import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
+import { DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
 import { loseNextAnswer } from '../support/lose-next-answer';
@@ -89,5 +91,76 @@ describe('a dial job taking up its unsettled claim', () => {
 
     expect(decision).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  const runOf = async (runId: number) =>
+    (await apps.dataSource.query(`SELECT status, end_reason, provider_call_id FROM workflow_runs WHERE id = $1`, [runId]))[0];
+  /** The slot an earlier attempt's admission took for the run, before its claim. */
+  const takeSlot = async (configurationId: number, runId: number) => {
+    const admitted = await apps.dialer!.get(DialAdmission).admit(configurationId, runId, { callsPerSecond: 10, maxConcurrentCalls: 10, leaseMs: 60_000 }, false);
+    expect(admitted.kind).toBe('admitted');
+  };
+
+  it('ends the run it left dialing under its claim when it finds it cannot dial it (no from number any more), and frees its slot', async () => {
+    const { job, configurationId } = await claimedRun('claim-w');
+    await takeSlot(configurationId, job.runId);
+    // The configuration's numbers taken away between the claim and its job's return.
+    await apps.dataSource.query(`UPDATE telephony_configurations SET from_numbers = '{}' WHERE id = $1`, [configurationId]);
+
+    expect(await apps.dialer!.get(CallPlacer).place(job, { unsettledClaim: 'claim-w' })).toEqual({ kind: 'done', outcome: 'failed' });
+
+    expect(await runOf(job.runId)).toEqual({ status: 'failed', end_reason: 'no_from_number', provider_call_id: null });
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).toBeNull();
+    expect(await dialsOf(job.runId)).toBe(0);
+  });
+
+  it('leaves alone a run claimed since by another job, when it finds it cannot dial it', async () => {
+    const { job, configurationId } = await claimedRun('claim-v');
+    // Taken up by another claim, whose dial is under way.
+    await apps.dialer!.get(WorkflowRunStore).resumeClaim(job.runId, ['claim-v'], 'claim-other', 'dialer.claim_resumed', {
+      fromNumber: '+15005550006',
+      maxCallDurationSeconds: 60,
+    });
+    await takeSlot(configurationId, job.runId);
+    await apps.dataSource.query(`UPDATE telephony_configurations SET from_numbers = '{}' WHERE id = $1`, [configurationId]);
+
+    expect(await apps.dialer!.get(CallPlacer).place(job, { unsettledClaim: 'claim-v' })).toEqual({ kind: 'done', outcome: 'skipped' });
+
+    expect(await runOf(job.runId)).toEqual({ status: 'dialing', end_reason: null, provider_call_id: null });
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
+  });
+
+  it('comes back for its claim when the run cannot be ended after the carrier rejected its dial, and ends it then', async () => {
+    const { job, configurationId } = await claimedRun('claim-u');
+    const placer = apps.dialer!.get(CallPlacer);
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const rejected = () => new CarrierError('Number blocked', { reason: 'carrier_rejected', permanent: true, notProcessed: false });
+    const dial = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
+      throw rejected();
+    });
+    const store = apps.dialer!.get(WorkflowRunStore);
+    const transition = store.transition.bind(store);
+    const failing = jest.spyOn(store, 'transition').mockImplementationOnce(async (id, to, event, ...rest) => {
+      if (id === job.runId && event === 'carrier.rejected') throw new Error('Connection terminated unexpectedly');
+      return transition(id, to, event, ...rest);
+    });
+    let first;
+    let second;
+    let dials: number | undefined;
+    try {
+      first = await placer.place(job, { unsettledClaim: 'claim-u' });
+      expect(first).toMatchObject({ kind: 'delay', reason: 'claim_unsettled', progress: { unsettledClaim: expect.any(String) } });
+      expect(await runOf(job.runId)).toMatchObject({ status: 'dialing', end_reason: null });
+      second = await placer.place(job, first.kind === 'delay' ? first.progress : {});
+      dials = dial.mock.calls.length;
+    } finally {
+      dial.mockRestore();
+      failing.mockRestore();
+    }
+    expect(second).toEqual({ kind: 'done', outcome: 'failed' });
+    // Sent again on the claim taken up (no call was placed), refused again.
+    expect(dials).toBe(2);
+    expect(await runOf(job.runId)).toEqual({ status: 'failed', end_reason: 'carrier_rejected', provider_call_id: null });
+    expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).toBeNull();
   });
 });

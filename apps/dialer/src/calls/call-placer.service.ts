@@ -135,10 +135,10 @@ export class CallPlacer {
     // An earlier attempt may have taken the run's slot before it stopped: ending the run frees it.
     if (!config || !this.providers.has(config.provider)) {
       const configurationId = route.telephonyConfigurationId;
-      return this.fail(runId, 'telephony_configuration_missing', 'The telephony configuration no longer exists', ['queued'], configurationId);
+      return this.failUndialed(runId, progress, 'telephony_configuration_missing', 'The telephony configuration no longer exists', configurationId);
     }
     const fromNumber = config.fromNumbers.length ? config.fromNumbers[runId % config.fromNumbers.length] : null;
-    if (!fromNumber) return this.fail(runId, 'no_from_number', 'The telephony configuration has no from number', ['queued'], config.id);
+    if (!fromNumber) return this.failUndialed(runId, progress, 'no_from_number', 'The telephony configuration has no from number', config.id);
     // Before the claim: credentials that cannot be read (SECRETS_KEY not the one they were sealed with) fail the job
     // while its run is still queued, so its retries can dial once they can be read. After the claim, a retry would
     // find the run claimed and leave it `dialing` with no call until the reaper ended it.
@@ -465,15 +465,23 @@ export class CallPlacer {
       // live to everyone else, and keeps its slot until the reaper ends it.
       // Only under this claim: a dialer that answers this late (frozen past its job's lock and the reaper's look-up)
       // may find the run dialed by another claim since, whose live call must not be ended, nor its slot freed.
-      const ended = await this.runs.transition(
-        run.id,
-        'failed',
-        'carrier.rejected',
-        { endReason: error.reason, endedAt: new Date() },
-        { message: error.message, carrier_code: error.carrierCode ?? null },
-        ['dialing'],
-        ownClaim(claimed),
-      );
+      let ended;
+      try {
+        ended = await this.runs.transition(
+          run.id,
+          'failed',
+          'carrier.rejected',
+          { endReason: error.reason, endedAt: new Date() },
+          { message: error.message, carrier_code: error.carrierCode ?? null },
+          ['dialing'],
+          ownClaim(claimed),
+        );
+      } catch (writeError) {
+        // No call was placed, and the run is still `dialing` under this claim: the job comes back for it and sends the
+        // dial again (refused again, the run then ends). Failed as it is, its retry would find the run claimed and
+        // leave it to the reaper, which cannot tell most carriers' "no such call" from an unknown outcome.
+        return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, claimed.progress, 'the run could not be ended after the carrier rejected its dial', writeError);
+      }
       if (!ended) return done('skipped');
       await this.slots.release(config.id, run.id);
       return done('failed');
@@ -557,6 +565,9 @@ export class CallPlacer {
       return done('failed');
     }
     await this.slots.releaseLease(config.id, run.id, claimed.lease);
+    // As for a lapsed claim: a copy of the job that ran while this one waited for the carrier (its lock lapsed, the
+    // dialer stopped) may have ended, finding the run claimed; this job's delay then does not hold.
+    await this.dispatcher.ensureJobs([{ id: run.id, organization_id: run.organizationId }]);
     return {
       kind: 'delay',
       untilMs: Date.now() + carrierRetryDelayMs(retries, retryAfterMs),
@@ -596,6 +607,26 @@ export class CallPlacer {
    * back for, on that slot, and a run another moved on is not this job's
    * to free (see `retryLater`).
    */
+  /**
+   * Ends a run this job found it cannot dial, before any dial: the run still
+   * `queued`, or `dialing` with no call under this job's unsettled claim (a
+   * claim whose answer was lost, taken up by no one since), which is this
+   * job's too. Left `dialing`, that run would hold its slot until the reaper
+   * ended it, `dial_outcome_unknown` at most carriers, though nothing was sent.
+   */
+  private async failUndialed(
+    runId: number,
+    progress: PlaceCallProgress,
+    reason: string,
+    message: string,
+    configurationId: number | null,
+  ): Promise<PlaceDecision> {
+    const queued = await this.fail(runId, reason, message, ['queued'], configurationId);
+    if (progress.unsettledClaim === undefined || queued.kind !== 'done' || queued.outcome !== 'skipped') return queued;
+    const held = [progress.unsettledClaim, ...(progress.resumingAs ?? [])];
+    return this.fail(runId, reason, message, ['dialing'], configurationId, { withoutCallId: true, latestClaim: { ids: held, resumeEvent: CLAIM_RESUMED } });
+  }
+
   private async fail(
     runId: number,
     reason: string,
