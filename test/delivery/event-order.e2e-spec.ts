@@ -136,6 +136,27 @@ describe('carrier events applied out of order', () => {
       expect(row.duration_seconds).toBeCloseTo(8, 3);
     });
 
+    it("takes the answer's own time over a look-up's earlier estimate (the call's start, ring time included)", async () => {
+      const runId = await seedRun('ringing');
+      const now = Date.now();
+      const startedAt = new Date(now - 25_000);
+      const answeredAt = new Date(now - 5_000);
+      // The reaper's look-up, while the call's own events wait in a backlog: answered, at the call's start.
+      expect(await applier.apply(events(runId, 'answered', startedAt, { answerTimeEstimated: true }))).toBe(true);
+      expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: startedAt });
+
+      expect(await applier.apply(events(runId, 'answered', answeredAt))).toBe(false);
+      expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: answeredAt });
+      // Another estimate changes it no more.
+      await applier.apply(events(runId, 'answered', startedAt, { answerTimeEstimated: true }));
+      expect(await readRow(runId)).toMatchObject({ answered_at: answeredAt });
+
+      await applier.apply(events(runId, 'completed', new Date(now - 1_000)));
+      const row = await readRow(runId);
+      expect(row).toMatchObject({ status: 'completed', answered_at: answeredAt });
+      expect(row.duration_seconds).toBeCloseTo(4, 3);
+    });
+
     it('computes a duration from the verdict again once the answer comes after the hang-up; a carrier duration stays', async () => {
       const runId = await seedRun('ringing');
       const now = Date.now();

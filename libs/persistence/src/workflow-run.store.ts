@@ -969,13 +969,14 @@ export class WorkflowRunStore {
    * - a completed run without one gets it: the hang-up was applied before
    *   the answer (the two events' jobs ran side by side);
    * - with `exact` (the carrier's report of the answer itself), it replaces
-   *   a later one the run has, on a run answered or ended after talking:
-   *   that one came from an event whose time is not the answer's
-   *   (`answerTimeEstimated`: an answering-machine verdict applied first).
-   *   A duration computed from the replaced time is computed again; a
-   *   carrier's duration is kept.
-   * An estimated time never replaces one: a look-up's answer may carry the
-   * call's start instead. Answers whether it was set.
+   *   the time of a run answered or ended after talking when that time came
+   *   from an event whose time is not the answer's (`answerTimeEstimated`):
+   *   a later one (an answering-machine verdict applied first, Telnyx's
+   *   look-up), or one the move to `in_progress` logged as estimated, earlier
+   *   or later (Twilio's, Plivo's and Vonage's look-ups give the call's start,
+   *   ring time included). A duration computed from the replaced time is
+   *   computed again; a carrier's duration is kept.
+   * An estimated time never replaces one. Answers whether it was set.
    */
   async fillAnsweredAt(runId: number, answeredAt: Date, exact: boolean): Promise<boolean> {
     const computed = (from: string) => `GREATEST(0, EXTRACT(EPOCH FROM ended_at - ${from}))::double precision`;
@@ -989,8 +990,9 @@ export class WorkflowRunStore {
               updated_at = now()
         WHERE id = $1 AND (ended_at IS NULL OR ended_at >= $2)
           AND ((status = 'completed' AND answered_at IS NULL)
-               OR ($3 AND answered_at > $2 AND (status = 'in_progress' OR ${TALKED_AND_ENDED_SQL})))`,
-      [runId, answeredAt, exact],
+               OR ($3 AND (status = 'in_progress' OR ${TALKED_AND_ENDED_SQL})
+                   AND (answered_at > $2 OR (answered_at <> $2 AND logs->'events' @> $4::jsonb))))`,
+      [runId, answeredAt, exact, JSON.stringify([{ event: 'carrier.answered', detail: { answer_time_estimated: true } }])],
     );
     return affected > 0;
   }

@@ -435,6 +435,8 @@ function detailOf(event: CallEventJob): Record<string, unknown> {
     provider_call_id: event.providerCallId,
     ...(event.reason ? { reason: event.reason } : {}),
     ...(event.answeredBy ? { answered_by: event.answeredBy } : {}),
+    // Told to `fillAnsweredAt`: the answer's own report, coming later, replaces the time this one stored.
+    ...(event.answerTimeEstimated ? { answer_time_estimated: true } : {}),
   };
 }
 
