@@ -110,6 +110,23 @@ describe('carrier events applied out of order', () => {
     expect(await readRow(busy)).toMatchObject({ status: 'busy', answered_at: null });
   });
 
+  it('stores no call id from an event that names none, alone or with others, so the real one is still taken', async () => {
+    for (const grouped of [false, true]) {
+      const runId = await seedRun('dialing');
+      await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = NULL WHERE id = $1`, [runId]);
+      const now = Date.now();
+      // An event of the run's call that came before the dial's answer and named no call (the gateway sends '').
+      const ringing = events(runId, 'ringing', new Date(now - 2_000), { providerCallId: '' });
+      const answered = events(runId, 'answered', new Date(now - 1_000), { providerCallId: '' });
+      // Alone, or with the next in one job moved as one (the grouped transition's statement).
+      expect(await applier.applyJob(grouped ? { ...ringing, following: [answered], nothingBetween: true } : ringing)).toBe(true);
+      const [row] = await apps.dataSource.query(`SELECT status, provider_call_id FROM workflow_runs WHERE id = $1`, [runId]);
+      expect({ grouped, row }).toEqual({ grouped, row: { status: grouped ? 'in_progress' : 'ringing', provider_call_id: null } });
+      await apps.dialer!.get(WorkflowRunStore).recordProviderCallId(runId, `SB-real-${runId}`);
+      expect((await apps.dataSource.query(`SELECT provider_call_id FROM workflow_runs WHERE id = $1`, [runId]))[0].provider_call_id).toBe(`SB-real-${runId}`);
+    }
+  });
+
   describe("an answering-machine verdict applied before the answer's own event", () => {
     const readCost = async (runId: number) => (await apps.dataSource.query(`SELECT cost_info FROM workflow_runs WHERE id = $1`, [runId]))[0].cost_info;
     const verdict = (runId: number, at: Date) => events(runId, 'answered', at, { answeredBy: 'human', answerTimeEstimated: true });

@@ -445,10 +445,11 @@ export class WorkflowRunStore {
       if (value === undefined) continue;
       const { column, cast } = FIELD_COLUMNS[key];
       params.push(cast === 'jsonb' ? JSON.stringify(value) : value);
-      // The first call id a run learns is the one it keeps; cost details add up from several events.
+      // The first call id a run learns is the one it keeps (an event that names none, sent as '', teaches none); cost
+      // details add up from several events.
       const param = `$${params.length}::${cast}`;
       const assigned =
-        key === 'providerCallId' ? `COALESCE(${column}, ${param})` : key === 'costInfo' ? `${column} || ${param}` : param;
+        key === 'providerCallId' ? `COALESCE(${column}, NULLIF(${param}, ''))` : key === 'costInfo' ? `${column} || ${param}` : param;
       sets.push(`${column} = ${assigned}`);
     }
     // Final statuses without artifacts are complete at once; `completed` waits for its artifacts.
@@ -559,7 +560,11 @@ export class WorkflowRunStore {
       const value = `input.f${index}`;
       names.push(`f${index}`);
       const assigned =
-        key === 'providerCallId' ? `COALESCE(workflow_runs.${column}, ${value})` : key === 'costInfo' ? `workflow_runs.${column} || ${value}` : value;
+        key === 'providerCallId'
+          ? `COALESCE(workflow_runs.${column}, NULLIF(${value}, ''))`
+          : key === 'costInfo'
+            ? `workflow_runs.${column} || ${value}`
+            : value;
       sets.push(`${column} = ${assigned}`);
     });
     if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
