@@ -123,8 +123,7 @@ describe('calls_per_second across dialer replicas', () => {
     /** How far ahead of now (Redis' clock) the configuration's next free instant is; 0 when none is reserved. */
     const reservedAheadMs = async () => {
       const [[, reserved], [, [seconds, micros]]] = (await redis.multi().get(paceKey).time().exec()) as [[null, string | null], [null, [string, string]]];
-      // Stored as `<instant> <interval>`.
-      return reserved === null ? 0 : Math.max(0, Number(reserved.split(' ')[0]) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)));
+      return reserved === null ? 0 : Math.max(0, Number(reserved) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)));
     };
 
     // A campaign of 10 calls at one every 2 s: once its jobs are admitted, the instants are reserved up to 20 s ahead.

@@ -8,8 +8,7 @@ import { RedisClient, RedisScript } from './redis-client';
 const FORGET_RESERVED = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local stored = redis.call('GET', KEYS[1]) or '0'
-local reserved = tonumber(string.match(stored, '^%S+'))
+local reserved = tonumber(redis.call('GET', KEYS[1]) or '0')
 if reserved > now then
   redis.call('DEL', KEYS[1])
   return 1
@@ -20,9 +19,10 @@ return 0
 /**
  * Each telephony configuration's pacing: the next free dial instant (GCRA's
  * theoretical arrival time), which the dialer's admission reserves from,
- * one `1 / calls_per_second` after another, on Redis time. Stored as text,
- * `<instant ms> <interval ms>` (the interval it was reserved at), or the
- * instant alone as earlier releases wrote it.
+ * one `1 / calls_per_second` after another, on Redis time; and beside it,
+ * the interval that instant was reserved at (a key of its own, so that the
+ * instant reads as the number earlier releases wrote and read, during a
+ * rolling upgrade too).
  */
 @Injectable()
 export class PacingInstants {
@@ -34,6 +34,11 @@ export class PacingInstants {
 
   key(configurationId: number): string {
     return this.client.keyFor('pace', configurationId);
+  }
+
+  /** The interval, in ms, the next free instant was reserved at: `DialAdmission` paces a changed rate from it. */
+  intervalKey(configurationId: number): string {
+    return this.client.keyFor('pace-interval', configurationId);
   }
 
   /**

@@ -16,8 +16,8 @@ export const INLINE_PACING_WAIT_MS = 250;
  * 1. pacing (when asked for, ARGV[6] being the interval in ms): GCRA reserves
  *    the configuration's next free instant, one every 1/cps seconds, so the
  *    rate holds across every dialer replica and calls are spread evenly
- *    instead of bursting at each second's start. The instant is stored with
- *    the interval it was reserved at: once `calls_per_second` changes, the
+ *    instead of bursting at each second's start. The instant is kept with
+ *    the interval it was reserved at (KEYS[4]): once `calls_per_second` changes, the
  *    next is one new interval after the last one reserved (raised from one
  *    call in 1,000 s to ten a second, the next call is 100 ms after the last,
  *    not 1,000 s; lowered, it waits the new interval). An instant more than ARGV[7]
@@ -55,8 +55,9 @@ export const INLINE_PACING_WAIT_MS = 250;
  * Instants are stored as text too, in full (`exact`): Lua's `tostring` keeps
  * 14 digits, a tenth of a millisecond at today's epoch, which would round
  * each interval of a fast configuration (1/7000 s paced at 1/10000). What
- * earlier releases stored (the instant alone) is read as the instant, at
- * whatever rate (see `PacingInstants`).
+ * the previous release stored (`tostring`) still reads as a number; an
+ * instant without its interval (an earlier release's dialer reserved it, in
+ * a rolling upgrade) is taken as reserved at the rate asked for.
  */
 const ADMIT = `
 local function exact(ms)
@@ -68,23 +69,18 @@ local at = now
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local holdsSlot = held ~= false and tonumber(held) > now
 if ARGV[6] ~= '' and not holdsSlot then
-  local tat = 0
-  local stored = redis.call('GET', KEYS[3])
-  if stored then
-    local instant, spacing = string.match(stored, '^(%S+) (%S+)$')
-    if instant == nil then
-      tat = tonumber(stored)
-    elseif spacing == ARGV[6] then
-      tat = tonumber(instant)
-    else
-      -- Reserved at another rate (calls_per_second changed since): one interval of this rate after the last instant
-      -- reserved, which is where the next free instant was, less an interval of that rate.
-      tat = tonumber(instant) - tonumber(spacing) + tonumber(ARGV[6])
-    end
+  local tat = tonumber(redis.call('GET', KEYS[3]) or '0')
+  local spacing = redis.call('GET', KEYS[4])
+  if spacing and spacing ~= ARGV[6] then
+    -- Reserved at another rate (calls_per_second changed since): one interval of this rate after the last instant
+    -- reserved, which is where the next free instant was, less an interval of that rate.
+    tat = tat - tonumber(spacing) + tonumber(ARGV[6])
   end
   at = math.max(tat, now)
   local nextTat = at + tonumber(ARGV[6])
-  redis.call('SET', KEYS[3], exact(nextTat) .. ' ' .. ARGV[6], 'PX', math.ceil(nextTat - now + 60000))
+  local life = math.ceil(nextTat - now + 60000)
+  redis.call('SET', KEYS[3], exact(nextTat), 'PX', life)
+  redis.call('SET', KEYS[4], ARGV[6], 'PX', life)
   if at - now > tonumber(ARGV[7]) then
     return {2, tostring(at - now)}
   end
@@ -165,7 +161,7 @@ export class DialAdmission {
     private readonly slots: ConcurrencyLimiter,
     private readonly instants: PacingInstants,
   ) {
-    this.admitScript = client.script('vaDialAdmit', ADMIT, 3);
+    this.admitScript = client.script('vaDialAdmit', ADMIT, 4);
   }
 
   /** `pace`: reserve the configuration's next pacing instant first (a dial that has one reserved already does not). */
@@ -173,7 +169,12 @@ export class DialAdmission {
     const { limit, windowMs } = rateWindow(limits.callsPerSecond);
     const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, MIN_CALLS_PER_SECOND)) : '';
     const [verdict, wait, lease] = (await this.admitScript(
-      [this.slots.key(configurationId), this.client.keyFor('dials', configurationId), this.instants.key(configurationId)],
+      [
+        this.slots.key(configurationId),
+        this.client.keyFor('dials', configurationId),
+        this.instants.key(configurationId),
+        this.instants.intervalKey(configurationId),
+      ],
       [
         String(runId),
         String(limits.maxConcurrentCalls),
