@@ -130,37 +130,62 @@ describe('a dial job taking up its unsettled claim', () => {
     expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).not.toBeNull();
   });
 
-  it('comes back for its claim when the run cannot be ended after the carrier rejected its dial, and ends it then', async () => {
+  it('comes back for its claim when the run cannot be ended after the carrier rejected its dial, and ends it then without a dial', async () => {
     const { job, configurationId } = await claimedRun('claim-u');
+    await takeSlot(configurationId, job.runId);
     const placer = apps.dialer!.get(CallPlacer);
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
-    const rejected = () => new CarrierError('Number blocked', { reason: 'carrier_rejected', permanent: true, notProcessed: false });
     const dial = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
-      throw rejected();
+      throw new CarrierError('Number blocked', { reason: 'carrier_rejected', permanent: true, notProcessed: false, carrierCode: 'X-1' });
     });
     const store = apps.dialer!.get(WorkflowRunStore);
     const transition = store.transition.bind(store);
-    const failing = jest.spyOn(store, 'transition').mockImplementationOnce(async (id, to, event, ...rest) => {
-      if (id === job.runId && event === 'carrier.rejected') throw new Error('Connection terminated unexpectedly');
+    // The database fails the run's end twice: on the rejection, and on the job's first return.
+    let failures = 2;
+    const failing = jest.spyOn(store, 'transition').mockImplementation(async (id, to, event, ...rest) => {
+      if (id === job.runId && event === 'carrier.rejected' && failures > 0) {
+        failures -= 1;
+        throw new Error('Connection terminated unexpectedly');
+      }
       return transition(id, to, event, ...rest);
     });
-    let first;
-    let second;
     let dials: number | undefined;
+    let last;
     try {
-      first = await placer.place(job, { unsettledClaim: 'claim-u' });
-      expect(first).toMatchObject({ kind: 'delay', reason: 'claim_unsettled', progress: { unsettledClaim: expect.any(String) } });
+      const first = await placer.place(job, { unsettledClaim: 'claim-u' });
+      expect(first).toMatchObject({
+        kind: 'delay',
+        reason: 'claim_unsettled',
+        progress: { unsettledClaim: expect.any(String), rejected: { reason: 'carrier_rejected', message: 'Number blocked', carrierCode: 'X-1' } },
+      });
       expect(await runOf(job.runId)).toMatchObject({ status: 'dialing', end_reason: null });
-      second = await placer.place(job, first.kind === 'delay' ? first.progress : {});
+      const progress = first.kind === 'delay' ? first.progress : {};
+      // Its first return fails the job (BullMQ retries it with the data it had), its retry ends the run.
+      await expect(placer.place(job, progress)).rejects.toThrow('Connection terminated unexpectedly');
+      last = await placer.place(job, progress);
       dials = dial.mock.calls.length;
     } finally {
       dial.mockRestore();
       failing.mockRestore();
     }
-    expect(second).toEqual({ kind: 'done', outcome: 'failed' });
-    // Sent again on the claim taken up (no call was placed), refused again.
-    expect(dials).toBe(2);
+    expect(last).toEqual({ kind: 'done', outcome: 'failed' });
+    // The rejected dial is not sent again.
+    expect(dials).toBe(1);
     expect(await runOf(job.runId)).toEqual({ status: 'failed', end_reason: 'carrier_rejected', provider_call_id: null });
+    const [entry] = await apps.dataSource.query(
+      `SELECT entry->'detail' AS detail FROM workflow_runs, jsonb_array_elements(logs->'events') AS entry WHERE id = $1 AND entry->>'event' = 'carrier.rejected'`,
+      [job.runId],
+    );
+    expect(entry.detail).toEqual({ message: 'Number blocked', carrier_code: 'X-1' });
     expect(await apps.dialer!.get(ConcurrencyLimiter).lease(configurationId, job.runId)).toBeNull();
+  });
+
+  it('dials a run handed back to the queue since it was rejected under a claim the job could not settle', async () => {
+    const { job } = await claimedRun('claim-t');
+    // The reaper found no call and handed the run back while the job waited.
+    await apps.dataSource.query(`UPDATE workflow_runs SET status = 'queued' WHERE id = $1`, [job.runId]);
+    const rejected = { reason: 'carrier_rejected', message: 'Number blocked', carrierCode: null };
+    expect(await apps.dialer!.get(CallPlacer).place(job, { unsettledClaim: 'claim-t', rejected })).toEqual({ kind: 'done', outcome: 'placed' });
+    expect(await dialsOf(job.runId)).toBe(1);
   });
 });

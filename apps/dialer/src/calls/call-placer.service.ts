@@ -128,6 +128,13 @@ export class CallPlacer {
       }
       route = routeOf(stored);
     }
+    if (progress.rejected && progress.unsettledClaim !== undefined) {
+      const ended = await this.endRejected(runId, progress.rejected, heldClaims(progress), route.telephonyConfigurationId);
+      if (ended) return ended;
+      // The run is no longer `dialing` under this job's claim (handed back to the queue, or claimed since): an
+      // attempt as any other, its rejection the claim's alone.
+      progress = { ...progress, rejected: undefined, unsettledClaim: undefined, resumingAs: undefined };
+    }
 
     // Nothing below the claim's answer is known to be current: a failure found before it only moves a run still
     // `queued`, so a job of a run that already went on (a duplicate, a retry) leaves it alone.
@@ -477,10 +484,12 @@ export class CallPlacer {
           ownClaim(claimed),
         );
       } catch (writeError) {
-        // No call was placed, and the run is still `dialing` under this claim: the job comes back for it and sends the
-        // dial again (refused again, the run then ends). Failed as it is, its retry would find the run claimed and
-        // leave it to the reaper, which cannot tell most carriers' "no such call" from an unknown outcome.
-        return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, claimed.progress, 'the run could not be ended after the carrier rejected its dial', writeError);
+        // No call was placed, and the run is still `dialing` under this claim: the job comes back to end it with this
+        // answer, without a dial. Failed as it is, its retry would find the run claimed and leave it to the reaper,
+        // which cannot tell most carriers' "no such call" from an unknown outcome.
+        const rejected = { reason: error.reason, message: error.message, carrierCode: error.carrierCode ?? null };
+        const what = 'the run could not be ended after the carrier rejected its dial';
+        return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, { ...claimed.progress, rejected }, what, writeError);
       }
       if (!ended) return done('skipped');
       await this.slots.release(config.id, run.id);
@@ -623,8 +632,25 @@ export class CallPlacer {
   ): Promise<PlaceDecision> {
     const queued = await this.fail(runId, reason, message, ['queued'], configurationId);
     if (progress.unsettledClaim === undefined || queued.kind !== 'done' || queued.outcome !== 'skipped') return queued;
-    const held = [progress.unsettledClaim, ...(progress.resumingAs ?? [])];
-    return this.fail(runId, reason, message, ['dialing'], configurationId, { withoutCallId: true, latestClaim: { ids: held, resumeEvent: CLAIM_RESUMED } });
+    return this.fail(runId, reason, message, ['dialing'], configurationId, heldClaims(progress));
+  }
+
+  /**
+   * Ends `failed`, with the carrier's rejection, a run still `dialing` with no
+   * call under this job's unsettled claim; null when it is not (then frees
+   * nothing). A write that fails fails the job, whose retries come back to it.
+   */
+  private async endRejected(
+    runId: number,
+    rejected: NonNullable<PlaceCallProgress['rejected']>,
+    guard: TransitionGuard,
+    configurationId: number | null,
+  ): Promise<PlaceDecision | null> {
+    const detail = { message: rejected.message, carrier_code: rejected.carrierCode };
+    const ended = await this.runs.transition(runId, 'failed', 'carrier.rejected', { endReason: rejected.reason, endedAt: new Date() }, detail, ['dialing'], guard);
+    if (!ended) return null;
+    if (configurationId !== null) await this.slots.release(configurationId, runId);
+    return done('failed');
   }
 
   private async fail(
@@ -659,6 +685,12 @@ function jitter(min: number, max: number): number {
 }
 
 /** A move of a claimed run only while it is `dialing` without a call under this very claim (not another's since). */
+/** A run still `dialing` with no call under this job's unsettled claim, or a resume of it whose answer was lost. */
+function heldClaims(progress: PlaceCallProgress): TransitionGuard {
+  const ids = [progress.unsettledClaim!, ...(progress.resumingAs ?? [])];
+  return { withoutCallId: true, latestClaim: { ids, resumeEvent: CLAIM_RESUMED } };
+}
+
 function ownClaim(claimed: ClaimedDial): TransitionGuard {
   return { withoutCallId: true, latestClaim: { ids: [claimed.claimId], resumeEvent: CLAIM_RESUMED } };
 }

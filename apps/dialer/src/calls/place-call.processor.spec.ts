@@ -14,6 +14,7 @@ describe('PlaceCallProcessor', () => {
     claimLapses: 3,
     lateDials: 1,
     rateRefusals: 1,
+    rejected: { reason: 'invalid_number', message: 'Not a number', carrierCode: '21211' },
   };
 
   function processorWith(decision: PlaceDecision) {

@@ -41,8 +41,9 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     }
     let decision: PlaceDecision;
     try {
-      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals } = job.data;
-      decision = await this.placer.place(job.data, { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals });
+      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals, rejected } = job.data;
+      const progress = { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals, rejected };
+      decision = await this.placer.place(job.data, progress);
     } catch (error) {
       const attempt = job.attemptsMade + 1;
       this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');

@@ -41,6 +41,12 @@ export interface PlaceCallProgress {
    * `slotAt` (RATE_REFUSALS_BEFORE_PACING_AGAIN).
    */
   rateRefusals?: number;
+  /**
+   * With `unsettledClaim`: the carrier rejected the dial sent under that claim
+   * for good, and the run could not be ended then. The job comes back to end
+   * it under the claim, with the carrier's answer, and sends no dial again.
+   */
+  rejected?: { reason: string; message: string; carrierCode: string | null };
 }
 
 export type PlaceDecision =
