@@ -2,7 +2,7 @@ import { RunReader, TelephonyConfiguration, WorkflowRunStore } from '@app/persis
 import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
-import { ConcurrencyLimiter, placeCallJobId, QueueName } from '@app/queue';
+import { ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
 import { PromptRenderer } from '@app/templating';
 import { CallPlacer, DIAL_LATE_MS } from '../../apps/dialer/src/calls/call-placer.service';
 import { PlaceCallProgress } from '../../apps/dialer/src/calls/place-decision';
@@ -402,6 +402,35 @@ describe('a dial job whose claim outlived its lease', () => {
       expect(await runOf(job.runId)).toMatchObject({ status: 'queued', last_event: 'dialer.dial_late' });
       const slots = apps.dialer!.get(ConcurrencyLimiter);
       for (const other of others) await slots.release(config.id, other);
+    });
+
+    it('goes out, counted once in the window, when its admission waited for Redis (away) past DIAL_LATE_MS', async () => {
+      const job = await queuedRun();
+      const config = await configurationOf(job.runId);
+      // One call a second: a dial admitted again would find its own first place filling the window.
+      await apps.dataSource.query(`UPDATE telephony_configurations SET calls_per_second = 1 WHERE id = $1`, [config.id]);
+      const admission = apps.dialer!.get(DialAdmission);
+      const admit = admission.admit.bind(admission);
+      // Its first ask held by the connection while Redis is away: Redis admits it, fresh, when it is back.
+      let held = false;
+      const spy = jest.spyOn(admission, 'admit').mockImplementation(async (...args) => {
+        if (args[1] === job.runId && !held) {
+          held = true;
+          await new Promise((resolve) => setTimeout(resolve, late));
+        }
+        return admit(...args);
+      });
+      let placed;
+      try {
+        placed = await apps.dialer!.get(CallPlacer).place(job, {});
+      } finally {
+        spy.mockRestore();
+      }
+
+      expect(placed).toEqual({ kind: 'done', outcome: 'placed' });
+      expect(await dialsOf(job.runId)).toBe(1);
+      expect(await loggedLate(job.runId)).toBe(0);
+      expect(await apps.dialer!.get(RedisClient).redis.zcard(apps.dialer!.get(RedisClient).keyFor('dials', config.id))).toBe(1);
     });
 
     it('sends nothing when admitting it again took it past the lease, and hands the run back as a lapsed claim', async () => {

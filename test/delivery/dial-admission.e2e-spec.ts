@@ -47,9 +47,16 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     // One dial every 100 ms: the second instant is within the wait a dial makes in place, 100 ms after the first's less
     // the time between the two asks (at most the time between the two reads of Redis' clock).
     const before = await redisNow();
-    expect(await admission.admit(configurationId, 1, limits(10), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+    const first = await admission.admit(configurationId, 1, limits(10), true);
+    expect(first).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
     const second = await admission.admit(configurationId, 2, limits(10), true);
     const after = await redisNow();
+    // Admitted on Redis' clock, between the two reads of it.
+    for (const admitted of [first, second]) {
+      const at = (admitted as { admittedAtMs: number }).admittedAtMs;
+      expect(at).toBeGreaterThanOrEqual(before);
+      expect(at).toBeLessThanOrEqual(after);
+    }
     expect(second.kind).toBe('admitted');
     expect((second as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(100 - (after - before));
     expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(100);
@@ -68,7 +75,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     const firstBy = await redisNow();
     expect((await admission.admit(configurationId, 2, limits(10), true)).kind).toBe('admitted');
     // A dial counted now, after one counted 100 ms ahead: the set must outlive the later instant by a window.
-    expect(await admission.admit(configurationId, 3, limits(10), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+    expect(await admission.admit(configurationId, 3, limits(10), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
     // When the set expires, on Redis' clock: its time to live read in the same step as the clock.
     const [[, time], [, ttl]] = (await client.redis.multi().time().pttl(client.keyFor('dials', configurationId)).exec()) as [
       [null, [string, string]],
@@ -135,7 +142,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     await client.redis.set(paceKey, String(now + 600_000), 'PX', 700_000);
     await client.redis.zadd(client.keyFor('slots', configurationId), now + LEASE_MS, '1');
 
-    expect(await admission.admit(configurationId, 1, limits(1, 1), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+    expect(await admission.admit(configurationId, 1, limits(1, 1), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
     expect(await client.redis.get(paceKey)).toBe(String(now + 600_000));
     // A run holding no slot waits behind the backlog, as before.
     expect((await admission.admit(configurationId, 2, limits(1, 1), true)).kind).toBe('paced');
@@ -178,6 +185,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
       kind: 'admitted',
       waitMs: 0,
       lease: expect.any(String),
+      admittedAtMs: expect.any(Number),
     });
     const renewed = Number(await client.redis.zscore(slots, '1'));
     expect(renewed).toBeGreaterThan(Number(lease));
@@ -191,9 +199,9 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
   });
 
   it('refuses a dial when every concurrency slot is taken, and renews the slot of a run that holds one', async () => {
-    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
     expect(await admission.admit(configurationId, 2, limits(100, 1), false)).toEqual({ kind: 'concurrency' });
-    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+    expect(await admission.admit(configurationId, 1, limits(100, 1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
   });
 
   it('paces the next dial one new interval after the last, once calls_per_second was raised', async () => {
@@ -263,7 +271,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
 
     it('answers how long until the rolling window has room when it is full', async () => {
       const before = await redisNow();
-      expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+      expect(await admission.admit(configurationId, 1, limits(1), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
       const refused = await admission.admit(configurationId, 2, limits(1), false);
       const after = await redisNow();
       expect(refused.kind).toBe('rate');
@@ -280,7 +288,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
 
     it('reserves the next pacing instant and admits the dial whose instant is now', async () => {
       const before = await redisNow();
-      expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+      expect(await admission.admit(configurationId, 1, limits(2), true)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
       const second = await admission.admit(configurationId, 2, limits(2), true);
       const after = await redisNow();
       // One dial every 500 ms: the second one's instant is 500 ms after the first's, less the time between the two
@@ -289,7 +297,7 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
       expect((second as { waitMs: number }).waitMs).toBeGreaterThanOrEqual(500 - (after - before));
       expect((second as { waitMs: number }).waitMs).toBeLessThanOrEqual(500);
       // A reserved instant is not paced again: the dial asks without pacing once it has waited.
-      expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String) });
+      expect(await admission.admit(configurationId, 2, limits(2), false)).toEqual({ kind: 'admitted', waitMs: 0, lease: expect.any(String), admittedAtMs: expect.any(Number) });
     });
 
     it('judges the rolling window at a near instant, not at the time of asking', async () => {

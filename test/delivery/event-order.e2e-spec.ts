@@ -164,8 +164,10 @@ describe('carrier events applied out of order', () => {
 
       expect(await applier.apply(events(runId, 'answered', answeredAt))).toBe(false);
       expect(await readRow(runId)).toMatchObject({ status: 'in_progress', answered_at: answeredAt });
-      // Another estimate changes it no more.
+      // Another estimate changes it no more, nor does a later report of the answer (Plivo dates a machine verdict, or
+      // a callback delivered again, when it arrives).
       await applier.apply(events(runId, 'answered', startedAt, { answerTimeEstimated: true }));
+      await applier.apply(events(runId, 'answered', new Date(now - 2_000)));
       expect(await readRow(runId)).toMatchObject({ answered_at: answeredAt });
 
       await applier.apply(events(runId, 'completed', new Date(now - 1_000)));

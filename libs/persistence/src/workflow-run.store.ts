@@ -977,10 +977,12 @@ export class WorkflowRunStore {
    *   the time of a run answered or ended after talking when that time came
    *   from an event whose time is not the answer's (`answerTimeEstimated`):
    *   a later one (an answering-machine verdict applied first, Telnyx's
-   *   look-up), or one the move to `in_progress` logged as estimated, earlier
-   *   or later (Twilio's, Plivo's and Vonage's look-ups give the call's start,
-   *   ring time included). A duration computed from the replaced time is
-   *   computed again; a carrier's duration is kept.
+   *   look-up), or, earlier or later, the very time the move to
+   *   `in_progress` logged as estimated (`estimated_answer_at`: Twilio's,
+   *   Plivo's and Vonage's look-ups give the call's start, ring time
+   *   included); once replaced, only an earlier one replaces it again. A
+   *   duration computed from the replaced time is computed again; a
+   *   carrier's duration is kept.
    * An estimated time never replaces one. Answers whether it was set.
    */
   async fillAnsweredAt(runId: number, answeredAt: Date, exact: boolean): Promise<boolean> {
@@ -996,8 +998,12 @@ export class WorkflowRunStore {
         WHERE id = $1 AND (ended_at IS NULL OR ended_at >= $2)
           AND ((status = 'completed' AND answered_at IS NULL)
                OR ($3 AND (status = 'in_progress' OR ${TALKED_AND_ENDED_SQL})
-                   AND (answered_at > $2 OR (answered_at <> $2 AND logs->'events' @> $4::jsonb))))`,
-      [runId, answeredAt, exact, JSON.stringify([{ event: 'carrier.answered', detail: { answer_time_estimated: true } }])],
+                   AND (answered_at > $2
+                        OR (answered_at <> $2 AND EXISTS (
+                              SELECT 1 FROM jsonb_array_elements(logs->'events') AS entry
+                               WHERE entry->>'event' = 'carrier.answered'
+                                 AND (entry->'detail'->>'estimated_answer_at')::timestamptz = answered_at)))))`,
+      [runId, answeredAt, exact],
     );
     return affected > 0;
   }

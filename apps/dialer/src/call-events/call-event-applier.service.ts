@@ -436,7 +436,7 @@ function detailOf(event: CallEventJob): Record<string, unknown> {
     ...(event.reason ? { reason: event.reason } : {}),
     ...(event.answeredBy ? { answered_by: event.answeredBy } : {}),
     // Told to `fillAnsweredAt`: the answer's own report, coming later, replaces the time this one stored.
-    ...(event.answerTimeEstimated ? { answer_time_estimated: true } : {}),
+    ...(event.answerTimeEstimated ? { estimated_answer_at: event.occurredAt } : {}),
   };
 }
 

@@ -420,10 +420,13 @@ export class CallPlacer {
    */
   /**
    * The admission, once its instant has come. `dueAt` is that instant by this
-   * process's monotonic clock, counted from when the admission was asked for:
-   * a dialer stalled after Redis admitted the dial (its answer read late, a
-   * blocked event loop) finds the dial late at the dial, where counted from
-   * the answer it would go out with every other dial admitted before the stall.
+   * process's monotonic clock, counted from when Redis admitted the dial: a
+   * dialer stalled after that (its answer read late, a blocked event loop)
+   * finds the dial late at the dial, where counted from the answer it would
+   * go out with every dial admitted before the stall; one whose ask waited
+   * for Redis (away, its command held by the connection) does not. Redis'
+   * instant is read by the wall clocks, which pacing already needs kept in
+   * step (NTP), and taken within the time the ask took.
    */
   private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission & { dueAt: number }> {
     const limits = this.limitsOf(config);
@@ -434,7 +437,12 @@ export class CallPlacer {
       askedAt = performance.now();
       admission = await this.admission.admit(config.id, runId, limits, false);
     }
-    const dueAt = askedAt + (admission.kind === 'admitted' ? admission.waitMs : 0);
+    const answeredAt = performance.now();
+    let dueAt = answeredAt;
+    if (admission.kind === 'admitted') {
+      const admittedBefore = Math.min(Math.max(0, Date.now() - admission.admittedAtMs), answeredAt - askedAt);
+      dueAt = answeredAt - admittedBefore + admission.waitMs;
+    }
     // Admitted for an instant just ahead (paced): go out on it. A timer cannot wait less than a millisecond, so a
     // nearer instant is dialed at once, as early as a timer would have made it late.
     if (admission.kind === 'admitted' && admission.waitMs >= 1) await sleep(admission.waitMs);

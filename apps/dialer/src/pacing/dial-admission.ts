@@ -108,7 +108,7 @@ if redis.call('PTTL', KEYS[1]) < expiry - now then
 end
 redis.call('ZADD', KEYS[2], at, ARGV[1] .. ':' .. t[1] .. t[2])
 redis.call('PEXPIRE', KEYS[2], window + tonumber(ARGV[7]))
-return {1, tostring(at - now), redis.call('ZSCORE', KEYS[1], ARGV[1])}
+return {1, tostring(at - now), redis.call('ZSCORE', KEYS[1], ARGV[1]), tostring(now)}
 `;
 
 export type Admission =
@@ -126,6 +126,8 @@ export type Admission =
        * leaves alone a slot another job of the run has renewed since.
        */
       lease: string;
+      /** When Redis admitted it, by its clock (epoch ms). */
+      admittedAtMs: number;
     }
   /** The pacing instant reserved for this dial is `waitMs` ahead: dial then, without pacing again. */
   | { kind: 'paced'; waitMs: number }
@@ -168,7 +170,7 @@ export class DialAdmission {
   async admit(configurationId: number, runId: number, limits: AdmissionLimits, pace: boolean): Promise<Admission> {
     const { limit, windowMs } = rateWindow(limits.callsPerSecond);
     const interval = pace ? String(1000 / Math.max(limits.callsPerSecond, MIN_CALLS_PER_SECOND)) : '';
-    const [verdict, wait, lease] = (await this.admitScript(
+    const [verdict, wait, lease, admittedAt] = (await this.admitScript(
       [
         this.slots.key(configurationId),
         this.client.keyFor('dials', configurationId),
@@ -184,10 +186,10 @@ export class DialAdmission {
         interval,
         String(INLINE_PACING_WAIT_MS),
       ],
-    )) as [number, string, string?];
+    )) as [number, string, string?, string?];
     switch (verdict) {
       case 1:
-        return { kind: 'admitted', waitMs: Number(wait), lease: lease! };
+        return { kind: 'admitted', waitMs: Number(wait), lease: lease!, admittedAtMs: Number(admittedAt) };
       case 2:
         return { kind: 'paced', waitMs: Number(wait) };
       case 0:
