@@ -128,8 +128,10 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     for (let runId = 1; runId <= 700; runId++) await admission.admit(configurationId, runId, limits(cps), true);
     // Kept to a tenth of a millisecond, each instant lost up to 0.05 ms: at 7,000 a second, 700 dials spanned 70 ms
     // (10,000 a second); at 1,500, 490 ms (1,429 a second).
-    expect(Number(await client.redis.get(instants.intervalKey(configurationId)))).toBe(1000 / cps);
-    const span = Number(await client.redis.get(paceKey)) - start;
+    const nextFree = await client.redis.get(paceKey);
+    // The interval, and the instant it was reserved with.
+    expect(await client.redis.get(instants.intervalKey(configurationId))).toBe(`${1000 / cps} ${nextFree}`);
+    const span = Number(nextFree) - start;
     const expected = (700 * 1000) / cps;
     expect(Math.abs(span - expected)).toBeLessThan(expected * 0.001);
   });
@@ -212,8 +214,8 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect(next.kind).toBe('admitted');
     expect((next as { waitMs: number }).waitMs).toBeLessThanOrEqual(100);
     // And on at the new rate from there: the instant after it 100 ms later.
-    expect(await client.redis.get(instants.intervalKey(configurationId))).toBe('100');
     const nextFree = Number(await client.redis.get(instants.key(configurationId)));
+    expect(await client.redis.get(instants.intervalKey(configurationId))).toMatch(/^100 /);
     expect(nextFree).toBeGreaterThanOrEqual(before + 200);
     expect(nextFree).toBeLessThanOrEqual((await redisNow()) + 200);
   });
@@ -238,7 +240,19 @@ describe('dial admission: pacing, the rate window and concurrency slots in one R
     expect((paced as { waitMs: number }).waitMs).toBeGreaterThan(590_000);
     // Still a number, as an earlier release's dialer (its own script, in a rolling upgrade) reads it.
     expect(Number(await client.redis.get(instants.key(configurationId)))).toBeCloseTo(now + 601_000, -1);
-    expect(await client.redis.get(instants.intervalKey(configurationId))).toBe('1000');
+    expect(await client.redis.get(instants.intervalKey(configurationId))).toMatch(/^1000 /);
+  });
+
+  it('paces on from an instant a dialer of an earlier release moved on at a new rate, not from the interval written with an older one', async () => {
+    // This release reserved an instant at one call in 1,000 s; then, in a rolling upgrade, an earlier release's dialer
+    // (which writes no interval) reserved on at ten a second, the instant now 100 ms after its last.
+    const now = await redisNow();
+    await client.redis.set(instants.intervalKey(configurationId), `1000000 ${now - 5_000}`, 'PX', 700_000);
+    await client.redis.set(instants.key(configurationId), String(now + 5_000), 'PX', 700_000);
+    const next = await admission.admit(configurationId, 1, limits(10), true);
+    // Paced from that instant, 5 s ahead, not rewound by 999.9 s as if reserved at the old rate.
+    expect(next.kind).toBe('paced');
+    expect((next as { waitMs: number }).waitMs).toBeGreaterThan(4_000);
   });
 
   /**

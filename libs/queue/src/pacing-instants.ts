@@ -36,7 +36,11 @@ export class PacingInstants {
     return this.client.keyFor('pace', configurationId);
   }
 
-  /** The interval, in ms, the next free instant was reserved at: `DialAdmission` paces a changed rate from it. */
+  /**
+   * `<interval ms> <instant>`: the interval the next free instant was reserved
+   * at, and that instant as written. `DialAdmission` paces a changed rate from
+   * it while the instant is still that one.
+   */
   intervalKey(configurationId: number): string {
     return this.client.keyFor('pace-interval', configurationId);
   }

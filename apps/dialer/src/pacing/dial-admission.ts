@@ -17,7 +17,8 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    the configuration's next free instant, one every 1/cps seconds, so the
  *    rate holds across every dialer replica and calls are spread evenly
  *    instead of bursting at each second's start. The instant is kept with
- *    the interval it was reserved at (KEYS[4]): once `calls_per_second` changes, the
+ *    the interval it was reserved at (KEYS[4], `<interval> <the instant>`):
+ *    once `calls_per_second` changes, the
  *    next is one new interval after the last one reserved (raised from one
  *    call in 1,000 s to ten a second, the next call is 100 ms after the last,
  *    not 1,000 s; lowered, it waits the new interval). An instant more than ARGV[7]
@@ -69,18 +70,20 @@ local at = now
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local holdsSlot = held ~= false and tonumber(held) > now
 if ARGV[6] ~= '' and not holdsSlot then
-  local tat = tonumber(redis.call('GET', KEYS[3]) or '0')
-  local spacing = redis.call('GET', KEYS[4])
-  if spacing and spacing ~= ARGV[6] then
+  local stored = redis.call('GET', KEYS[3])
+  local tat = tonumber(stored or '0')
+  local spacing, mark = string.match(redis.call('GET', KEYS[4]) or '', '^(%S+) (%S+)$')
+  if spacing and spacing ~= ARGV[6] and mark == stored then
     -- Reserved at another rate (calls_per_second changed since): one interval of this rate after the last instant
-    -- reserved, which is where the next free instant was, less an interval of that rate.
+    -- reserved, which is where the next free instant was, less an interval of that rate. Only while the instant is
+    -- the one written with that interval: a dialer of an earlier release (a rolling upgrade) moves it on without.
     tat = tat - tonumber(spacing) + tonumber(ARGV[6])
   end
   at = math.max(tat, now)
-  local nextTat = at + tonumber(ARGV[6])
-  local life = math.ceil(nextTat - now + 60000)
-  redis.call('SET', KEYS[3], exact(nextTat), 'PX', life)
-  redis.call('SET', KEYS[4], ARGV[6], 'PX', life)
+  local nextTat = exact(at + tonumber(ARGV[6]))
+  local life = math.ceil(tonumber(nextTat) - now + 60000)
+  redis.call('SET', KEYS[3], nextTat, 'PX', life)
+  redis.call('SET', KEYS[4], ARGV[6] .. ' ' .. nextTat, 'PX', life)
   if at - now > tonumber(ARGV[7]) then
     return {2, tostring(at - now)}
   end
