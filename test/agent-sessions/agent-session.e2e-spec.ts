@@ -173,6 +173,19 @@ describe('the agent-session contract with the voice-agent runtime', () => {
     expect((await fetch(completed.recording_url)).headers.get('content-type')).toBe('audio/wav');
   });
 
+  it("takes the agent's report of an opening longer than a turn may be, said up to that length", async () => {
+    // The greeting, 'Hi {{ initial_context.name }}!', rendered to 12,004 characters.
+    const runId = await trigger(0, { name: 'x'.repeat(12_000), slot: 'Monday' });
+    const completed = await waitFor(async () => ((await run(runId)).body.is_completed ? (await run(runId)).body : undefined));
+    expect(completed.status).toBe('completed');
+    const events = completed.logs.events.map((event: { event: string }) => event.event);
+    expect(events).not.toContain('carrier.answer_handling_failed');
+    // Reported by the agent (its context and usage are there), not the dialer's own transcript after the wait.
+    expect(completed.gathered_context).toEqual({ conversation: 'sandbox' });
+    const transcript = await apps.client.get(completed.transcript_url);
+    expect(transcript.body.turns[0]).toMatchObject({ speaker: 'agent', text: `Hi ${'x'.repeat(9_997)}` });
+  });
+
   describe('during a call', () => {
     let runId: number;
 

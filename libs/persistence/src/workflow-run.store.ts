@@ -264,7 +264,7 @@ const FIELD_COLUMNS: Record<keyof RunTransitionFields, { column: string; cast: s
  * which every run record and list page carries: a few names, each at most
  * `usageNameLength` characters, not one per turn).
  */
-export const AGENT_DATA_LIMITS = { turns: 5000, bytes: 8 * 1024 * 1024, usageNames: 50, usageNameLength: 100 };
+export const AGENT_DATA_LIMITS = { turns: 5000, turnChars: 10_000, bytes: 8 * 1024 * 1024, usageNames: 50, usageNameLength: 100 };
 
 /** The run an agent runtime reported on: what the dialers are told when its session ends. */
 export interface AgentSessionCall {

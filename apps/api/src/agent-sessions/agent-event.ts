@@ -9,7 +9,7 @@ export interface AgentReport {
 }
 
 const MAX_EVENTS = 500;
-const MAX_TEXT = 10_000;
+const MAX_TEXT = AGENT_DATA_LIMITS.turnChars;
 
 /**
  * Reads `{events: [...]}` from the agent runtime. Event types: `transcript`
