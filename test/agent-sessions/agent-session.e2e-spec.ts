@@ -377,6 +377,14 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       expect(response.status).toBe(415);
     });
 
+    it.each(['constructor', '__proto__', 'toString'])('refuses a recording upload typed %s before admitting it, as any type not audio', async (type) => {
+      const response = await apps.client.put(`${session(tokenFor(runId))}/recording`, undefined, { headers: { 'content-type': type } });
+      expect(response.status).toBe(415);
+      expect(response.body).toMatchObject({ code: 'unsupported_media_type', message: 'Upload the recording as audio/wav or audio/mpeg' });
+      const [row] = await apps.dataSource.query(`SELECT recording_upload_admitted_at FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(row.recording_upload_admitted_at).toBeNull();
+    });
+
     it('refuses, keeping nothing, a recording whose bytes are not of the type it names, or that comes compressed', async () => {
       const path = `${session(tokenFor(runId))}/recording`;
       const upload = (raw: Buffer, contentType: string, headers: Record<string, string> = {}) =>
@@ -404,6 +412,12 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       const tampered = `${token.slice(0, -2)}${token.endsWith('A') ? 'B' : 'A'}A`;
       await expect(uploadHead(`${session(tampered)}/recording`, 'audio/wav')).resolves.toMatchObject({ status: 403, code: 'session_token_invalid' });
       await expect(uploadHead(`${session(token)}/recording`, 'audio/ogg')).resolves.toMatchObject({ status: 415, code: 'unsupported_media_type' });
+      // A type that is neither audio nor JSON (what many upload tools send) gets the session's answer first too, and
+      // then the recording's own 415, not one asking for JSON.
+      await expect(uploadHead(`${session(tampered)}/recording`, 'application/octet-stream')).resolves.toMatchObject({ status: 403, code: 'session_token_invalid' });
+      const octets = await apps.client.put(`${session(token)}/recording`, undefined, { raw: Buffer.from('RIFF'), headers: { 'content-type': 'application/octet-stream' } });
+      expect(octets.status).toBe(415);
+      expect(octets.body).toMatchObject({ code: 'unsupported_media_type', message: 'Upload the recording as audio/wav or audio/mpeg' });
       // The same head with a good token and type is let through: the server waits for the body it announced.
       await expect(uploadHead(`${session(token)}/recording`, 'audio/wav')).resolves.toBe('admitted');
     });

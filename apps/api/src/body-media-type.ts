@@ -28,7 +28,9 @@ const PARAMETER = /;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)=("(?:[^"\\]|\\.)*"|[!#$%&'*
 export function bodyMediaTypeRefusal(method: string, url: string, headers: IncomingHttpHeaders): string | null {
   const type = headers['content-type'];
   if (typeof type !== 'string') return null;
-  if (AUDIO.test(type)) return method === 'PUT' && RECORDING_UPLOAD.test(url) ? null : 'Audio is accepted only by the recording upload';
+  // The recording upload checks its session's token first, then its own types (a 415 that names them).
+  if (method === 'PUT' && RECORDING_UPLOAD.test(url)) return null;
+  if (AUDIO.test(type)) return 'Audio is accepted only by the recording upload';
   if (!hasBody(headers) || CARRIER_WEBHOOK.test(url)) return null;
   if (!JSON_TYPE.test(type)) return 'Send the body as JSON, with Content-Type: application/json';
   if (declaresOtherCharset(type)) return 'Send the JSON body in UTF-8, with Content-Type: application/json (and no charset, or charset=utf-8)';

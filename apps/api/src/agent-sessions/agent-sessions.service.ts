@@ -18,7 +18,13 @@ import { AgentReport, readAgentReport } from './agent-event';
 import { AgentSessionView } from './agent-session-view';
 import { recordingUploadInProgress } from './recording-uploads';
 
-const RECORDING_TYPES: Record<string, string> = { 'audio/wav': 'wav', 'audio/x-wav': 'wav', 'audio/wave': 'wav', 'audio/mpeg': 'mp3' };
+/** A map, not an object: a type named `constructor` or `__proto__` must find nothing. */
+const RECORDING_TYPES: ReadonlyMap<string, string> = new Map([
+  ['audio/wav', 'wav'],
+  ['audio/x-wav', 'wav'],
+  ['audio/wave', 'wav'],
+  ['audio/mpeg', 'mp3'],
+]);
 
 /**
  * The voice-agent runtime's side of a call. A session token is bound to one
@@ -254,7 +260,7 @@ function sessionEnded(): DomainError {
 }
 
 function recordingExtension(contentType: string | undefined, contentEncoding: string | undefined): string {
-  const extension = RECORDING_TYPES[(contentType ?? '').split(';')[0].trim().toLowerCase()];
+  const extension = RECORDING_TYPES.get((contentType ?? '').split(';')[0].trim().toLowerCase());
   if (!extension) throw new DomainError(415, 'unsupported_media_type', 'Upload the recording as audio/wav or audio/mpeg');
   // The bytes are stored and served as they arrive: compressed, they would be served as audio they are not.
   if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
