@@ -422,6 +422,15 @@ describe('the agent-session contract with the voice-agent runtime', () => {
       await expect(uploadHead(`${session(token)}/recording`, 'audio/wav')).resolves.toBe('admitted');
     });
 
+    it("keeps the carrier's machine-detection verdict in gathered_context.answered_by over a report of that key", async () => {
+      // The carrier said a human answered; the runtime reports its own reading under the same name, and more.
+      await apps.dataSource.query(`UPDATE workflow_runs SET gathered_context = gathered_context || '{"answered_by": "human"}' WHERE id = $1`, [runId]);
+      const events = [{ type: 'gathered_context', data: { answered_by: 'machine', callback_wanted: true } }];
+      expect((await apps.client.post(`${session(tokenFor(runId))}/events`, { events })).status).toBe(200);
+      const [row] = await apps.dataSource.query(`SELECT gathered_context FROM workflow_runs WHERE id = $1`, [runId]);
+      expect(row.gathered_context).toMatchObject({ answered_by: 'human', callback_wanted: true });
+    });
+
     it('closes the session for good once the runtime ends it', async () => {
       const token = tokenFor(runId);
       const ended = await apps.client.post(`${session(token)}/events`, { events: [{ type: 'session_ended' }] });

@@ -754,7 +754,8 @@ export class WorkflowRunStore {
        )
        UPDATE workflow_runs
           SET agent_transcript = agent_transcript || fresh.turns,
-              gathered_context = gathered_context || $3::jsonb,
+              -- answered_by is the carrier's machine-detection verdict once it has come: a report does not replace it.
+              gathered_context = gathered_context || CASE WHEN gathered_context ? 'answered_by' THEN $3::jsonb - 'answered_by' ELSE $3::jsonb END,
               cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
               agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
