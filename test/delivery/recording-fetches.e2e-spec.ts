@@ -1,3 +1,4 @@
+import { ARTIFACT_STORAGE, ArtifactStorage } from '@app/artifacts';
 import { WorkflowRun } from '@app/persistence';
 import { carrierNetworkFailure, TelephonyProviders } from '@app/telephony';
 import { DownloadRefused } from '../../libs/telephony/src/carrier-http';
@@ -106,5 +107,45 @@ describe('carrier recordings fetched by a dialer', () => {
     // late one stays without a recording.
     expect(rows[0].transcript_key).not.toBeNull();
     expect(rows[1].recording_key).toBeNull();
+  });
+
+  it("tries a late recording again with its job, and on the job's last try leaves it out and says so, the carrier's failure or our storage's", async () => {
+    const completedRun = await completedRuns();
+    const byCarrier = await completedRun('late-carrier-failing', true, 'https://recordings.example/failing.wav');
+    const byStorage = await completedRun('late-storage-failing', true, 'https://recordings.example/fine.wav');
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox') as never;
+    const storage = apps.dialer!.get<ArtifactStorage>(ARTIFACT_STORAGE);
+    const put = storage.put.bind(storage);
+    const fetch = jest.spyOn(sandbox, 'fetchRecording').mockImplementation((async (url: string) => {
+      if (url.endsWith('failing.wav')) throw new Error('Sandbox recording download answered 503');
+      return { contentType: 'audio/wav', body: Buffer.from('RIFF recording') };
+    }) as never);
+    const full = jest.spyOn(storage, 'put').mockImplementation(async (name, ...rest) => {
+      if (name.includes(String(byStorage.id))) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      return put(name, ...rest);
+    });
+    const notes = async (runId: number) =>
+      (
+        await apps.dataSource.query(
+          `SELECT entry->'detail'->>'message' AS message FROM workflow_runs, jsonb_array_elements(logs->'events') AS entry
+            WHERE id = $1 AND entry->>'event' = 'artifacts.recording_unavailable'`,
+          [runId],
+        )
+      ).map((row: { message: string }) => row.message);
+    try {
+      const collector = apps.dialer!.get(RunArtifactsCollector);
+      // Before the last try: thrown, for the job to try again, and nothing noted.
+      await expect(collector.storeLateRecording(byCarrier.id)).rejects.toThrow('answered 503');
+      await expect(collector.storeLateRecording(byStorage.id)).rejects.toThrow('ENOSPC');
+      expect([await notes(byCarrier.id), await notes(byStorage.id)]).toEqual([[], []]);
+      // The last try: the run is complete, so nothing comes back to it afterwards.
+      await collector.storeLateRecording(byCarrier.id, true);
+      await collector.storeLateRecording(byStorage.id, true);
+    } finally {
+      fetch.mockRestore();
+      full.mockRestore();
+    }
+    expect(await notes(byCarrier.id)).toEqual(["The carrier's recording could not be fetched; the run is complete without it"]);
+    expect(await notes(byStorage.id)).toEqual(["The carrier's recording could not be stored; the run is complete without it"]);
   });
 });

@@ -87,7 +87,7 @@ export class CallEventApplier {
       // A run this finishes has had the recording dealt with (stored, or left out for good): only a run that had
       // finished before takes it as a late one.
       const finished = await this.artifacts.collect(event.runId);
-      if (event.recordingUrl && !finished) await this.artifacts.storeLateRecording(event.runId);
+      if (event.recordingUrl && !finished) await this.artifacts.storeLateRecording(event.runId, lastAttempt);
       return false;
     }
     if (event.type === 'cost') return this.applyCost(event, lastAttempt);

@@ -30,6 +30,7 @@ export const RECORDING_FETCHES_AT_ONCE = 4;
 const SHORT_RECORDING_SECONDS = 60;
 /** What a run's log says of a carrier recording left out; the carrier's own error goes to the dialer's log only. */
 const RECORDING_UNAVAILABLE_MESSAGE = "The carrier's recording could not be fetched; the run is complete without it";
+const LATE_RECORDING_UNSTORED_MESSAGE = "The carrier's recording could not be stored; the run is complete without it";
 
 /** The carrier's recording copied into our storage (its key), or the carrier's failure to give it. */
 type CarrierRecordingCopy = { key: string } | { unavailable: Error };
@@ -172,16 +173,26 @@ export class RunArtifactsCollector {
    * copied into our storage, and the run's `recording_url` appears then.
    * A recording stored meanwhile, such as the agent runtime's upload, is kept.
    */
-  async storeLateRecording(runId: number): Promise<void> {
+  async storeLateRecording(runId: number, lastTry = false): Promise<void> {
     const run = await this.reader.findById(runId);
     // Only a completed call's: a run that ended any other way keeps no artifacts, whatever the carrier recorded.
     if (!run || run.status !== 'completed' || !run.isCompleted || run.recordingKey || !run.carrierRecordingUrl) return;
     const config = await this.configurations.find(run.telephonyConfigurationId);
     const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
-    const copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+    let copy: Awaited<ReturnType<RunArtifactsCollector['copyCarrierRecording']>>;
+    try {
+      copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+    } catch (error) {
+      // Our own storage failing. The run is complete, so no reaper comes back to it: the job's last try says so.
+      if (!lastTry) throw error;
+      this.logger.error({ err: error, run_id: run.id }, "a late carrier recording could not be stored, and its job's tries are spent");
+      await this.runs.appendEvent(run.id, 'artifacts.recording_unavailable', { message: LATE_RECORDING_UNSTORED_MESSAGE });
+      return;
+    }
     if ('unavailable' in copy) {
-      if (!isDownloadRefused(copy.unavailable)) throw copy.unavailable;
+      // The carrier's failure: tried again with the job, and on its last try left out, as a refused download at once.
+      if (!isDownloadRefused(copy.unavailable) && !lastTry) throw copy.unavailable;
       await this.leaveOutCarrierRecording(run.id, copy.unavailable);
       return;
     }
