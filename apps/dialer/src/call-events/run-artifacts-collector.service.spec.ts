@@ -207,6 +207,36 @@ describe('RunArtifactsCollector taking what the carrier made', () => {
     expect(put).toHaveBeenCalledWith('runs/0/100-recording.wav', expect.any(Buffer), 'audio/wav');
   });
 
+  it(`holds at most ${RECORDING_FETCHES_AT_ONCE} made recordings at once until the storage has taken them, when they are made at once`, async () => {
+    // As the sandbox makes them: in one go, without waiting. The storage takes a while over each (a slow disk).
+    let held = 0;
+    let mostHeld = 0;
+    const slowPut = jest.fn(async (name: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      if (name.endsWith('.wav')) held -= 1;
+      return `packs/2026-01-01/host-41-1.pack@0+1/${name}`;
+    });
+    const atOnce = collectorOf({
+      appendEvent: async () => undefined,
+      findById: async (id: number) => runs.get(id) ?? null,
+      completeArtifacts: async () => true,
+      config: { id: 1, provider: 'sandbox', settings: {}, credentialsEncrypted: null },
+      provider: {
+        collectArtifacts: async () => {
+          mostHeld = Math.max(mostHeld, ++held);
+          return { transcript: [], recording: { contentType: 'audio/wav', body: Buffer.from('RIFF\0\0\0\0WAVE') } };
+        },
+      },
+      put: slowPut,
+    });
+    const ids = Array.from({ length: 12 }, (_, index) => 300 + index);
+    for (const id of ids) completedRun(id, null);
+
+    expect(await Promise.all(ids.map((id) => atOnce.collect(id, true)))).toEqual(ids.map(() => true));
+    expect(slowPut.mock.calls.filter(([name]) => name.endsWith('.wav'))).toHaveLength(12);
+    expect(mostHeld).toBe(RECORDING_FETCHES_AT_ONCE);
+  });
+
   it('asks for no recording for a run that has one (the agent runtime uploaded it), only for its transcript', async () => {
     completedRun(200, 'packs/2026-01-01/host-41-1.pack@0+1/runs/0/200-recording.wav');
 

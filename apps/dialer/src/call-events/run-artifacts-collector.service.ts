@@ -146,13 +146,18 @@ export class RunArtifactsCollector {
         agentOpening: await this.agentOpening(run),
         withRecording,
       };
+      // Made and stored in one turn of the gate: the buffer lives until the storage has taken it, and a disk slow to
+      // take it must hold the next ones back, as a carrier recording's copy does.
+      const makeAndStore = async () => {
+        const fallback = await provider.collectArtifacts(request);
+        const made = withRecording ? fallback.recording : undefined;
+        const stored = made ? await this.storage.put(artifactKey(run.id, 'recording', 'wav'), made.body, made.contentType) : null;
+        return { transcript: fallback.transcript, stored };
+      };
       const long = withRecording && request.durationSeconds > SHORT_RECORDING_SECONDS;
-      const fallback = await (long ? this.recordingFetches.run(() => provider.collectArtifacts(request)) : provider.collectArtifacts(request));
+      const fallback = await (long ? this.recordingFetches.run(makeAndStore) : makeAndStore());
       if (turns.length === 0) turns = fallback.transcript;
-      if (withRecording && fallback.recording) {
-        const name = artifactKey(run.id, 'recording', 'wav');
-        recordingKey = await this.storage.put(name, fallback.recording.body, fallback.recording.contentType);
-      }
+      if (fallback.stored) recordingKey = fallback.stored;
     }
 
     const transcriptKey = await this.storeTranscript(run.id, turns);
