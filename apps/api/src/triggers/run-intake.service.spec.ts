@@ -54,6 +54,27 @@ describe('RunIntake', () => {
     expect(queue.uncount).not.toHaveBeenCalled();
   });
 
+  it('takes the next groups into the database while an enqueue is still waiting for Redis, and answers each once its own is done', async () => {
+    // Redis holds the enqueue (a partition, a failover's pause) until released here.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const { intake, store, queue } = intakeWith(assignIds, () => held);
+    const answered: number[] = [];
+    // Three groups, one after another: the intake has two insert slots.
+    const accepting: Array<Promise<number | null>> = [];
+    for (const phone of ['+1', '+2', '+3']) {
+      accepting.push(intake.accept(newRun(phone)).then((id) => (answered.push(id!), id)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (let turn = 0; store.insertQueued.mock.calls.length < 3 && turn < 100; turn++) await new Promise((resolve) => setImmediate(resolve));
+    // All three stored, their enqueues all waiting on Redis, and none answered before its job is queued.
+    expect(store.insertQueued).toHaveBeenCalledTimes(3);
+    expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(3);
+    expect(answered).toEqual([]);
+    release();
+    expect(new Set(await Promise.all(accepting)).size).toBe(3);
+  });
+
   it('answers null and enqueues nothing for a run the store left out because its Idempotency-Key is held', async () => {
     const { intake, queue } = intakeWith(async (runs) => runs.map((run) => (run.idempotency ? null : nextId++)), async () => undefined);
     const held = { ...newRun('+2'), idempotency: { key: 'taken', requestHash: 'a'.repeat(64) } };

@@ -37,10 +37,16 @@ function refusedUnstored(reason: 'full' | 'late'): Error {
  * bounded by ENQUEUE_TIMEOUT_MS and, when Redis is slow or away, left to the
  * dialer's dispatcher instead of holding the answer.
  */
+/** A stored run's id, and the enqueue of its group's jobs (bounded by ENQUEUE_TIMEOUT_MS; it never rejects). */
+interface StoredRun {
+  id: number;
+  queued: Promise<void>;
+}
+
 @Injectable()
 export class RunIntake {
   private readonly logger = new Logger(RunIntake.name);
-  private readonly batcher: Batcher<NewRun, number | null>;
+  private readonly batcher: Batcher<NewRun, StoredRun | null>;
 
   constructor(
     private readonly runs: WorkflowRunStore,
@@ -63,11 +69,20 @@ export class RunIntake {
    * enqueued, or left to the dispatcher); with null, storing nothing, when
    * the run's Idempotency-Key is held by another request.
    */
-  accept(run: NewRun): Promise<number | null> {
-    return this.batcher.submit(run);
+  async accept(run: NewRun): Promise<number | null> {
+    const stored = await this.batcher.submit(run);
+    if (stored === null) return null;
+    await stored.queued;
+    return stored.id;
   }
 
-  private async storeAndEnqueue(batch: NewRun[]): Promise<Array<number | null | Error>> {
+  /**
+   * The group's insert holds one of the intake's insert slots; its enqueue
+   * does not: a Redis slow to answer (partitioned, paused in a failover) would
+   * otherwise hold every slot for ENQUEUE_TIMEOUT_MS per group, and cap the
+   * triggers a healthy database takes.
+   */
+  private async storeAndEnqueue(batch: NewRun[]): Promise<Array<StoredRun | null | Error>> {
     // The jobs' bands in their organizations' backlogs are counted while the runs are stored, not after: the
     // enqueue stays one round trip. A run that is not stored is counted out again.
     const counting = this.callsQueue.countIn(batch.map((run) => run.organizationId));
@@ -80,8 +95,8 @@ export class RunIntake {
       throw error;
     }
     this.uncount(batch, counting, (index) => typeof ids[index] !== 'number');
-    await this.enqueue(batch, ids, counting);
-    return ids;
+    const queued = this.enqueue(batch, ids, counting);
+    return ids.map((id) => (typeof id === 'number' ? { id, queued } : id));
   }
 
   /**
