@@ -9,10 +9,26 @@ describe('ExpiringCache', () => {
     let loads = 0;
     const load = async () => ++loads;
     expect(await cache.get('a', load)).toBe(1);
-    jest.setSystemTime(1_001_999);
+    jest.advanceTimersByTime(1999);
     expect(await cache.get('a', load)).toBe(1);
-    jest.setSystemTime(1_002_000);
+    jest.advanceTimersByTime(1);
     expect(await cache.get('a', load)).toBe(2);
+  });
+
+  it('counts the time to live on a monotonic clock: the wall clock stepped back keeps nothing longer', async () => {
+    const cache = new ExpiringCache<string, number>(50);
+    let loads = 0;
+    const load = async () => ++loads;
+    expect(await cache.get('a', load)).toBe(1);
+    // NTP steps the clock back an hour (or a VM resumes with its clock corrected).
+    const stepped = Date.now() - 3_600_000;
+    const wall = jest.spyOn(Date, 'now').mockImplementation(() => stepped);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      expect(await cache.get('a', load)).toBe(2);
+    } finally {
+      wall.mockRestore();
+    }
   });
 
   it('shares one load between concurrent misses of a key', async () => {
@@ -97,7 +113,7 @@ describe('ExpiringCache', () => {
       await cache.get('none', async () => null, (value) => value !== null);
       let finish!: (value: number) => void;
       const slow = cache.get('slow', () => new Promise((resolve) => (finish = resolve)));
-      jest.setSystemTime(1_002_000);
+      jest.advanceTimersByTime(2000);
       finish(1);
       await slow;
       let finishForgotten!: (value: number) => void;

@@ -31,7 +31,8 @@ export class ExpiringCache<K, V> {
   /** `keep`: whether a loaded value stays cached; one it refuses answers its waiters and is dropped, as a failure is. */
   get(key: K, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     if (this.ttlMs <= 0) return load();
-    const now = Date.now();
+    // A monotonic clock: the wall clock stepped back (NTP, a VM resumed) would keep entries past their time to live.
+    const now = performance.now();
     const cached = this.entries.get(key);
     if (cached && cached.expiresAt > now) return cached.value;
     if (cached) this.entries.delete(key);
@@ -79,7 +80,7 @@ export class ExpiringCache<K, V> {
   }
 
   private admit(key: K, entry: Entry<V>, generation: number, keep: (value: V) => boolean): void {
-    if (generation !== this.generation || !keep(entry.loaded!.value) || entry.expiresAt <= Date.now()) return;
+    if (generation !== this.generation || !keep(entry.loaded!.value) || entry.expiresAt <= performance.now()) return;
     // A newer load of the key was admitted meanwhile: it stays.
     if (this.entries.has(key)) return;
     if (this.entries.size >= this.maxEntries) this.evictOldest();

@@ -62,6 +62,20 @@ describe('failingAlone', () => {
     expect(calls).toEqual([[1, 2]]);
   });
 
+  it('fails the items not sent yet with the first item that fails for anything but its row, instead of sending each', async () => {
+    const goneAway = failingAlone(async (items: number[]) => {
+      calls.push(items);
+      if (items.length > 1) throw refused('deadlock detected', '40P01');
+      if (items[0] === 2) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      return items;
+    }, 1);
+    const results = await goneAway([1, 2, 3, 4, 5]);
+    expect(results[0]).toBe(1);
+    for (const failed of results.slice(1)) expect(failed).toMatchObject({ code: 'ECONNREFUSED' });
+    // The group, then items 1 and 2 alone: 3, 4 and 5 are not sent.
+    expect(calls).toEqual([[1, 2, 3, 4, 5], [1], [2]]);
+  });
+
   it('lets a lone item fail as it failed', async () => {
     await expect(flush([-1])).rejects.toThrow('refused -1');
     expect(calls).toEqual([[-1]]);

@@ -8,7 +8,8 @@ const ALONE_AT_ONCE = 4;
  * row deleted meanwhile: class 23) or one caught in a deadlock (class 40)
  * then fails alone, not every item that shared its statement. Any other
  * failure (the database away, overloaded, a statement timing out) fails the
- * group at once: sending each item again would only add load.
+ * group at once: sending each item again would only add load; so does one
+ * while the items are sent again, for the items not sent yet.
  * `atOnce`: items sent again side by side, each a statement and a pooled
  * connection of its own.
  */
@@ -23,11 +24,22 @@ export function failingAlone<I, O>(
       if (items.length === 1 || !isRowLevelRefusal(error)) throw error;
       const results = new Array<O | Error>(items.length);
       let next = 0;
+      // Once an item fails for anything but what its row holds (the database gone away meanwhile), the items not
+      // sent yet fail with it, at once, rather than each waiting out its own connection or read timeout.
+      let away: Error | null = null;
       const worker = async () => {
         for (let index = next++; index < items.length; index = next++) {
+          if (away) {
+            results[index] = away;
+            continue;
+          }
           results[index] = await flush([items[index]]).then(
             ([result]) => result,
-            (failure: unknown) => (failure instanceof Error ? failure : new Error(String(failure))),
+            (failure: unknown) => {
+              const failed = failure instanceof Error ? failure : new Error(String(failure));
+              if (!isRowLevelRefusal(failure)) away ??= failed;
+              return failed;
+            },
           );
         }
       };

@@ -67,7 +67,8 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
    */
   async round(stopping?: AbortSignal): Promise<void> {
     try {
-      const full = this.fullSweepDue || Date.now() - this.lastFullSweep > FULL_SWEEP_EVERY_MS;
+      // A monotonic clock: the wall clock stepped back would put the sweep off by as much.
+      const full = this.fullSweepDue || performance.now() - this.lastFullSweep > FULL_SWEEP_EVERY_MS;
       let enqueued = 0;
       if (full) {
         const mark = await this.settledMark();
@@ -75,7 +76,7 @@ export class RunDispatcher implements OnApplicationBootstrap, OnApplicationShutd
         if (stopping?.aborted) return;
         this.checkedUpTo = Math.max(this.checkedUpTo ?? 0, mark);
         this.fullSweepDue = false;
-        this.lastFullSweep = Date.now();
+        this.lastFullSweep = performance.now();
       } else {
         enqueued = await this.checkNewRuns(stopping);
       }
