@@ -1,7 +1,7 @@
 import { AppConfig } from '@app/config';
 import { NewRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, PlaceCallJob } from '@app/queue';
-import { MAX_WAIT_MS, MAX_WAITING, RunIntake } from './run-intake.service';
+import { MAX_ENQUEUES_UNANSWERED, MAX_WAIT_MS, MAX_WAITING, RunIntake } from './run-intake.service';
 
 function newRun(phoneNumber: string): NewRun {
   return {
@@ -73,6 +73,24 @@ describe('RunIntake', () => {
     expect(answered).toEqual([]);
     release();
     expect(new Set(await Promise.all(accepting)).size).toBe(3);
+  });
+
+  it(`leaves to the dispatcher at once the jobs of groups past ${MAX_ENQUEUES_UNANSWERED} whose enqueues Redis has not answered`, async () => {
+    // Redis holds every answer (a partition): the commands would gather in the connection's memory.
+    const { intake, store, queue } = intakeWith(assignIds, () => new Promise<void>(() => undefined));
+    const groups = MAX_ENQUEUES_UNANSWERED + 6;
+    const accepting: Array<Promise<number | null>> = [];
+    for (let group = 0; group < groups; group++) {
+      accepting.push(intake.accept(newRun(`+${group}`)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Every trigger is stored and answered (the held ones once ENQUEUE_TIMEOUT_MS has passed).
+    expect(new Set(await Promise.all(accepting)).size).toBe(groups);
+    expect(store.insertQueued).toHaveBeenCalledTimes(groups);
+    expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(MAX_ENQUEUES_UNANSWERED);
+    // The runs whose jobs were not sent are counted out of their backlogs, for the dispatcher to count them in.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queue.uncount).toHaveBeenCalledTimes(6);
   });
 
   it('answers null and enqueues nothing for a run the store left out because its Idempotency-Key is held', async () => {

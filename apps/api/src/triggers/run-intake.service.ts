@@ -37,6 +37,16 @@ function refusedUnstored(reason: 'full' | 'late'): Error {
  * bounded by ENQUEUE_TIMEOUT_MS and, when Redis is slow or away, left to the
  * dialer's dispatcher instead of holding the answer.
  */
+/**
+ * Groups whose enqueue Redis has not answered yet, at most (their commands
+ * wait in the producer connection's memory, answered or not, past
+ * ENQUEUE_TIMEOUT_MS). A Redis that holds its answers (a partition, a
+ * failover's pause) would otherwise gather a command per group for as long
+ * as it lasts; past this many, a group's jobs are left to the dispatcher at
+ * once. While Redis answers, a handful are unanswered at a time.
+ */
+export const MAX_ENQUEUES_UNANSWERED = 16;
+
 /** A stored run's id, and the enqueue of its group's jobs (bounded by ENQUEUE_TIMEOUT_MS; it never rejects). */
 interface StoredRun {
   id: number;
@@ -47,6 +57,7 @@ interface StoredRun {
 export class RunIntake {
   private readonly logger = new Logger(RunIntake.name);
   private readonly batcher: Batcher<NewRun, StoredRun | null>;
+  private enqueuesUnanswered = 0;
 
   constructor(
     private readonly runs: WorkflowRunStore,
@@ -117,6 +128,16 @@ export class RunIntake {
       stored.push(index);
     }
     if (jobs.length === 0) return;
+    if (this.enqueuesUnanswered >= MAX_ENQUEUES_UNANSWERED) {
+      // Nothing sent: counted out of their backlogs again, as the dispatcher counts them in.
+      this.uncount(batch, counting, (index) => typeof ids[index] === 'number');
+      this.logger.warn(
+        { run_ids: jobs.map((job) => job.runId), unanswered: this.enqueuesUnanswered },
+        'dial jobs not enqueued: Redis has not answered earlier enqueues; the dispatcher will enqueue them',
+      );
+      return;
+    }
+    this.enqueuesUnanswered += 1;
     const enqueueing = counting.then((bands) =>
       this.callsQueue.enqueuePlaceCall(jobs, stored.map((index) => bands[index])).catch((error: unknown) => {
         // Refused (however late): the dispatcher enqueues these runs, counting them in again, so they are counted out
@@ -131,6 +152,10 @@ export class RunIntake {
         );
         throw error;
       }),
+    );
+    enqueueing.then(
+      () => (this.enqueuesUnanswered -= 1),
+      () => (this.enqueuesUnanswered -= 1),
     );
     try {
       await withTimeout(enqueueing, this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');

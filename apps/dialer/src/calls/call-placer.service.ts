@@ -425,8 +425,9 @@ export class CallPlacer {
    * finds the dial late at the dial, where counted from the answer it would
    * go out with every dial admitted before the stall; one whose ask waited
    * for Redis (away, its command held by the connection) does not. Redis'
-   * instant is read by the wall clocks, which pacing already needs kept in
-   * step (NTP), and taken within the time the ask took.
+   * instant is read by the wall clocks, taken within the time the ask took:
+   * a dialer whose clock is behind Redis' by s misses a stall shorter than s
+   * (README: keep them in step).
    */
   private async admit(config: TelephonyConfiguration, runId: number, pace: boolean): Promise<Admission & { dueAt: number }> {
     const limits = this.limitsOf(config);
