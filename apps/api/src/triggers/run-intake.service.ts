@@ -30,14 +30,6 @@ function refusedUnstored(reason: 'full' | 'late'): Error {
 }
 
 /**
- * Stores accepted runs and enqueues their dial jobs, grouping concurrent
- * triggers into one INSERT (which also claims their Idempotency-Keys) and
- * one `addBulk` each. The run row is the
- * promise: once it is committed the call will be placed, so the enqueue is
- * bounded by ENQUEUE_TIMEOUT_MS and, when Redis is slow or away, left to the
- * dialer's dispatcher instead of holding the answer.
- */
-/**
  * Groups whose enqueue Redis has not answered yet, at most (their commands
  * wait in the producer connection's memory, answered or not, past
  * ENQUEUE_TIMEOUT_MS). A Redis that holds its answers (a partition, a
@@ -53,6 +45,14 @@ interface StoredRun {
   queued: Promise<void>;
 }
 
+/**
+ * Stores accepted runs and enqueues their dial jobs, grouping concurrent
+ * triggers into one INSERT (which also claims their Idempotency-Keys) and
+ * one `addBulk` each. The run row is the
+ * promise: once it is committed the call will be placed, so the enqueue is
+ * bounded by ENQUEUE_TIMEOUT_MS and, when Redis is slow or away, left to the
+ * dialer's dispatcher instead of holding the answer.
+ */
 @Injectable()
 export class RunIntake {
   private readonly logger = new Logger(RunIntake.name);
