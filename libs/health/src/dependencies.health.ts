@@ -13,7 +13,7 @@ class TakesNoWrites extends Error {}
 
 /**
  * Readiness probes of what both apps depend on: Postgres and Redis, each
- * asked for what the app needs of it, a write. A Postgres standby (a
+ * asked whether it takes writes, which the apps need of it. A Postgres standby (a
  * failover that left the URL on the old primary) answers a `SELECT`, and a
  * Redis out of memory, read-only or refusing writes after a failed save runs
  * a read-only script, while neither can store a run or move a job. The
