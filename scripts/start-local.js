@@ -96,10 +96,11 @@ function localSecretsKey() {
 
 /** Starts the machine's own Postgres and Redis when the URLs point here and nothing answers. */
 async function ensureLocalServices(env) {
+  // A URL that does not parse is not looked at here: the apps' own check names it (`DATABASE_URL must be a URL`).
   const targets = [
-    { name: 'Postgres', url: new URL(env.DATABASE_URL), defaultPort: 5432 },
-    { name: 'Redis', url: new URL(env.REDIS_URL), defaultPort: 6379 },
-  ].filter((target) => ['localhost', '127.0.0.1', '[::1]'].includes(target.url.hostname));
+    { name: 'Postgres', url: URL.parse(env.DATABASE_URL), defaultPort: 5432 },
+    { name: 'Redis', url: URL.parse(env.REDIS_URL), defaultPort: 6379 },
+  ].filter((target) => target.url && ['localhost', '127.0.0.1', '[::1]'].includes(target.url.hostname));
   const down = [];
   for (const target of targets) {
     if (!(await answers(target.url.hostname.replace(/^\[|\]$/g, ''), Number(target.url.port || target.defaultPort)))) {

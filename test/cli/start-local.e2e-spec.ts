@@ -132,3 +132,22 @@ describe('npm start (scripts/start-local.js)', () => {
     for (const pid of pids) expect(isRunning(pid)).toBe(false);
   }, 90_000);
 });
+
+describe('npm start with a DATABASE_URL that is not a URL', () => {
+  beforeAll(() => buildAppsOnce(), BUILD_TIMEOUT_MS);
+
+  it('says which variable is wrong, as the apps check it, not a stack trace of its own', async () => {
+    // A generated password with a '/' left unencoded.
+    const child = spawn(process.execPath, ['scripts/start-local.js'], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DATABASE_URL: 'postgres://app:ab/cd@127.0.0.1:5432/voice_agent', SECRETS_KEY: '0563be26a0be3607089515f99dfd5e58865e2d40b800b7608e22940cad7a328e' },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exit = await new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    expect(exit).not.toBe(0);
+    expect(output).toContain('DATABASE_URL must be a URL');
+    expect(output).not.toContain('Invalid URL');
+  }, 30_000);
+});
