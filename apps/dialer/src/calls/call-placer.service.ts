@@ -129,8 +129,11 @@ export class CallPlacer {
       route = routeOf(stored);
     }
     if (progress.rejected && progress.unsettledClaim !== undefined) {
-      const ended = await this.endRejected(runId, progress.rejected, heldClaims(progress), route.telephonyConfigurationId);
-      if (ended) return ended;
+      // A write that fails fails the job, whose retries come back to it.
+      if (await this.endRejected(runId, progress.rejected, heldClaims(progress))) {
+        if (route.telephonyConfigurationId !== null) await this.slots.release(route.telephonyConfigurationId, runId);
+        return done('failed');
+      }
       // The run is no longer `dialing` under this job's claim (handed back to the queue, or claimed since): an
       // attempt as any other, its rejection the claim's alone.
       progress = { ...progress, rejected: undefined, unsettledClaim: undefined, resumingAs: undefined };
@@ -195,12 +198,12 @@ export class CallPlacer {
     if (progress.unsettledClaim !== undefined) {
       // Taking the claim up is a claim of its own, under a new id: once it commits, this job's earlier id (which a
       // retry of this job after its dial would still carry) takes the run up no more.
-      const resumes = progress.resumingAs ?? [];
+      const held = heldClaimIds(progress);
       try {
         const fields = { fromNumber, maxCallDurationSeconds: config.maxCallDurationSeconds, definitionId: definition?.id };
-        run = await this.runs.resumeClaim(runId, [progress.unsettledClaim, ...resumes], claimId, CLAIM_RESUMED, fields);
+        run = await this.runs.resumeClaim(runId, held, claimId, CLAIM_RESUMED, fields);
       } catch (error) {
-        const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...resumes, claimId] };
+        const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...(progress.resumingAs ?? []), claimId] };
         return this.unsettled(runId, claim, progress, 'taking the claim up got no answer', error);
       }
     }
@@ -417,9 +420,7 @@ export class CallPlacer {
    * Redis round trip. A near pacing instant, and a short wait for room in the
    * rate window, are waited out in place before asking again (without
    * pacing: the instant is this dial's); longer waits are answered to the caller.
-   */
-  /**
-   * The admission, once its instant has come. `dueAt` is that instant by this
+   * The admission is answered once its instant has come. `dueAt` is that instant by this
    * process's monotonic clock, counted from when Redis admitted the dial: a
    * dialer stalled after that (its answer read late, a blocked event loop)
    * finds the dial late at the dial, where counted from the answer it would
@@ -481,22 +482,14 @@ export class CallPlacer {
       // live to everyone else, and keeps its slot until the reaper ends it.
       // Only under this claim: a dialer that answers this late (frozen past its job's lock and the reaper's look-up)
       // may find the run dialed by another claim since, whose live call must not be ended, nor its slot freed.
+      const rejected = { reason: error.reason, message: error.message, carrierCode: error.carrierCode ?? null };
       let ended;
       try {
-        ended = await this.runs.transition(
-          run.id,
-          'failed',
-          'carrier.rejected',
-          { endReason: error.reason, endedAt: new Date() },
-          { message: error.message, carrier_code: error.carrierCode ?? null },
-          ['dialing'],
-          ownClaim(claimed),
-        );
+        ended = await this.endRejected(run.id, rejected, ownClaim(claimed));
       } catch (writeError) {
         // No call was placed, and the run is still `dialing` under this claim: the job comes back to end it with this
         // answer, without a dial. Failed as it is, its retry would find the run claimed and leave it to the reaper,
         // which cannot tell most carriers' "no such call" from an unknown outcome.
-        const rejected = { reason: error.reason, message: error.message, carrierCode: error.carrierCode ?? null };
         const what = 'the run could not be ended after the carrier rejected its dial';
         return this.unsettled(run.id, { unsettledClaim: claimed.claimId }, { ...claimed.progress, rejected }, what, writeError);
       }
@@ -617,15 +610,6 @@ export class CallPlacer {
   }
 
   /**
-   * Ends the run `failed` (from `from` only, and under `guard`: a claimed
-   * run only under this job's own claim, not another's since) and then
-   * frees the slot it holds under its configuration (`configurationId`),
-   * which an earlier attempt may have taken even when this one failed
-   * before its own: a run that cannot be ended is a claim its job comes
-   * back for, on that slot, and a run another moved on is not this job's
-   * to free (see `retryLater`).
-   */
-  /**
    * Ends a run this job found it cannot dial, before any dial: the run still
    * `queued`, or `dialing` with no call under this job's unsettled claim (a
    * claim whose answer was lost, taken up by no one since), which is this
@@ -644,24 +628,21 @@ export class CallPlacer {
     return this.fail(runId, reason, message, ['dialing'], configurationId, heldClaims(progress));
   }
 
-  /**
-   * Ends `failed`, with the carrier's rejection, a run still `dialing` with no
-   * call under this job's unsettled claim; null when it is not (then frees
-   * nothing). A write that fails fails the job, whose retries come back to it.
-   */
-  private async endRejected(
-    runId: number,
-    rejected: NonNullable<PlaceCallProgress['rejected']>,
-    guard: TransitionGuard,
-    configurationId: number | null,
-  ): Promise<PlaceDecision | null> {
+  /** Ends `failed`, with the carrier's rejection, a run still `dialing` with no call under `guard`'s claims; null when it is not. */
+  private endRejected(runId: number, rejected: NonNullable<PlaceCallProgress['rejected']>, guard: TransitionGuard) {
     const detail = { message: rejected.message, carrier_code: rejected.carrierCode };
-    const ended = await this.runs.transition(runId, 'failed', 'carrier.rejected', { endReason: rejected.reason, endedAt: new Date() }, detail, ['dialing'], guard);
-    if (!ended) return null;
-    if (configurationId !== null) await this.slots.release(configurationId, runId);
-    return done('failed');
+    return this.runs.transition(runId, 'failed', 'carrier.rejected', { endReason: rejected.reason, endedAt: new Date() }, detail, ['dialing'], guard);
   }
 
+  /**
+   * Ends the run `failed` (from `from` only, and under `guard`: a claimed
+   * run only under this job's own claim, not another's since) and then
+   * frees the slot it holds under its configuration (`configurationId`),
+   * which an earlier attempt may have taken even when this one failed
+   * before its own: a run that cannot be ended is a claim its job comes
+   * back for, on that slot, and a run another moved on is not this job's
+   * to free (see `retryLater`).
+   */
   private async fail(
     runId: number,
     reason: string,
@@ -693,13 +674,20 @@ function jitter(min: number, max: number): number {
   return Math.round(min + Math.random() * (max - min));
 }
 
-/** A move of a claimed run only while it is `dialing` without a call under this very claim (not another's since). */
-/** A run still `dialing` with no call under this job's unsettled claim, or a resume of it whose answer was lost. */
-function heldClaims(progress: PlaceCallProgress): TransitionGuard {
-  const ids = [progress.unsettledClaim!, ...(progress.resumingAs ?? [])];
+/** A move of a claimed run only while it is `dialing` without a call, its latest claim one of `ids` (not another's since). */
+function underClaims(ids: readonly string[]): TransitionGuard {
   return { withoutCallId: true, latestClaim: { ids, resumeEvent: CLAIM_RESUMED } };
 }
 
+/** This job's unsettled claim, and the resumes of it whose answers were lost: any of them is the run's latest claim. */
+function heldClaimIds(progress: PlaceCallProgress): string[] {
+  return [progress.unsettledClaim!, ...(progress.resumingAs ?? [])];
+}
+
+function heldClaims(progress: PlaceCallProgress): TransitionGuard {
+  return underClaims(heldClaimIds(progress));
+}
+
 function ownClaim(claimed: ClaimedDial): TransitionGuard {
-  return { withoutCallId: true, latestClaim: { ids: [claimed.claimId], resumeEvent: CLAIM_RESUMED } };
+  return underClaims([claimed.claimId]);
 }
