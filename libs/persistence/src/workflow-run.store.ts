@@ -445,12 +445,7 @@ export class WorkflowRunStore {
       if (value === undefined) continue;
       const { column, cast } = FIELD_COLUMNS[key];
       params.push(cast === 'jsonb' ? JSON.stringify(value) : value);
-      // The first call id a run learns is the one it keeps (an event that names none, sent as '', teaches none); cost
-      // details add up from several events.
-      const param = `$${params.length}::${cast}`;
-      const assigned =
-        key === 'providerCallId' ? `COALESCE(${column}, NULLIF(${param}, ''))` : key === 'costInfo' ? `${column} || ${param}` : param;
-      sets.push(`${column} = ${assigned}`);
+      sets.push(`${column} = ${fieldAssignment(key, column, `$${params.length}::${cast}`)}`);
     }
     // Final statuses without artifacts are complete at once; `completed` waits for its artifacts.
     if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
@@ -559,13 +554,7 @@ export class WorkflowRunStore {
       inputs.push(`$${params.length}::${cast}[]`);
       const value = `input.f${index}`;
       names.push(`f${index}`);
-      const assigned =
-        key === 'providerCallId'
-          ? `COALESCE(workflow_runs.${column}, NULLIF(${value}, ''))`
-          : key === 'costInfo'
-            ? `workflow_runs.${column} || ${value}`
-            : value;
-      sets.push(`${column} = ${assigned}`);
+      sets.push(`${column} = ${fieldAssignment(key, `workflow_runs.${column}`, value)}`);
     });
     if (isFinalRunStatus(to) && to !== 'completed') sets.push('is_completed = true');
     sets.push(`logs = jsonb_set(workflow_runs.logs, '{events}', COALESCE(workflow_runs.logs->'events', '[]'::jsonb) || input.entry)`);
@@ -1064,6 +1053,17 @@ export class WorkflowRunStore {
       [runId, JSON.stringify(data)],
     );
   }
+}
+
+/**
+ * What a transition sets a field's column (`current`, as the statement names it) to from `value`: the first call id
+ * a run learns is the one it keeps (an event that names none, sent as '', teaches none); cost details add up from
+ * several events; anything else is replaced.
+ */
+function fieldAssignment(key: keyof RunTransitionFields, current: string, value: string): string {
+  if (key === 'providerCallId') return `COALESCE(${current}, NULLIF(${value}, ''))`;
+  if (key === 'costInfo') return `${current} || ${value}`;
+  return value;
 }
 
 /** A copy in run id order, the order grouped writes send their rows in (see `moveMany`). */
