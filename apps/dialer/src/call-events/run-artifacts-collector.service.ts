@@ -185,7 +185,7 @@ export class RunArtifactsCollector {
     const config = await this.configurations.find(run.telephonyConfigurationId);
     const provider = this.providerOf(run, config);
     if (!hasWebhooks(provider)) return;
-    let copy: Awaited<ReturnType<RunArtifactsCollector['copyCarrierRecording']>>;
+    let copy: CarrierRecordingCopy;
     try {
       copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
     } catch (error) {

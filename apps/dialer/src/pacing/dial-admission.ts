@@ -18,11 +18,10 @@ export const INLINE_PACING_WAIT_MS = 250;
  *    rate holds across every dialer replica and calls are spread evenly
  *    instead of bursting at each second's start. The instant is kept with
  *    the interval it was reserved at (KEYS[4], `<interval> <the instant>`):
- *    once `calls_per_second` changes, the
- *    next is one new interval after the last one reserved (raised from one
- *    call in 1,000 s to ten a second, the next call is 100 ms after the last,
- *    not 1,000 s; lowered, it waits the new interval). An instant more than ARGV[7]
- *    ms ahead is answered as a wait (the job is delayed, then asks again
+ *    once `calls_per_second` changes, the next is one new interval after
+ *    the last one reserved (raised from one call in 1,000 s to ten a second,
+ *    the next call is 100 ms after the last, not 1,000 s; lowered, it waits
+ *    the new interval). An instant more than ARGV[7] ms ahead is answered as a wait (the job is delayed, then asks again
  *    without pacing); a nearer one is the instant the checks below are made
  *    for, and the dial waits for it in place once admitted. A run that holds
  *    a slot already is not paced again: it was admitted once (its instant
