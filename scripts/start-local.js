@@ -6,7 +6,7 @@
 // Plain Node on purpose: it runs before anything else is known to work.
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdirSync, writeFileSync } = require('node:fs');
 const { connect } = require('node:net');
 const { join, resolve } = require('node:path');
 const { API_NODE_FLAGS, DIALER_NODE_FLAGS } = require('./app-node-flags');
@@ -77,21 +77,26 @@ function localEnvironment() {
   env.DIALER_HEALTH_PORT = env.DIALER_HEALTH_PORT || String(Number(env.PORT) + 1);
   // The apps resolve relative paths against their cwd; pin it to the checkout.
   env.ARTIFACTS_DIR = resolve(ROOT, env.ARTIFACTS_DIR || 'var/artifacts');
-  // A key of the operator's own, given as a file, is theirs: only with neither is one kept in var/.
-  if (!env.SECRETS_KEY && !env.SECRETS_KEY_FILE) env.SECRETS_KEY = localSecretsKey();
+  // A key of the operator's own, given as a file, is theirs: only with neither is one kept in var/. The apps read it
+  // from there as from any SECRETS_KEY_FILE, so a damaged file is named in their complaint.
+  if (!env.SECRETS_KEY && !env.SECRETS_KEY_FILE) env.SECRETS_KEY_FILE = localSecretsKeyFile();
   env.SHUTDOWN_GRACE_MS = env.SHUTDOWN_GRACE_MS || String(DEFAULT_SHUTDOWN_GRACE_MS);
   killAfterMs = (Number(env.SHUTDOWN_GRACE_MS) || DEFAULT_SHUTDOWN_GRACE_MS) + KILL_MARGIN_MS;
   return env;
 }
 
-/** A key kept in var/local-secrets.key (mode 0600), so encrypted data and issued links survive restarts. */
-function localSecretsKey() {
-  if (existsSync(LOCAL_SECRETS_KEY_FILE)) return readFileSync(LOCAL_SECRETS_KEY_FILE, 'utf8').trim();
+/** var/local-secrets.key (mode 0600), made once, so encrypted data and issued links survive restarts. */
+function localSecretsKeyFile() {
+  if (existsSync(LOCAL_SECRETS_KEY_FILE)) return LOCAL_SECRETS_KEY_FILE;
   mkdirSync(join(ROOT, 'var'), { recursive: true });
-  const key = randomBytes(32).toString('hex');
-  writeFileSync(LOCAL_SECRETS_KEY_FILE, `${key}\n`, { mode: 0o600, flag: 'wx' });
-  say('SECRETS_KEY is not set: generated one in var/local-secrets.key (set SECRETS_KEY to use your own)');
-  return key;
+  try {
+    writeFileSync(LOCAL_SECRETS_KEY_FILE, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx', flush: true });
+    say('SECRETS_KEY is not set: generated one in var/local-secrets.key (set SECRETS_KEY to use your own)');
+  } catch (error) {
+    // Another `npm start` made it meanwhile: that key is the one.
+    if (error.code !== 'EEXIST') throw error;
+  }
+  return LOCAL_SECRETS_KEY_FILE;
 }
 
 /** Starts the machine's own Postgres and Redis when the URLs point here and nothing answers. */
@@ -236,10 +241,11 @@ function exitWhenAllStopped() {
   setTimeout(() => process.exit(exitCode), 1_000).unref();
 }
 
+/** The child's exit code once its output is read to the end too ('exit' may come before the last of it). */
 function waitForExit(child) {
   return new Promise((done) => {
     child.once('error', () => done(127));
-    child.once('exit', (code, signal) => done(signal ? 128 : code));
+    child.once('close', (code, signal) => done(signal ? 128 : code));
   });
 }
 

@@ -88,6 +88,9 @@ describe('loadAppConfig', () => {
         }
       })();
       expect(refused).toEqual([`SECRETS_KEY_FILE (${file}) must be 32 bytes written as 64 hex characters or as base64 (openssl rand -hex 32)`]);
+      // An empty file (a crash while it was being made) is named as the file, not as a key never given.
+      writeFileSync(file, '');
+      expect(() => loadAppConfig({ SECRETS_KEY_FILE: file })).toThrow(`SECRETS_KEY_FILE (${file}) must be 32 bytes`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

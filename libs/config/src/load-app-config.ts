@@ -242,7 +242,8 @@ class EnvReader {
         return Buffer.alloc(32);
       }
     }
-    if (raw === undefined || raw === '') {
+    // An empty file is named as the file, not taken for a key never given.
+    if (raw === undefined || (raw === '' && from === name)) {
       this.problems.push(`${name} is required: 32 random bytes as hex or base64 (openssl rand -hex 32), or ${fileVariable} naming a file that holds them`);
       return Buffer.alloc(32);
     }

@@ -7,7 +7,8 @@ export type ParsedFlags<S extends FlagSpec> = {
 
 /**
  * Reads `--name value`, `--name=value` and boolean `--name` flags; anything
- * else (an unknown flag, a missing value, a stray argument) is a usage error.
+ * else (an unknown flag, a missing value, a flag given twice, a stray
+ * argument) is a usage error.
  */
 export function parseFlags<S extends FlagSpec>(args: readonly string[], spec: S): ParsedFlags<S> {
   const flags: Record<string, string | boolean> = {};
@@ -16,8 +17,11 @@ export function parseFlags<S extends FlagSpec>(args: readonly string[], spec: S)
     const match = /^--([a-z][a-z0-9-]*)(?:=(.*))?$/s.exec(arg);
     if (!match) throw new CliUsageError(`unexpected argument "${arg}"`);
     const [, name, inline] = match;
-    const kind = spec[name];
+    // Own keys only: `--constructor` is no flag of any command.
+    const kind = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (!kind) throw new CliUsageError(`unknown option --${name}`);
+    // Which of two values was meant is not for this to guess.
+    if (Object.hasOwn(flags, name)) throw new CliUsageError(`--${name} is given twice`);
     if (kind === 'boolean') {
       if (inline !== undefined) throw new CliUsageError(`--${name} takes no value`);
       flags[name] = true;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAppConfig } from '@app/config';
@@ -57,5 +57,13 @@ describe('the secrets-key command', () => {
     const file = join(dir, 'no-such-folder', 'secrets.key');
     await expect(secretsKeyCommand.run(['--file', file], io)).rejects.toThrow(`${file} cannot be written (ENOENT)`);
     await expect(secretsKeyCommand.run([], io)).rejects.toThrow('--file is required');
+  });
+
+  it('fails on a name that is a link to a missing file, once, leaving no drafts behind', async () => {
+    const file = join(dir, 'secrets.key');
+    symlinkSync(join(dir, 'gone', 'secrets.key'), file);
+    await expect(secretsKeyCommand.run(['--file', file], io)).rejects.toThrow(`${file} exists but cannot be read as a file`);
+    expect(readdirSync(dir)).toEqual(['secrets.key']);
+    expect(existsSync(join(dir, 'gone'))).toBe(false);
   });
 });
