@@ -26,11 +26,14 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
   let apps: TestApps;
 
   beforeAll(async () => {
-    apps = await startTestAppsWithPausedWorkers();
+    // Rounds by hand only: one of its own between a test's scene and its round would have looked at the run already.
+    apps = await startTestAppsWithPausedWorkers({ REAPER_INTERVAL_MS: '600000' });
   });
   afterAll(() => apps.close());
 
   const queuedRun = () => queuedSandboxRun(apps);
+  /** How often the last `reapPastTheDialTimeout` asked the carrier about the run. */
+  let lookupsInLastRound = 0;
 
   /** One attempt whose claim commits and whose answer is lost; the job keeps what it noted, as the processor does. */
   async function claimAnswerLost(job: { runId: number; organizationId: number }) {
@@ -54,6 +57,7 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
     const lookup = jest.spyOn(apps.dialer!.get(TelephonyProviders).get('sandbox'), 'lookupCall').mockResolvedValue({ kind: 'unknown' });
     try {
       await apps.dialer!.get(RunReaper).round();
+      lookupsInLastRound = lookup.mock.calls.filter(([call]) => call.runId === runId).length;
     } finally {
       lookup.mockRestore();
     }
@@ -66,6 +70,8 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
     const progress = await claimAnswerLost(job);
 
     expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'dialing', end_reason: null });
+    // No call went out under that claim: nothing for the carrier to find, and no look-up spent on it.
+    expect(lookupsInLastRound).toBe(0);
     expect(await apps.dialer!.get(CallPlacer).place(job, progress)).toEqual({ kind: 'done', outcome: 'placed' });
     expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(1);
   });
@@ -85,6 +91,7 @@ describe('the reaper and a dial job coming back for its unsettled claim', () => 
     await queue.remove(placeCallJobId(job.runId));
 
     expect(await reapPastTheDialTimeout(job.runId)).toEqual({ status: 'failed', end_reason: 'dial_outcome_unknown' });
+    expect(lookupsInLastRound).toBe(1);
     expect((await sandboxDialsByRun(apps.dataSource, [job.runId])).get(job.runId)).toBe(0);
   });
 

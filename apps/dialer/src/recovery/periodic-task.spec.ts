@@ -54,6 +54,30 @@ describe('PeriodicTask', () => {
     expect(stoppedAt! - takenAt).toBeLessThan(1_000);
   });
 
+  it('tells a round that has run for its longest to stop, rather than running on once its lease lapses', async () => {
+    const name = `task-${Date.now()}-long`;
+    const intervalMs = 100;
+    let stoppedAfter: number | null = null;
+    const startedAt = performance.now();
+    // A round that would go on for 3 s, checking its signal every 20 ms; its longest is 400 ms.
+    await new PeriodicTask(
+      name,
+      intervalMs,
+      client,
+      async (stopping) => {
+        for (let waited = 0; waited < 3_000 && !stopping.aborted; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+        if (stopping.aborted) stoppedAfter = performance.now() - startedAt;
+      },
+      undefined,
+      400,
+    ).runOnce();
+
+    expect(stoppedAfter).not.toBeNull();
+    // At the first renewal past 400 ms: an interval or two on an idle machine, with room for a loaded one.
+    expect(stoppedAfter!).toBeGreaterThanOrEqual(400);
+    expect(stoppedAfter!).toBeLessThan(1_500);
+  });
+
   it('tells the round in flight to stop when the task stops, waits for it to return, and runs no round after', async () => {
     const name = `task-${Date.now()}-stop`;
     let rounds = 0;

@@ -3,8 +3,8 @@ import { Logger } from '@nestjs/common';
 import { withTimeout } from '@app/common';
 import { RedisClient, RedisScript } from '@app/queue';
 
-/** How long a round keeps renewing its lease. */
-const MAX_RENEWED_ROUND_MS = 10 * 60_000;
+/** How long a round keeps renewing its lease; at this age it is told to stop, and its lease lapses. */
+const MAX_ROUND_MS = 10 * 60_000;
 /** How long `stop` waits for the round in flight by default. */
 export const STOP_WAIT_MS = 5_000;
 /** How long it waits when Redis is away: the round then waits on it, and only the process closing ends that. */
@@ -33,9 +33,9 @@ return 0
  * replica at a time (a short Redis lease): replicas take over from each other
  * when one stops. A failed round is logged and the next one runs as usual.
  *
- * `work` gets a signal that is aborted when the task stops, or when its
+ * `work` gets a signal that is aborted when the task stops, when its
  * round finds the lease gone (Redis away past it, and another replica's
- * round begun): a round of many items (the reaper's 200 runs, each a carrier
+ * round begun), or when the round has run for MAX_ROUND_MS: a round of many items (the reaper's 200 runs, each a carrier
  * look-up) checks it between them, so a stopping dialer waits for the item
  * in hand, not for the rest of the round, which the next round on another
  * replica does, and two replicas' rounds do not go on side by side.
@@ -55,6 +55,7 @@ export class PeriodicTask {
     private readonly client: RedisClient,
     private readonly work: (stopping: AbortSignal) => Promise<void>,
     private readonly stopWaitMs = STOP_WAIT_MS,
+    private readonly maxRoundMs = MAX_ROUND_MS,
   ) {
     this.logger = new Logger(name);
   }
@@ -92,19 +93,23 @@ export class PeriodicTask {
   async runOnce(): Promise<void> {
     if (!(await this.holdLease())) return;
     // A round can outlast the lease (a carrier slow to answer the reaper's look-ups): it is renewed while the round
-    // runs, so no other replica starts a round beside this one, for MAX_RENEWED_ROUND_MS at most: a round that hangs
-    // must not keep the task from every other replica.
-    const renewUntil = Date.now() + MAX_RENEWED_ROUND_MS;
-    // The round's own signal, aborted by the task's stop or by the lease lost. A listener on the task's signal,
-    // removed when the round ends (`AbortSignal.any` on Node 20 leaves an entry on it for every round, for good).
+    // runs, so no other replica starts a round beside this one, for `maxRoundMs` at most: a round that hangs must not
+    // keep the task from every other replica. It is then told to stop, as at a lost lease, since another replica may
+    // take the lapsed lease and start a round of its own; what it leaves is the next round's. Monotonic: a wall clock
+    // stepped back does not extend it.
+    const renewUntil = performance.now() + this.maxRoundMs;
+    // The round's own signal, aborted by the task's stop, by the lease lost or by the round's age. A listener on the
+    // task's signal, removed when the round ends (`AbortSignal.any` on Node 20 leaves an entry on it for every round,
+    // for good).
     const round = new AbortController();
     const stop = () => round.abort();
     if (this.stopping.signal.aborted) round.abort();
     else this.stopping.signal.addEventListener('abort', stop, { once: true });
     const renewal = setInterval(() => {
-      if (Date.now() > renewUntil) {
+      if (performance.now() > renewUntil) {
         clearInterval(renewal);
-        this.logger.warn(`${this.name}: a round has run for ${MAX_RENEWED_ROUND_MS / 60_000} minutes; its lease is no longer renewed`);
+        this.logger.warn(`${this.name}: a round has run for ${this.maxRoundMs / 1000} s; it stops, and its lease is no longer renewed`);
+        round.abort();
         return;
       }
       this.holdLease().then(

@@ -4,7 +4,7 @@ import { doublingDelay, RecentMap } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { RunStatus, TelephonyConfiguration, WorkflowRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient } from '@app/queue';
-import { callReferenceOf, CredentialsCipher, DialAttempt, TelephonyProviders } from '@app/telephony';
+import { callReferenceOf, CredentialsCipher, DialAttempt, isCarrierNetworkFailure, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from '../calls/call-limits';
 import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
@@ -23,8 +23,38 @@ const RETRY_FIRST_MS = 30_000;
 const RETRY_CAP_MS = 30 * 60_000;
 /** Runs remembered with a failed reaping (the oldest forgotten first: it is then simply tried again). */
 const FAILURES_LIMIT = 10_000;
+/**
+ * A run left open after a look is looked at again after this long, doubling
+ * with each look up to the cap, rather than every round: a run ringing from
+ * 60 to 180 s was otherwise asked of its carrier 24 times, each time its
+ * carrier's requests (up to tens for a search by numbers) and three database
+ * round trips. A run reaching its limit is looked at then, whatever the wait.
+ */
+const LOOK_AGAIN_FIRST_MS = 10_000;
+const LOOK_AGAIN_CAP_MS = 60_000;
+/** Runs remembered with their next look (the oldest forgotten first: it is then simply looked at in the next round). */
+const LOOKED_AT_LIMIT = 20_000;
+/**
+ * After a look-up finds a configuration's carrier unreachable (no answer, a
+ * timeout), its runs are not asked of it for this long: each would wait its
+ * own timeout, and a round of them kept every other organization's runs past
+ * their limits waiting behind them. A run at its limit meanwhile ends as it
+ * would after a failed look-up.
+ */
+const CARRIER_AWAY_MS = 30_000;
 
 type ReconcileOutcome = 'moved' | 'job_running' | 'unmoved';
+
+/** When a run left open is next looked at (`performance.now()` ms). */
+interface NextLook {
+  /** The `status_changed_at` it was left at: a run that moved since is another dial, looked at afresh. */
+  since: number;
+  looks: number;
+  /** Not looked at before then: the next wait's end, or its limit if that comes first. */
+  atMs: number;
+  /** Left open past its limit (a dial job it waits for). */
+  pastLimit: boolean;
+}
 
 interface StaleRun {
   id: number;
@@ -61,6 +91,10 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
    * their lease runs out.
    */
   private readonly unreleased = new RecentMap<number, number>(FAILURES_LIMIT);
+  /** Runs left open after a look, and when to look at them again. */
+  private readonly nextLooks = new RecentMap<number, NextLook>(LOOKED_AT_LIMIT);
+  /** Configurations whose carrier a look-up found unreachable, and until when their runs are not asked of it. */
+  private readonly carriersAway = new RecentMap<number, number>(FAILURES_LIMIT);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -113,16 +147,36 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       } catch (error) {
         const count = (this.failures.get(candidate.id)?.count ?? 0) + 1;
         const waitMs = doublingDelay(RETRY_FIRST_MS, count, RETRY_CAP_MS);
-        this.failures.set(candidate.id, { count, retryAt: Date.now() + waitMs });
+        this.failures.set(candidate.id, { count, retryAt: performance.now() + waitMs });
         this.logger.warn({ err: error, run_id: candidate.id, failures: count, retry_in_ms: waitMs }, 'could not reap run');
       }
     }
   }
 
-  /** The runs still waiting after a failed reaping. */
+  /** The runs still waiting after a failed reaping, or for their next look. Monotonic: a wall clock stepped back does not extend a wait. */
   private waiting(): number[] {
-    const now = Date.now();
-    return [...this.failures].filter(([, failure]) => failure.retryAt > now).map(([runId]) => runId);
+    const now = performance.now();
+    const failed = [...this.failures].filter(([, failure]) => failure.retryAt > now).map(([runId]) => runId);
+    const left = [...this.nextLooks].filter(([, next]) => next.atMs > now).map(([runId]) => runId);
+    return [...failed, ...left];
+  }
+
+  /** Whether the run was left open at this status not long ago, and its next look is not due yet. */
+  private lookedAtRecently(candidate: StaleRun): boolean {
+    const next = this.nextLooks.get(candidate.id);
+    return next !== undefined && next.since === candidate.status_changed_at.getTime() && performance.now() < next.atMs;
+  }
+
+  /** Notes a run left open after a look: the next is due after a wait doubling with each look, or at its limit. */
+  private lookAgainLater(candidate: StaleRun, limitSeconds: number): void {
+    const since = candidate.status_changed_at.getTime();
+    const previous = this.nextLooks.get(candidate.id);
+    const looks = previous?.since === since ? previous.looks + 1 : 1;
+    const pastLimit = candidate.age_seconds >= limitSeconds;
+    const now = performance.now();
+    const waitMs = doublingDelay(LOOK_AGAIN_FIRST_MS, looks, LOOK_AGAIN_CAP_MS);
+    const limitInMs = pastLimit ? waitMs : (limitSeconds - candidate.age_seconds) * 1000;
+    this.nextLooks.set(candidate.id, { since, looks, atMs: now + Math.min(waitMs, limitInMs), pastLimit });
   }
 
   private async reap(candidate: StaleRun): Promise<void> {
@@ -130,30 +184,37 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       await this.artifacts.collect(candidate.id, true, candidate.age_seconds >= ARTIFACTS_GIVE_UP_SECONDS);
       return;
     }
+    if (this.lookedAtRecently(candidate)) return;
     const run = await this.runs.findById(candidate.id);
     // Only the run as selected: one that moved since (another reaper's round requeued it and a dialer claimed it
     // again) is a new dial whose age is not the one measured.
     if (!run || run.status !== candidate.status || run.statusChangedAt?.getTime() !== candidate.status_changed_at.getTime()) return;
+    const limit = this.hardLimitSeconds(candidate);
+    // A run whose dial job comes back for its unsettled claim sent no call under that claim: nothing for its carrier
+    // to find, and the job takes the claim up when it returns. Only so long (UNSETTLED_CLAIM_GRACE_SECONDS).
+    const mayWaitForItsJob = candidate.status === 'dialing' && !run.providerCallId && candidate.age_seconds < limit + UNSETTLED_CLAIM_GRACE_SECONDS;
+    if (mayWaitForItsJob && (await this.claimComesBack(run.id))) {
+      this.lookAgainLater(candidate, limit);
+      return;
+    }
     const config = run.telephonyConfigurationId
       ? await this.dataSource.getRepository(TelephonyConfiguration).findOneBy({ id: run.telephonyConfigurationId })
       : null;
     const reconciled = await this.reconcile(run, config);
-    if (reconciled === 'moved') return;
-    const limit = this.hardLimitSeconds(candidate);
-    if (candidate.age_seconds < limit) return;
+    if (reconciled === 'moved') {
+      this.nextLooks.delete(run.id);
+      return;
+    }
+    if (candidate.age_seconds < limit) {
+      this.lookAgainLater(candidate, limit);
+      return;
+    }
     // The look-up may have taught the run its call id.
     const providerCallId = run.providerCallId ?? (await this.runs.findById(run.id))?.providerCallId ?? null;
     // A run the carrier has no call for, whose dial job a dialer is running (its dial under way, or about to find the
     // run claimed and leave it, after which the next round queues it again), is not ended for a dial that never went
-    // out; nor one whose job comes back for its unsettled claim. Either, only so long.
-    if (
-      candidate.status === 'dialing' &&
-      !providerCallId &&
-      candidate.age_seconds < limit + UNSETTLED_CLAIM_GRACE_SECONDS &&
-      (reconciled === 'job_running' || (await this.claimComesBack(run.id)))
-    ) {
-      return;
-    }
+    // out. Only so long. Looked at again next round: a dial request under way is answered within seconds.
+    if (mayWaitForItsJob && !providerCallId && reconciled === 'job_running') return;
     const endReason =
       candidate.status === 'dialing'
         ? providerCallId
@@ -175,6 +236,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       [candidate.status],
       { unmovedSince: candidate.status_changed_at, ...(providerCallId ? {} : { withoutCallId: true }) },
     );
+    this.nextLooks.delete(run.id);
     if (!ended) return;
     // A call the carrier still holds must not ring once its run has ended (one queued behind the carrier's own rate
     // limit, or ringing), nor talk on past its limit (a carrier that did not apply the maximum duration the dial gave
@@ -220,12 +282,20 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
    */
   private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<ReconcileOutcome> {
     if (!config || !this.providers.has(config.provider)) return 'unmoved';
+    if (performance.now() < (this.carriersAway.get(config.id) ?? 0)) return 'unmoved';
     const provider = this.providers.get(config.provider);
     // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
     const lookup = await Promise.resolve()
       .then(() => provider.lookupCall({ ...callReferenceOf(run, config, this.cipher), dial: dialOf(run) }))
       .catch((error: unknown) => {
         this.logger.warn({ err: error, run_id: run.id }, 'could not look the call up at the carrier');
+        if (isCarrierNetworkFailure(error)) {
+          this.carriersAway.set(config.id, performance.now() + CARRIER_AWAY_MS);
+          this.logger.warn(
+            { telephony_configuration_id: config.id, for_ms: CARRIER_AWAY_MS },
+            "the configuration's carrier did not answer: its runs are not looked up for a while",
+          );
+        }
         return { kind: 'unknown' as const };
       });
     if (lookup.kind === 'not_found' && run.status === 'dialing' && !run.providerCallId) {

@@ -1,0 +1,92 @@
+import { SandboxCall } from '@app/persistence';
+import { CarrierError, TelephonyProviders } from '@app/telephony';
+import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
+import { seedForStrandedRuns, seedSandboxConfiguration, StrandedRunSeed, strandedRun } from '../support/fixtures';
+import { startTestApps, TestApps } from '../support/test-apps';
+
+/**
+ * How often the reaper asks a carrier about a run that stopped moving. Its
+ * rounds are run by hand here (its own come every 10 minutes).
+ */
+describe('the reaper asks carriers about stuck runs only so often', () => {
+  let apps: TestApps;
+  let seed: StrandedRunSeed;
+
+  beforeAll(async () => {
+    apps = await startTestApps({
+      env: { REAPER_INTERVAL_MS: '600000', RECONCILE_AFTER_SECONDS: '1', DIAL_TIMEOUT_SECONDS: '3', RING_TIMEOUT_SECONDS: '3' },
+    });
+    seed = await seedForStrandedRuns(apps.dataSource);
+  });
+  afterAll(() => apps.close());
+
+  const reaper = () => apps.dialer!.get(RunReaper);
+  const sandbox = () => apps.dialer!.get(TelephonyProviders).get('sandbox');
+  const statusOf = async (runId: number) =>
+    (await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [runId]))[0] as { status: string; end_reason: string | null };
+
+  /** A sandbox call that rings for a minute, though no event reached its run, which knows its id. */
+  async function stillRinging(runId: number): Promise<void> {
+    const callId = `SB-ringing-${runId}`;
+    await apps.dataSource.getRepository(SandboxCall).save({
+      callId,
+      runId,
+      toNumber: '+14155550100',
+      outcome: 'no_answer',
+      ringMs: 60_000,
+      talkMs: 0,
+      canceledAt: null,
+      createdAt: new Date(),
+    });
+    await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, callId]);
+  }
+
+  it('looks a ringing run up once, not every round, until its limit, when it looks again and ends it', async () => {
+    const lookups = jest.spyOn(sandbox(), 'lookupCall');
+    try {
+      // Stuck for 1.5 s of its 3 s: looked up now, and (its next look due in 10 s) not again before its limit.
+      const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, stillRinging, '1.5 seconds');
+      const ofRun = () => lookups.mock.calls.filter(([call]) => call.runId === runId).length;
+      for (let round = 0; round < 5; round++) await reaper().round();
+      expect(ofRun()).toBe(1);
+      expect(await statusOf(runId)).toEqual({ status: 'ringing', end_reason: null });
+
+      await new Promise((resolve) => setTimeout(resolve, 1_700));
+      await reaper().round();
+      expect(ofRun()).toBe(2);
+      expect(await statusOf(runId)).toEqual({ status: 'failed', end_reason: 'ring_timeout' });
+    } finally {
+      lookups.mockRestore();
+    }
+  });
+
+  it("stops asking a carrier that did not answer for a while, ending its runs at their limits, while other carriers' runs are asked", async () => {
+    const away = await seedSandboxConfiguration(apps.dataSource, seed.organizationId, { settings: { ring_ms: 20, talk_ms: 50 }, isDefaultOutbound: false });
+    const stuck: number[] = [];
+    for (let i = 0; i < 3; i++) stuck.push(await strandedRun(apps.dataSource, { ...seed, configId: away.id }, 'ringing', `SB-away-${i}`));
+    const elsewhere = await strandedRun(apps.dataSource, seed, 'ringing', null, stillRinging, '10 minutes');
+    const sandboxLookup = sandbox().lookupCall.bind(sandbox());
+    // The away configuration's carrier is never reached (a connection refused): every look-up there fails so.
+    const lookups = jest.spyOn(sandbox(), 'lookupCall').mockImplementation(async (call) => {
+      if (!stuck.includes(call.runId)) return sandboxLookup(call);
+      throw new CarrierError('sandbox: carrier unreachable (ECONNREFUSED)', {
+        reason: 'carrier_unreachable',
+        permanent: false,
+        notProcessed: true,
+        carrierCode: 'ECONNREFUSED',
+      });
+    });
+    try {
+      await reaper().round();
+
+      const ofRuns = (runIds: number[]) => lookups.mock.calls.filter(([call]) => runIds.includes(call.runId)).length;
+      // One look-up found the carrier away; the others were not asked of it, and ended at their limits all the same.
+      expect(ofRuns(stuck)).toBe(1);
+      for (const runId of stuck) expect(await statusOf(runId)).toEqual({ status: 'failed', end_reason: 'ring_timeout' });
+      expect(ofRuns([elsewhere])).toBe(1);
+      expect(await statusOf(elsewhere)).toEqual({ status: 'failed', end_reason: 'ring_timeout' });
+    } finally {
+      lookups.mockRestore();
+    }
+  });
+});
