@@ -1,6 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Network, parseNetwork } from '@app/config';
+import { CarrierError } from './carrier-error';
 import {
   allowCarrierStorageNetworks,
   carrierHostCheck,
@@ -8,10 +9,13 @@ import {
   CarrierRequestFailed,
   DownloadRefused,
   isPublicHttpsUrl,
-  MAX_CARRIER_BODY_BYTES,
+  MAX_CARRIER_API_BODY_BYTES,
+  MAX_RECORDING_BYTES,
   MAX_REDIRECTS,
+  neverConnectedDialError,
   retryAfterMs,
 } from './carrier-http';
+import { carrierNetworkFailure } from './carrier-network-failure';
 
 interface Hop {
   url: string;
@@ -148,10 +152,19 @@ describe('carrierHttp answers past the size it reads', () => {
   let listening: Server;
   let base: string;
   beforeAll(async () => {
-    // Declares a file past the limit (a recording of a call of hours) and sends a little of it.
-    listening = createServer((_request, response) => {
-      response.writeHead(200, { 'content-type': 'audio/wav', 'content-length': String(MAX_CARRIER_BODY_BYTES + 1) });
-      response.write(Buffer.alloc(1024));
+    listening = createServer((request, response) => {
+      if (request.url === '/recording.wav') {
+        // Declares a file past the limit (a recording of a call of hours) and sends a little of it.
+        response.writeHead(200, { 'content-type': 'audio/wav', 'content-length': String(MAX_RECORDING_BYTES + 1) });
+        response.write(Buffer.alloc(1024));
+      } else if (request.url === '/long-call.wav') {
+        response.writeHead(200, { 'content-type': 'audio/wav' }).end(Buffer.alloc(2 * MAX_CARRIER_API_BODY_BYTES));
+      } else {
+        // An API answer a byte past its limit, streamed without a length (a proxy's page, say, where a dial's answer was due).
+        response.writeHead(201, { 'content-type': 'application/json' });
+        response.write(Buffer.alloc(MAX_CARRIER_API_BODY_BYTES, ' '));
+        response.end('{}');
+      }
     });
     await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
@@ -168,10 +181,19 @@ describe('carrierHttp answers past the size it reads', () => {
     expect((refused as Error).message).toBe('the file is over the 100 MiB a recording may be');
   });
 
-  it("takes an API answer past it for a failed request, as before (the carrier's outcome unknown)", async () => {
-    const failed = await download(`${base}/api`).catch((error: unknown) => error);
+  it('reads a recording past the limit of an API answer whole', async () => {
+    const response = await download(`${base}/long-call.wav`, () => false, [base]);
+    expect(response.bytes).toHaveLength(2 * MAX_CARRIER_API_BODY_BYTES);
+  });
+
+  it("reads an API answer up to 1 MiB, and takes one past it for a request the carrier got: a dial's outcome unknown", async () => {
+    const dial = carrierHttp('Carrier', `${base}/v2/calls`, { method: 'POST', json: { to: '+14155550123' }, timeoutMs: 5_000 });
+    const failed = await dial.catch((error: unknown) => error);
     expect(failed).toBeInstanceOf(CarrierRequestFailed);
-    expect((failed as Error).message).toMatch(/over the 104857600-byte limit/);
+    expect(failed).toMatchObject({ reachedCarrier: true, message: expect.stringMatching(/over the 1048576-byte limit/) });
+    // Neither a rejection (ended) nor a dial never sent (dialed again): not a CarrierError, so the dialer asks the carrier.
+    expect(neverConnectedDialError(failed)).toBeNull();
+    expect(carrierNetworkFailure('Telnyx POST /v2/calls', failed)).not.toBeInstanceOf(CarrierError);
   });
 });
 

@@ -9,12 +9,18 @@ export const CARRIER_REQUEST_TIMEOUT_MS = 15_000;
 /**
  * A recording's download, redirects and body included, gives up after this
  * long: a long call's file runs to tens of megabytes (an hour of 8 kHz WAV
- * is about 58 MB, and `MAX_CARRIER_BODY_BYTES` allows 100 MiB), so it gets
+ * is about 58 MB, and `MAX_RECORDING_BYTES` allows 100 MiB), so it gets
  * far more than an API request's 15 s, which it would miss on every retry.
  */
 export const CARRIER_DOWNLOAD_TIMEOUT_MS = 120_000;
-/** No answer from a carrier, recordings included, is read past this (the agent's own uploads have the same limit). */
-export const MAX_CARRIER_BODY_BYTES = 100 * 1024 * 1024;
+/** No recording is read past this (the agent's own uploads have the same limit). */
+export const MAX_RECORDING_BYTES = 100 * 1024 * 1024;
+/**
+ * No answer of a carrier's API (a dial, a look-up, a page of calls) is read
+ * past this: those are kilobytes, and a dialer placing many calls at once
+ * must not hold a recording's 100 MiB for each of them.
+ */
+export const MAX_CARRIER_API_BODY_BYTES = 1024 * 1024;
 
 /** What `readBody` reads: a fetch Response, Node's own or undici's. */
 interface StreamedAnswer {
@@ -34,7 +40,7 @@ export class BodyOverLimit extends Error {
 }
 
 /** A response's body, read until `maxBytes` and refused past it (a stream without end must not exhaust memory). */
-export async function readBody(response: StreamedAnswer, maxBytes = MAX_CARRIER_BODY_BYTES): Promise<Buffer> {
+export async function readBody(response: StreamedAnswer, maxBytes = MAX_CARRIER_API_BODY_BYTES): Promise<Buffer> {
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel();
@@ -71,6 +77,8 @@ export interface CarrierHttpRequest {
    * for the first request cannot hand the dialer on to an internal address,
    * and the Authorization header stays with the first request's origin.
    * Without it (API calls, which never redirect) a redirect is the answer.
+   * It is what makes a request a download: its body is read up to
+   * `MAX_RECORDING_BYTES`, an API call's up to `MAX_CARRIER_API_BODY_BYTES`.
    */
   followRedirect?: (target: URL) => boolean;
   /**
@@ -186,7 +194,7 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
   let bytes: Buffer;
   try {
     response = await send(new URL(url), init, headers, AbortSignal.timeout(init.timeoutMs));
-    bytes = await readBody(response);
+    bytes = await readBody(response, init.followRedirect ? MAX_RECORDING_BYTES : MAX_CARRIER_API_BODY_BYTES);
   } catch (error) {
     if (error instanceof DownloadRefused) throw error;
     if (error instanceof BodyOverLimit && init.followRedirect) {
@@ -195,10 +203,11 @@ export async function carrierHttp(carrier: string, url: string, init: CarrierHtt
     }
     const notPublic = causeOfType(error, AddressNotPublic);
     if (notPublic) throw new DownloadRefused(notPublic.message, { cause: notPublic });
-    const code = socketErrorCode(error);
+    // An API answer past its limit too is a failed request the carrier got (reachedCarrier): a dial's outcome is unknown.
+    const codes = socketErrorCodes(error);
     const timedOut = (error as Error)?.name === 'TimeoutError';
-    const what = timedOut ? `no answer within ${init.timeoutMs} ms` : code ?? (error as Error)?.message ?? String(error);
-    throw new CarrierRequestFailed(`${carrier} request ${init.method} ${pathForMessage(new URL(url))} failed: ${what}`, !(code && NEVER_CONNECTED.has(code)), {
+    const what = timedOut ? `no answer within ${init.timeoutMs} ms` : codes.length > 0 ? codes.join(', ') : ((error as Error)?.message ?? String(error));
+    throw new CarrierRequestFailed(`${carrier} request ${init.method} ${pathForMessage(new URL(url))} failed: ${what}`, !neverConnected(error), {
       cause: error,
     });
   }
@@ -302,12 +311,46 @@ function parseJson(bytes: Buffer): unknown {
   }
 }
 
-function socketErrorCode(error: unknown): string | undefined {
-  // undici wraps the socket error: TypeError('fetch failed', { cause }), the cause sometimes an AggregateError.
-  const cause = (error as { cause?: unknown })?.cause as { code?: unknown; errors?: Array<{ code?: unknown }> } | undefined;
-  if (typeof cause?.code === 'string') return cause.code;
-  const nested = cause?.errors?.find((inner) => typeof inner?.code === 'string');
-  return nested ? (nested.code as string) : undefined;
+/** A socket's error as fetch's cause holds it, or an AggregateError of several (`addressErrors`). */
+interface SocketError {
+  code?: unknown;
+  errors?: unknown;
+}
+
+/** The socket's error under what fetch threw: undici wraps it, TypeError('fetch failed', { cause }). */
+function socketErrorOf(error: unknown): SocketError | undefined {
+  return (error as { cause?: SocketError } | null)?.cause;
+}
+
+/**
+ * Each address's error when a connection was tried on several and failed on
+ * each (Node's autoSelectFamily, "happy eyeballs", on by default: a host's
+ * IPv6 address, then its IPv4 one), else null. The socket's error is then an
+ * AggregateError whose own `code` is only the first address's.
+ */
+function addressErrors(socket: SocketError | undefined): SocketError[] | null {
+  return Array.isArray(socket?.errors) && socket.errors.length > 0 ? (socket.errors as SocketError[]) : null;
+}
+
+/** The socket error codes under what fetch threw, each once: every address's, for a connection tried on several. */
+function socketErrorCodes(error: unknown): string[] {
+  const socket = socketErrorOf(error);
+  const codes = (addressErrors(socket) ?? [socket]).map((each) => each?.code);
+  return [...new Set(codes.filter((code): code is string => typeof code === 'string'))];
+}
+
+/**
+ * Whether what fetch threw failed before a connection was made, so nothing
+ * was sent. A connection tried on several addresses made none when each
+ * failed so or was given up after its attempt's timeout (ETIMEDOUT, and the
+ * next address tried). A lone ETIMEDOUT is not among them: it may come from
+ * a connection made, whose request was sent.
+ */
+function neverConnected(error: unknown): boolean {
+  const socket = socketErrorOf(error);
+  const addresses = addressErrors(socket);
+  if (!addresses) return NEVER_CONNECTED.has(socket?.code as string);
+  return addresses.every((each) => NEVER_CONNECTED.has(each?.code as string) || each?.code === 'ETIMEDOUT');
 }
 
 /**

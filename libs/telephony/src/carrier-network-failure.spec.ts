@@ -2,9 +2,26 @@ import { createServer, Server, Socket } from 'node:net';
 import { failureOf } from '../../../test/support/failure-of';
 import { freePort } from '../../../test/support/free-port';
 import { CarrierError } from './carrier-error';
-import { Agent, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
+import { Agent, buildConnector, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { carrierHttp, neverConnectedDialError } from './carrier-http';
 import { carrierNetworkFailure, isCarrierNetworkFailure } from './carrier-network-failure';
+
+/** Keeps the event loop busy for `ms`: a timer due meanwhile then runs before any socket's news is read. */
+function holdEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) continue;
+}
+
+/**
+ * Node's AggregateError, errors and code, as one of Jest's realm. undici, loaded in Jest's sandbox, takes an error
+ * of Node's realm for one only when its constructor is named Error, and of any other keeps just the name (a cause
+ * `Error('AggregateError')`); outside Jest, Node's own is fetch's cause.
+ */
+function inJestRealm(error: Error): Error {
+  const errors = (error as { errors?: unknown }).errors;
+  if (!Array.isArray(errors)) return error;
+  return Object.assign(new AggregateError(errors, error.message), { code: (error as { code?: unknown }).code });
+}
 
 /** Real requests on loopback: the errors are the ones fetch and `carrierHttp` raise, not shapes of them. */
 describe('carrier network failures', () => {
@@ -64,6 +81,36 @@ describe('carrier network failures', () => {
         notProcessed: true,
         carrierCode: 'UND_ERR_CONNECT_TIMEOUT',
       });
+      expect(neverConnectedDialError(failed)).toMatchObject({ notProcessed: true });
+    } finally {
+      setGlobalDispatcher(previous);
+    }
+  });
+
+  it("takes a connection tried on each of a host's addresses and made on none for one never reached (happy eyeballs)", async () => {
+    // Node tries a host's addresses in turn (autoSelectFamily), each but the last for autoSelectFamilyAttemptTimeout.
+    // The first here is given up so (ETIMEDOUT), as an IPv6 address whose packets are dropped is: the event loop is
+    // held past that timeout, which then fires before the refusal is read. The last is refused (ECONNREFUSED).
+    const port = await freePort();
+    const lookup = (_host: string, _options: unknown, found: (error: null, addresses: Array<{ address: string; family: number }>) => void) => {
+      found(null, [
+        { address: '127.0.0.2', family: 4 },
+        { address: '127.0.0.1', family: 4 },
+      ]);
+      holdEventLoop(50);
+    };
+    const connect = buildConnector({ lookup, autoSelectFamily: true, autoSelectFamilyAttemptTimeout: 10 });
+    const previous = getGlobalDispatcher();
+    setGlobalDispatcher(
+      new Agent({ connect: (options, done) => connect(options, (error, socket) => (error === null ? done(null, socket) : done(inJestRealm(error), null))) }),
+    );
+    try {
+      const failed = await failureOf(() => hangUp(`http://api.carrier.test:${port}`));
+      // As undici throws it: the AggregateError's own code is the first address's only.
+      const addresses = ((failed as Error).cause as Error).cause as { code: string; errors: Array<{ code: string }> };
+      expect([addresses.code, addresses.errors.map((each) => each.code)]).toEqual(['ETIMEDOUT', ['ETIMEDOUT', 'ECONNREFUSED']]);
+      expect(failed).toMatchObject({ reachedCarrier: false, message: expect.stringContaining('failed: ETIMEDOUT, ECONNREFUSED') });
+      expect(carrierNetworkFailure('Telnyx POST /v2/calls', failed)).toMatchObject({ reason: 'carrier_unreachable', notProcessed: true });
       expect(neverConnectedDialError(failed)).toMatchObject({ notProcessed: true });
     } finally {
       setGlobalDispatcher(previous);

@@ -12,16 +12,18 @@ export interface PlivoErrorBody {
  * Classifies Plivo's answer to a dial request, by the HTTP status codes its
  * API reference documents (400 a parameter missing or invalid, 401
  * authentication failed, 404 not found, 429 rate limited, 500 server error).
- * 429 is a refusal to act: nothing was placed. A 4xx is a validation refusal
- * retrying cannot fix. Plivo does not say a 5xx left the request unprocessed,
- * and creating a call has no idempotency key, so the outcome is unknown.
+ * 429 is a refusal to act: nothing was placed. So is a 408 (Request Timeout):
+ * the server gave up waiting for the request before taking it, and later it
+ * may go through. Any other 4xx is a validation refusal retrying cannot fix.
+ * Plivo does not say a 5xx left the request unprocessed, and creating a
+ * call has no idempotency key, so the outcome is unknown.
  */
 export function plivoDialError(status: number, body: PlivoErrorBody | null, retryAfterMs?: number): CarrierError {
   const text = errorText(body);
   // Read by customers in the run's log: without the account (auth id) a quoted path holds.
   const detail = `Plivo answered ${status}: ${withoutAccounts(text || 'no message')}`;
   const carrierCode = `HTTP-${status}`;
-  if (status === 429) {
+  if (status === 429 || status === 408) {
     return new CarrierError(detail, { reason: 'carrier_throttled', permanent: false, notProcessed: true, throttled: true, retryAfterMs, carrierCode });
   }
   if (status >= 500) {

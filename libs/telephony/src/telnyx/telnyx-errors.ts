@@ -18,7 +18,9 @@ const AUTH_CODES = ['10009', '10010'];
 
 /**
  * Classifies a refused dial (non-2xx answer to `POST /v2/calls`), from the
- * HTTP status and the documented error codes in `errors[]`.
+ * HTTP status and the documented error codes in `errors[]`. A 408 (Request
+ * Timeout) is taken as a 429: the server gave up waiting for the request
+ * before taking it, so nothing was placed, and later it may go through.
  */
 export function telnyxDialError(response: TelnyxResponse): CarrierError {
   const errors = telnyxErrors(response.body);
@@ -27,7 +29,7 @@ export function telnyxDialError(response: TelnyxResponse): CarrierError {
   const carrierCode = first?.code ?? `HTTP-${response.status}`;
   const message = `Telnyx refused the dial (${response.status}${first ? ` ${first.code}: ${first.title ?? ''}${first.detail ? ` — ${first.detail}` : ''}` : ''})`;
 
-  if (response.status === 429 || codes.some((code) => THROTTLE_CODES.includes(code))) {
+  if (response.status === 429 || response.status === 408 || codes.some((code) => THROTTLE_CODES.includes(code))) {
     return new CarrierError(message, {
       reason: 'carrier_throttled',
       permanent: false,

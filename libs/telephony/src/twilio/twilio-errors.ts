@@ -36,19 +36,21 @@ export const TWILIO_THROTTLED_CODE = 20429;
 
 /**
  * Classifies Twilio's answer to a dial request. Only 429/20429 is documented
- * as "never processed, always safe to retry". A 4xx is a validation refusal:
- * nothing was placed, and retrying cannot fix it. A 5xx is not: Twilio's
- * 20500 page warns that a retried outbound-call POST can place a second call
- * (there is no idempotency key), and 20503 does not say the request was not
- * acted on, so the outcome is unknown and the dialer must ask before dialing
- * again.
+ * as "never processed, always safe to retry"; a 408 (Request Timeout) says
+ * the server gave up waiting for the request before taking it, so it is the
+ * same: nothing was placed, and later it may go through. Any other 4xx is a
+ * validation refusal: nothing was placed, and retrying cannot fix it. A 5xx
+ * is not: Twilio's 20500 page warns that a retried outbound-call POST can
+ * place a second call (there is no idempotency key), and 20503 does not say
+ * the request was not acted on, so the outcome is unknown and the dialer
+ * must ask before dialing again.
  */
 export function twilioDialError(status: number, body: TwilioErrorBody | null, retryAfterMs?: number): CarrierError {
   const code = typeof body?.code === 'number' ? body.code : undefined;
   // Read by customers in the run's log: Twilio's message may quote the request's path, and its account.
   const detail = `Twilio answered ${status}${code ? ` (error ${code})` : ''}: ${withoutAccounts(body?.message ?? 'no message')}`;
   const carrierCode = code !== undefined ? String(code) : `HTTP-${status}`;
-  if (status === 429 || code === TWILIO_THROTTLED_CODE) {
+  if (status === 429 || status === 408 || code === TWILIO_THROTTLED_CODE) {
     return new CarrierError(detail, {
       reason: 'carrier_throttled',
       permanent: false,

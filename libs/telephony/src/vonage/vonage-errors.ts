@@ -16,14 +16,16 @@ const THROTTLE_DEFAULT_MS = 1000;
 /**
  * Classifies a refused `POST /v1/calls`. Vonage answers errors as RFC 7807
  * problems (`type`, `title`, `detail`, `invalid_parameters`), and rejects —
- * does not queue — call creations beyond its rate with 429.
+ * does not queue — call creations beyond its rate with 429. A 408 (Request
+ * Timeout) is taken as a 429: the server gave up waiting for the request
+ * before taking it, so nothing was placed, and later it may go through.
  */
 export function vonageDialError(response: VonageResponse): CarrierError {
   const problem = vonageProblem(response.body);
   const carrierCode = problem.code ?? `HTTP-${response.status}`;
   const message = `Vonage refused the call (${response.status}${problem.title ? ` ${problem.title}` : ''}${problem.detail ? `: ${problem.detail}` : ''})`;
 
-  if (response.status === 429) {
+  if (response.status === 429 || response.status === 408) {
     return new CarrierError(message, {
       reason: 'carrier_throttled',
       permanent: false,
