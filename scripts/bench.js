@@ -212,167 +212,171 @@ async function main() {
     return true;
   };
 
-  log(`measuring: ${knobs.rounds} rounds of ${knobs.seconds} s, ${knobs.connections} connections`);
-  if (starts('ceiling')) {
-    const ceiling = await startCeiling();
-    const row = await throughputRounds('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/` }), {
-      ...harness,
-      pid: ceiling.child.pid,
-    });
-    const byRate = [];
-    for (const rate of [...new Set([LONE_REQUEST_RATE, ...knobs.latencyRates])].sort((a, b) => a - b)) {
-      const result = await fixedRateCpu({ url: `${ceiling.url}/`, method: 'GET', rate, seconds: knobs.seconds, connections: knobs.connections, pid: ceiling.child.pid });
-      log(`ceiling at a fixed ${rate}/s: answered ${Math.round(result.answeredPerSecond)}/s, server CPU ${Math.round(result.cpuMicros)} µs/request`);
-      byRate.push(result);
+  try {
+    log(`measuring: ${knobs.rounds} rounds of ${knobs.seconds} s, ${knobs.connections} connections`);
+    if (starts('ceiling')) {
+      const ceiling = await startCeiling();
+      const row = await throughputRounds('ceiling: bare Fastify constant JSON', () => ({ url: `${ceiling.url}/` }), {
+        ...harness,
+        pid: ceiling.child.pid,
+      });
+      const byRate = [];
+      for (const rate of [...new Set([LONE_REQUEST_RATE, ...knobs.latencyRates])].sort((a, b) => a - b)) {
+        const result = await fixedRateCpu({ url: `${ceiling.url}/`, method: 'GET', rate, seconds: knobs.seconds, connections: knobs.connections, pid: ceiling.child.pid });
+        log(`ceiling at a fixed ${rate}/s: answered ${Math.round(result.answeredPerSecond)}/s, server CPU ${Math.round(result.cpuMicros)} µs/request`);
+        byRate.push(result);
+      }
+      report.ceilingByRate = { rows: byRate, fullSpeed: row };
+      ceiling.child.kill('SIGKILL');
+      ceilingRps = row.rps;
+      report.http.push(row);
     }
-    report.ceilingByRate = { rows: byRate, fullSpeed: row };
-    ceiling.child.kill('SIGKILL');
-    ceilingRps = row.rps;
-    report.http.push(row);
-  }
-  if (starts('floor')) {
-    const floor = await startFloor();
-    const row = await throughputRounds(
-      'framework floor: Nest on Fastify, the trigger\'s request, constant JSON',
-      () => ({ ...trigger, url: `${floor.url}${new URL(trigger.url).pathname}` }),
-      { ...harness, pid: floor.child.pid },
-    );
-    floor.child.kill('SIGKILL');
-    report.http.push(row);
-  }
-  if (starts('trigger')) {
-    const row = await throughputRounds('POST trigger', () => trigger, apiHarness);
-    triggerRps = row.rps;
-    report.http.push(row);
-    report.roles.trigger = row;
-  }
-  if (starts('trigger-alone')) {
-    await stack.waitDrained();
-    await stack.stopDialers();
-    report.roles.triggerAlone = await throughputRounds('POST trigger, dialer stopped', () => trigger, apiHarness);
-    report.http.push(report.roles.triggerAlone);
-    await stack.startDialers(1, 'alongside the HTTP scenarios');
-  }
-  if (starts('trigger-idempotent')) {
-    await stack.waitDrained();
-    let sequence = 0;
-    const idempotent = () => ({
-      ...trigger,
-      setupRequest: (request) => {
-        const next = trigger.setupRequest(request);
-        return { ...next, headers: { ...next.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } };
-      },
-    });
-    report.roles.triggerIdempotent = await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness);
-    report.http.push(report.roles.triggerIdempotent);
-  }
-  if (starts('get-run')) {
-    await ensureRuns(stack, trigger, GET_RUN_IDS);
-    await stack.waitDrained();
-    const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    report.roles.getRun = await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness);
-    report.http.push(report.roles.getRun);
-  }
-  if (starts('list-runs')) {
-    await ensureRuns(stack, trigger, GET_RUN_IDS);
-    await stack.waitDrained();
-    const cursors = await listCursors(stack.base, stack.key, workflowId, LIST_PAGE_SIZE, GET_RUN_IDS / LIST_PAGE_SIZE);
-    const listPath = (cursor) => `/api/v1/workflow/${workflowId}/runs?limit=${LIST_PAGE_SIZE}${cursor ? `&cursor=${cursor}` : ''}`;
-    let next = 0;
-    const listRuns = () => ({
-      url: `${stack.base}${listPath(null)}`,
-      method: 'GET',
-      headers: { 'x-api-key': stack.key },
-      setupRequest: (request) => ({ ...request, path: listPath(cursors[next++ % cursors.length]) }),
-    });
-    report.http.push(await throughputRounds(`GET run list, ${LIST_PAGE_SIZE} a page (${cursors.length} pages)`, listRuns, apiHarness));
-  }
-  if (starts('latency')) {
-    report.latencyIdle = await idleCpu(stack, IDLE_SECONDS);
-    log(
-      `idle, no triggers, ${IDLE_SECONDS} s: CPU ms per second ` +
-        CPU_PARTS.map((part) => `${part} ${report.latencyIdle.msPerSecond[part].toFixed(1)}`).join(', ') +
-        `; the machine ${Math.round(report.latencyIdle.machinePercent)} % busy`,
-    );
-    for (const rate of knobs.latencyRates) {
-      report.latency.push(
-        await triggerToDial(stack, trigger, { rate, seconds: knobs.latencySeconds, rounds: knobs.rounds, connections: knobs.connections, log }),
+    if (starts('floor')) {
+      const floor = await startFloor();
+      const row = await throughputRounds(
+        'framework floor: Nest on Fastify, the trigger\'s request, constant JSON',
+        () => ({ ...trigger, url: `${floor.url}${new URL(trigger.url).pathname}` }),
+        { ...harness, pid: floor.child.pid },
       );
+      floor.child.kill('SIGKILL');
+      report.http.push(row);
     }
-  }
-  if (starts('soak')) {
-    await stack.waitDrained();
-    triggerRps ??= (await throughputRounds('POST trigger (for the soak rate)', () => trigger, { ...harness, rounds: 1 })).rps;
-    const rate = knobs.soakRate ?? triggerRps / 2;
-    log(`soak: ${Math.round(rate)} triggers/s for ${knobs.soakSeconds} s`);
-    report.soak = await soak(stack, trigger, {
-      rate: Math.max(1, Math.round(rate)),
-      seconds: knobs.soakSeconds,
-      sampleSeconds: knobs.soakSampleSeconds,
-      connections: knobs.connections,
-      log,
-    });
-  }
-  if (starts('dialer')) {
-    await stack.waitDrained();
-    await stack.stopDialers();
-    report.dialer = await dialerThroughput(stack, trigger, {
-      dialerCounts: knobs.dialerCounts,
-      rounds: knobs.rounds,
-      seconds: knobs.seconds,
-      backlog: knobs.dialBacklog,
-      connections: knobs.connections,
-      log,
-    });
-    await stack.startDialers(1, 'alongside the HTTP scenarios');
-  }
-  if (starts('history')) {
-    // The machine's speed drifts by more than the 10 % judged over the minutes a measurement takes, so the
-    // history is set against a twin: a second API, dialer and database, alike but for the history, measured in
-    // rounds taken in turn with the stack holding it (A B, B A, ...) so that the drift falls on both alike.
-    await ensureRuns(stack, trigger, GET_RUN_IDS);
-    await stack.waitDrained();
-    twin = new BenchStack({ ...stackOptions, name: 'twin' });
-    await twin.start();
-    const twinTargets = targetsOf(twin, await seed(twin.base, twin.key, { agent: knobs.agent }));
-    await twin.startDialers(1, 'the twin without the history');
-    await ensureRuns(twin, twinTargets.trigger, GET_RUN_IDS);
-    report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
-    const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
-    const historyHarness = { ...harness, rounds: knobs.historyRounds };
-    const bothDrained = async () => {
+    if (starts('trigger')) {
+      const row = await throughputRounds('POST trigger', () => trigger, apiHarness);
+      triggerRps = row.rps;
+      report.http.push(row);
+      report.roles.trigger = row;
+    }
+    if (starts('trigger-alone')) {
       await stack.waitDrained();
-      await twin.waitDrained();
-    };
-    const [twinTrigger, historyTrigger] = await alternatingRounds(
-      [
-        { name: 'POST trigger, twin without the history', options: () => twinTargets.trigger, ...measuredApi(twin), before: bothDrained },
-        { name: `POST trigger, ${stored}`, options: () => trigger, ...measuredApi(stack), before: bothDrained },
-      ],
-      historyHarness,
-    );
-    await bothDrained();
-    const twinNewest = await recentRunIds(twin.base, twin.key, twinTargets.workflowId, GET_RUN_IDS);
-    const newest = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
-    const spread = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
-    const [twinGet, newestGet, spreadGet] = await alternatingRounds(
-      [
-        { name: `GET run, twin without the history (its ${twinNewest.length} newest)`, options: twinTargets.getRun(twinNewest), ...measuredApi(twin) },
-        { name: `GET run, ${stored} (the ${newest.length} newest)`, options: getRun(newest), ...measuredApi(stack) },
-        { name: `GET run, ${stored} (${spread.length} spread over them all)`, options: getRun(spread), ...measuredApi(stack) },
-      ],
-      historyHarness,
-    );
-    report.http.push(twinTrigger, historyTrigger, twinGet, newestGet, spreadGet);
-    report.history = [
-      { name: 'POST trigger', before: twinTrigger, after: historyTrigger },
-      { name: 'GET run, the newest runs', before: twinGet, after: newestGet },
-      { name: 'GET run, runs spread over the history', before: twinGet, after: spreadGet },
-    ];
-    await twin.stopDialers();
+      await stack.stopDialers();
+      report.roles.triggerAlone = await throughputRounds('POST trigger, dialer stopped', () => trigger, apiHarness);
+      report.http.push(report.roles.triggerAlone);
+      await stack.startDialers(1, 'alongside the HTTP scenarios');
+    }
+    if (starts('trigger-idempotent')) {
+      await stack.waitDrained();
+      let sequence = 0;
+      const idempotent = () => ({
+        ...trigger,
+        setupRequest: (request) => {
+          const next = trigger.setupRequest(request);
+          return { ...next, headers: { ...next.headers, 'idempotency-key': `bench-${stack.id}-${sequence++}` } };
+        },
+      });
+      report.roles.triggerIdempotent = await throughputRounds('POST trigger + Idempotency-Key', idempotent, apiHarness);
+      report.http.push(report.roles.triggerIdempotent);
+    }
+    if (starts('get-run')) {
+      await ensureRuns(stack, trigger, GET_RUN_IDS);
+      await stack.waitDrained();
+      const ids = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
+      report.roles.getRun = await throughputRounds(`GET run (${ids.length} distinct runs)`, getRun(ids), apiHarness);
+      report.http.push(report.roles.getRun);
+    }
+    if (starts('list-runs')) {
+      await ensureRuns(stack, trigger, GET_RUN_IDS);
+      await stack.waitDrained();
+      const cursors = await listCursors(stack.base, stack.key, workflowId, LIST_PAGE_SIZE, GET_RUN_IDS / LIST_PAGE_SIZE);
+      const listPath = (cursor) => `/api/v1/workflow/${workflowId}/runs?limit=${LIST_PAGE_SIZE}${cursor ? `&cursor=${cursor}` : ''}`;
+      let next = 0;
+      const listRuns = () => ({
+        url: `${stack.base}${listPath(null)}`,
+        method: 'GET',
+        headers: { 'x-api-key': stack.key },
+        setupRequest: (request) => ({ ...request, path: listPath(cursors[next++ % cursors.length]) }),
+      });
+      report.http.push(await throughputRounds(`GET run list, ${LIST_PAGE_SIZE} a page (${cursors.length} pages)`, listRuns, apiHarness));
+    }
+    if (starts('latency')) {
+      report.latencyIdle = await idleCpu(stack, IDLE_SECONDS);
+      log(
+        `idle, no triggers, ${IDLE_SECONDS} s: CPU ms per second ` +
+          CPU_PARTS.map((part) => `${part} ${report.latencyIdle.msPerSecond[part].toFixed(1)}`).join(', ') +
+          `; the machine ${Math.round(report.latencyIdle.machinePercent)} % busy`,
+      );
+      for (const rate of knobs.latencyRates) {
+        report.latency.push(
+          await triggerToDial(stack, trigger, { rate, seconds: knobs.latencySeconds, rounds: knobs.rounds, connections: knobs.connections, log }),
+        );
+      }
+    }
+    if (starts('soak')) {
+      await stack.waitDrained();
+      triggerRps ??= (await throughputRounds('POST trigger (for the soak rate)', () => trigger, { ...harness, rounds: 1 })).rps;
+      const rate = knobs.soakRate ?? triggerRps / 2;
+      log(`soak: ${Math.round(rate)} triggers/s for ${knobs.soakSeconds} s`);
+      report.soak = await soak(stack, trigger, {
+        rate: Math.max(1, Math.round(rate)),
+        seconds: knobs.soakSeconds,
+        sampleSeconds: knobs.soakSampleSeconds,
+        connections: knobs.connections,
+        log,
+      });
+    }
+    if (starts('dialer')) {
+      await stack.waitDrained();
+      await stack.stopDialers();
+      report.dialer = await dialerThroughput(stack, trigger, {
+        dialerCounts: knobs.dialerCounts,
+        rounds: knobs.rounds,
+        seconds: knobs.seconds,
+        backlog: knobs.dialBacklog,
+        connections: knobs.connections,
+        log,
+      });
+      await stack.startDialers(1, 'alongside the HTTP scenarios');
+    }
+    if (starts('history')) {
+      // The machine's speed drifts by more than the 10 % judged over the minutes a measurement takes, so the
+      // history is set against a twin: a second API, dialer and database, alike but for the history, measured in
+      // rounds taken in turn with the stack holding it (A B, B A, ...) so that the drift falls on both alike.
+      await ensureRuns(stack, trigger, GET_RUN_IDS);
+      await stack.waitDrained();
+      twin = new BenchStack({ ...stackOptions, name: 'twin' });
+      await twin.start();
+      const twinTargets = targetsOf(twin, await seed(twin.base, twin.key, { agent: knobs.agent }));
+      await twin.startDialers(1, 'the twin without the history');
+      await ensureRuns(twin, twinTargets.trigger, GET_RUN_IDS);
+      report.historySize = await insertHistory(stack, workflowId, knobs.historyRuns, log);
+      const stored = `${knobs.historyRuns.toLocaleString('en')} runs stored`;
+      const historyHarness = { ...harness, rounds: knobs.historyRounds };
+      const bothDrained = async () => {
+        await stack.waitDrained();
+        await twin.waitDrained();
+      };
+      const [twinTrigger, historyTrigger] = await alternatingRounds(
+        [
+          { name: 'POST trigger, twin without the history', options: () => twinTargets.trigger, ...measuredApi(twin), before: bothDrained },
+          { name: `POST trigger, ${stored}`, options: () => trigger, ...measuredApi(stack), before: bothDrained },
+        ],
+        historyHarness,
+      );
+      await bothDrained();
+      const twinNewest = await recentRunIds(twin.base, twin.key, twinTargets.workflowId, GET_RUN_IDS);
+      const newest = await recentRunIds(stack.base, stack.key, workflowId, GET_RUN_IDS);
+      const spread = await sampledRunIds(stack, workflowId, GET_RUN_IDS);
+      const [twinGet, newestGet, spreadGet] = await alternatingRounds(
+        [
+          { name: `GET run, twin without the history (its ${twinNewest.length} newest)`, options: twinTargets.getRun(twinNewest), ...measuredApi(twin) },
+          { name: `GET run, ${stored} (the ${newest.length} newest)`, options: getRun(newest), ...measuredApi(stack) },
+          { name: `GET run, ${stored} (${spread.length} spread over them all)`, options: getRun(spread), ...measuredApi(stack) },
+        ],
+        historyHarness,
+      );
+      report.http.push(twinTrigger, historyTrigger, twinGet, newestGet, spreadGet);
+      report.history = [
+        { name: 'POST trigger', before: twinTrigger, after: historyTrigger },
+        { name: 'GET run, the newest runs', before: twinGet, after: newestGet },
+        { name: 'GET run, runs spread over the history', before: twinGet, after: spreadGet },
+      ];
+      await twin.stopDialers();
+    }
+  } finally {
+    // On a failure too: the interval left running would keep the failed bench from exiting.
+    clearInterval(rssSampler);
   }
 
-  clearInterval(rssSampler);
   const apiPeak = stack.apiPeakMiB();
   await stack.stopDialers();
   print(report, ceilingRps, apiPeak, rssPeaks);

@@ -39,7 +39,8 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       log(
         `${count} dialer(s), round ${round + 1}: ${cell(result.perSecond)} dials/s steady ` +
           `(${cell(result.min)}–${cell(result.max)} over ${result.steadySeconds} s), backlog ${result.backlog}, ` +
-          `dialed ${result.dialed}, finished ${result.finished} at ${cell(result.finishedPerSecond)}/s, ` +
+          `dialed ${result.dialed} (${result.dialedRuns} runs, ${result.duplicates} duplicate dials), ` +
+          `finished ${result.finished} at ${cell(result.finishedPerSecond)}/s, ` +
           `CPU ms per call: dialer ${cell(result.cpuMsPerCall, 2)}, Postgres ${cell(result.postgresMsPerCall, 2)}, Redis ${cell(result.redisMsPerCall, 2)}, ` +
           `API ${cell(result.apiMsPerCall, 2)}; ` +
           `per call: ${cell(result.statementsPerCall, 1)} Postgres statements, ${cell(result.scriptsPerCall, 1)} Redis scripts ` +
@@ -69,6 +70,7 @@ async function dialerThroughput(stack, trigger, { dialerCounts, rounds, seconds,
       scriptsPerCall: median(results.map((r) => r.scriptsPerCall)),
       machinePercent: median(results.map((r) => r.machinePercent)),
       unfinished: results.reduce((sum, r) => sum + (r.backlog - r.finished), 0),
+      duplicates: results.reduce((sum, r) => sum + r.duplicates, 0),
     });
   }
   return rows;
@@ -95,7 +97,8 @@ async function oneRound(stack, trigger, count, size, connections, log) {
   const machineFrom = machineCpu();
   const workFrom = await stack.workCounts();
   const busyFrom = Date.now();
-  await stack.waitForCount(`SELECT count(*)::int AS n FROM sandbox_calls WHERE run_id > $1`, [before], queued);
+  // Runs dialed, not ledger rows: a duplicate dial must not end the wait before every run was dialed.
+  await stack.waitForCount(`SELECT count(DISTINCT run_id)::int AS n FROM sandbox_calls WHERE run_id > $1`, [before], queued);
   // How busy each dialer was while it dialed: near 100 % means CPU-bound, well below means it waited on something.
   const busySeconds = (Date.now() - busyFrom) / 1000;
   const cpuPercent = median(dialers.map((child, i) => ((cpuSeconds(child.pid) - cpuFrom[i]) / busySeconds) * 100));
@@ -120,6 +123,7 @@ async function oneRound(stack, trigger, count, size, connections, log) {
       [before],
     )
   ).map((row) => Number(row.at));
+  const [{ runs: dialedRuns }] = await stack.query(`SELECT count(DISTINCT run_id)::int AS runs FROM sandbox_calls WHERE run_id > $1`, [before]);
   const [{ finished, last_done: lastDone }] = await stack.query(
     `SELECT count(*)::int AS finished, extract(epoch FROM max(updated_at)) * 1000 AS last_done
        FROM workflow_runs WHERE id > $1 AND is_completed`,
@@ -140,7 +144,10 @@ async function oneRound(stack, trigger, count, size, connections, log) {
     redisPercent,
     machinePercent,
     backlog: queued,
+    // Ledger rows, and the runs they dialed: the rate counts rows, so a run dialed twice would count twice.
     dialed: dials.length,
+    dialedRuns,
+    duplicates: dials.length - dialedRuns,
     finished,
     finishedPerSecond: dials.length ? finished / Math.max(0.001, (Number(lastDone) - dials[0]) / 1000) : NaN,
   };

@@ -55,10 +55,12 @@ async function oneRound(options, { seconds, connections, pid, measure }) {
   const result = await autocannon(perRequest({ ...options(), connections, duration: seconds }));
   const answered = result.requests.total;
   return {
-    rps: result.requests.average,
+    // Only 2xx answers count as served (autocannon's `duration` is in seconds); its average of per-second
+    // counts would take error answers for throughput.
+    rps: result.duration > 0 ? result['2xx'] / result.duration : NaN,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    errors: result.errors + result.timeouts + result.non2xx,
+    errors: failures(result),
     cpuMicros: pid && answered > 0 ? ((cpuSeconds(pid) - cpuFrom) * 1e6) / answered : NaN,
     ...(measured ? await measured(answered) : {}),
   };
@@ -97,7 +99,12 @@ function perRequest(options) {
 /** Sends exactly `amount` requests as fast as the server takes them; answers how many failed. */
 async function sendAmount(options, amount, connections) {
   const result = await autocannon(perRequest({ ...options, connections, amount }));
-  return { sent: result.requests.sent, failed: result.errors + result.timeouts + result.non2xx };
+  return { sent: result.requests.sent, failed: failures(result) };
+}
+
+/** Requests that got no answer or a non-2xx one; autocannon counts a timeout in `errors` as well as `timeouts`. */
+function failures(result) {
+  return result.errors + result.non2xx;
 }
 
 /**

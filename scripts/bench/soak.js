@@ -58,8 +58,15 @@ async function soak(stack, trigger, { rate, seconds, sampleSeconds, connections,
     load: summarizeFixedRate(load),
     api,
     dialer: figures('dialer'),
-    verdict: lastHalf.length < MIN_TREND_SAMPLES ? 'too few samples to judge' : api.slope > GROWING_MIB_PER_MINUTE ? 'KEPT GROWING' : 'levelled off',
+    verdict: verdictOf(lastHalf, api.slope),
   };
+}
+
+function verdictOf(lastHalf, apiSlope) {
+  if (lastHalf.length < MIN_TREND_SAMPLES) return 'too few samples to judge';
+  // A sample the API did not answer (it died) leaves no trend: a NaN slope is not above the line, but not flat either.
+  if (!Number.isFinite(apiSlope) || !lastHalf.every((s) => Number.isFinite(s.api))) return 'RSS not sampled throughout, not judged';
+  return apiSlope > GROWING_MIB_PER_MINUTE ? 'KEPT GROWING' : 'levelled off';
 }
 
 module.exports = { soak, GROWING_MIB_PER_MINUTE };

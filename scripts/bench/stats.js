@@ -1,11 +1,12 @@
 'use strict';
 // Small statistics shared by the bench scenarios.
 
-/** The middle value (the upper one of an even count); NaN for none. */
+/** The middle value (the mean of the two middle ones of an even count, so it need not be one of them); NaN for none. */
 function median(values) {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 /** Nearest-rank percentile, `p` from 0 to 100; NaN for none. */

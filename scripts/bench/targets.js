@@ -63,37 +63,58 @@ function httpTarget(row, ceilingRps, ratio) {
   };
 }
 
-/** Trigger → dial at the target's rate, judged only when the API took that rate: nothing shed or failed. */
+/**
+ * Trigger → dial at the target's rate, judged only when the API took that rate (nothing shed or failed) and
+ * every measured run was dialed exactly once: the percentiles leave out runs never dialed, so a run left
+ * behind would otherwise make them look better, not worse.
+ */
 function latencyTarget(row) {
   if (!row) return NOT_MEASURED;
   const measured =
     `p50 ${cell(row.dialP50)} ms, p99 ${cell(row.dialP99)} ms (answered ${cell(row.answeredPerSecond)}/s, ` +
-    `shed ${row.shed}, failed ${row.failed})`;
+    `shed ${row.shed}, failed ${row.failed}, dialed ${row.dialed}/${row.measured}, ${row.duplicates} duplicate dials)`;
   const keptUp = row.answeredPerSecond >= 0.95 * row.rate && row.shed === 0 && row.failed === 0;
+  const dialedOnce = row.dialed === row.measured && row.duplicates === 0;
   const fast = row.dialP50 < TARGETS.latencyP50Ms && row.dialP99 < TARGETS.latencyP99Ms;
-  return { measured, met: verdict(keptUp && fast, row.dialP50, row.dialP99, row.answeredPerSecond) };
+  return { measured, met: verdict(keptUp && dialedOnce && fast, row.dialP50, row.dialP99, row.answeredPerSecond, row.duplicates) };
 }
 
-/** The soak's verdict (scripts/bench/soak.js), judged only over the target's 5 minutes and on real samples. */
+/**
+ * The soak's verdict (scripts/bench/soak.js), judged only over the target's 5 minutes and on real samples.
+ * Memory that stayed flat because the API did not take the load (requests shed or failed) is not met.
+ */
 function soakTarget(soak) {
   if (!soak) return NOT_MEASURED;
   const { first, last, slope } = soak.api;
-  const measured = `${soak.verdict} over ${count(soak.seconds)} s: ${cell(first)} → ${cell(last)} MiB, last-half slope ${cell(slope, 2)} MiB/min`;
+  const { shed, failed } = soak.load;
+  const measured =
+    `${soak.verdict} over ${count(soak.seconds)} s: ${cell(first)} → ${cell(last)} MiB, last-half slope ${cell(slope, 2)} MiB/min, ` +
+    `shed ${shed}, failed ${failed}`;
   if (soak.seconds < TARGETS.soakSeconds) return { measured: `${measured} (the target is for ${TARGETS.soakSeconds} s)`, met: '–' };
   const judged = soak.verdict === 'levelled off' || soak.verdict === 'KEPT GROWING';
-  return { measured, met: judged ? verdict(soak.verdict === 'levelled off', first, last, slope) : '–' };
+  const ok = soak.verdict === 'levelled off' && shed === 0 && failed === 0;
+  return { measured, met: judged ? verdict(ok, first, last, slope, shed, failed) : '–' };
 }
 
-/** The history rows against the twin: no judged figure worse by more than the tolerance, each one measured. */
+/**
+ * The history rows against the twin: no judged figure worse by more than the tolerance, each one measured,
+ * and no errors on either side (a side that answered errors fast is no figure to compare).
+ */
 function historyTarget(rows) {
   if (rows.length === 0) return NOT_MEASURED;
   const judged = HISTORY_FIGURES.filter(({ worse }) => worse !== 0);
-  const missing = rows.filter(({ before, after }) => !judged.every(({ key }) => finite(before[key], after[key])));
+  const missing = rows.filter(
+    ({ before, after }) => !judged.every(({ key }) => finite(before[key], after[key])) || !finite(before.errors, after.errors),
+  );
   if (missing.length) return { measured: `figures missing: ${missing.map(({ name }) => name).join('; ')}`, met: '–' };
   const worse = rows.filter(({ before, after }) => worseWithHistory(before, after, TARGETS.historyTolerance));
+  const erred = rows.filter(({ before, after }) => before.errors !== 0 || after.errors !== 0);
+  const errors = erred.map(({ name, before, after }) => `${name} (${before.errors} → ${after.errors})`).join('; ');
   return {
-    measured: worse.length ? `worse: ${worse.map(({ name }) => name).join('; ')}` : `none worse, of ${rows.length} compared`,
-    met: verdict(worse.length === 0),
+    measured:
+      (worse.length ? `worse: ${worse.map(({ name }) => name).join('; ')}` : `none worse, of ${rows.length} compared`) +
+      (erred.length ? `; errors: ${errors}` : ''),
+    met: verdict(worse.length === 0 && erred.length === 0),
   };
 }
 
@@ -118,16 +139,24 @@ function targetRows(m) {
 
   const one = m.dialers.find((r) => r.dialers === 1);
   const two = m.dialers.find((r) => r.dialers === 2);
+  // Dials/s counts ledger rows: a run dialed twice would count twice, so a duplicate dial misses the target.
+  const dialsOf = (row) => `${cell(row.perSecond)} dials/s, ${cell(row.finishedPerSecond)} finished/s, ${row.duplicates} duplicate dials`;
   add(
     `one dialer ≥ ${count(TARGETS.oneDialer)} dials/s`,
-    one ? { measured: `${cell(one.perSecond)} dials/s`, met: verdict(one.perSecond >= TARGETS.oneDialer, one.perSecond) } : NOT_MEASURED,
+    one
+      ? { measured: dialsOf(one), met: verdict(one.perSecond >= TARGETS.oneDialer && one.duplicates === 0, one.perSecond, one.duplicates) }
+      : NOT_MEASURED,
   );
   add(
     `two dialers ≥ ${TARGETS.twoDialersRatio}× one (the one of this run)`,
     one && two
       ? {
-          measured: `${shortOf(two.perSecond / one.perSecond)}× (${cell(two.perSecond)} dials/s)`,
-          met: verdict(two.perSecond >= TARGETS.twoDialersRatio * one.perSecond, two.perSecond / one.perSecond),
+          measured: `${shortOf(two.perSecond / one.perSecond)}× (${dialsOf(two)})`,
+          met: verdict(
+            two.perSecond >= TARGETS.twoDialersRatio * one.perSecond && two.duplicates === 0,
+            two.perSecond / one.perSecond,
+            two.duplicates,
+          ),
         }
       : NOT_MEASURED,
   );

@@ -4,8 +4,15 @@ const { targetRows, targetsTable, worseWithHistory } = require('./targets');
 
 const http = (rps, p99, errors = 0) => ({ rps, p50: Math.max(1, Math.round(p99 / 3)), p99, errors, cpuMicros: 100 });
 const historyRow = (name, before, after) => ({ name, before, after });
-const latencyAt = (rate, dialP50, dialP99, answered = { answeredPerSecond: rate, shed: 0, failed: 0 }) => ({ rate, dialP50, dialP99, ...answered });
-const soakOf = (verdict, api, seconds = 300) => ({ verdict, api, seconds });
+const latencyAt = (rate, dialP50, dialP99, answered = { answeredPerSecond: rate, shed: 0, failed: 0 }, dials = { measured: 100, dialed: 100, duplicates: 0 }) => ({
+  rate,
+  dialP50,
+  dialP99,
+  ...answered,
+  ...dials,
+});
+const soakOf = (verdict, api, seconds = 300, load = { shed: 0, failed: 0 }) => ({ verdict, api, seconds, load });
+const dialerRow = (dialers, perSecond, duplicates = 0) => ({ dialers, perSecond, finishedPerSecond: perSecond, duplicates });
 
 /** A run that meets every target, each figure just inside its line. */
 function allMet() {
@@ -15,10 +22,7 @@ function allMet() {
     triggerAlone: http(6100, 28),
     triggerIdempotent: http(6000, 29),
     getRun: http(4500, 29),
-    dialers: [
-      { dialers: 1, perSecond: 2000 },
-      { dialers: 2, perSecond: 3300 },
-    ],
+    dialers: [dialerRow(1, 2000), dialerRow(2, 3300)],
     latency: [latencyAt(250, 5, 20), latencyAt(1000, 14, 59)],
     apiPeakMiB: 249,
     soak: soakOf('levelled off', { first: 180, last: 178, slope: -0.5 }),
@@ -55,9 +59,15 @@ describe('bench targets', () => {
   });
 
   it('judges two dialers against 1.6× the one measured in the same run', () => {
-    const run = { ...allMet(), dialers: [{ dialers: 1, perSecond: 2500 }, { dialers: 2, perSecond: 3200 }] };
+    const run = { ...allMet(), dialers: [dialerRow(1, 2500), dialerRow(2, 3200)] };
     expect(metOf(run, 'one dialer').met).toBe('yes');
-    expect(metOf(run, 'two dialers')).toMatchObject({ met: 'no', measured: '1.28× (3200 dials/s)' });
+    expect(metOf(run, 'two dialers')).toMatchObject({ met: 'no', measured: '1.28× (3200 dials/s, 3200 finished/s, 0 duplicate dials)' });
+  });
+
+  it('misses a dialer target on a single duplicate dial, however fast', () => {
+    const run = { ...allMet(), dialers: [dialerRow(1, 2500, 1), dialerRow(2, 5000, 2)] };
+    expect(metOf(run, 'one dialer')).toMatchObject({ met: 'no', measured: '2500 dials/s, 2500 finished/s, 1 duplicate dials' });
+    expect(metOf(run, 'two dialers').met).toBe('no');
   });
 
   it('judges trigger → dial only at 1,000 triggers/s, on both percentiles', () => {
@@ -71,12 +81,20 @@ describe('bench targets', () => {
     const shed = latencyAt(1000, 5, 20, { answeredPerSecond: 990, shed: 12, failed: 0 });
     expect(metOf({ ...allMet(), latency: [shed] }, 'trigger → dial')).toMatchObject({
       met: 'no',
-      measured: 'p50 5 ms, p99 20 ms (answered 990/s, shed 12, failed 0)',
+      measured: 'p50 5 ms, p99 20 ms (answered 990/s, shed 12, failed 0, dialed 100/100, 0 duplicate dials)',
     });
     const slow = latencyAt(1000, 5, 20, { answeredPerSecond: 900, shed: 0, failed: 0 });
     expect(metOf({ ...allMet(), latency: [slow] }, 'trigger → dial').met).toBe('no');
     const failing = latencyAt(1000, 5, 20, { answeredPerSecond: 1000, shed: 0, failed: 1 });
     expect(metOf({ ...allMet(), latency: [failing] }, 'trigger → dial').met).toBe('no');
+  });
+
+  it('misses trigger → dial when a measured run was never dialed or was dialed twice', () => {
+    const kept = { answeredPerSecond: 1000, shed: 0, failed: 0 };
+    const undialed = latencyAt(1000, 5, 20, kept, { measured: 100, dialed: 99, duplicates: 0 });
+    expect(metOf({ ...allMet(), latency: [undialed] }, 'trigger → dial').met).toBe('no');
+    const twice = latencyAt(1000, 5, 20, kept, { measured: 100, dialed: 100, duplicates: 1 });
+    expect(metOf({ ...allMet(), latency: [twice] }, 'trigger → dial').met).toBe('no');
   });
 
   it('misses memory at 250 MiB, and the soak only when the API kept growing', () => {
@@ -85,6 +103,14 @@ describe('bench targets', () => {
     expect(metOf(growing, 'API RSS flat').met).toBe('no');
     const unjudged = { ...allMet(), soak: soakOf('too few samples to judge', { first: 150, last: 151, slope: NaN }) };
     expect(metOf(unjudged, 'API RSS flat').met).toBe('–');
+  });
+
+  it('misses the soak when the API shed or failed requests, however flat its memory', () => {
+    const flat = { first: 180, last: 178, slope: -0.5 };
+    expect(metOf({ ...allMet(), soak: soakOf('levelled off', flat, 300, { shed: 3, failed: 0 }) }, 'API RSS flat').met).toBe('no');
+    const failing = metOf({ ...allMet(), soak: soakOf('levelled off', flat, 300, { shed: 0, failed: 1 }) }, 'API RSS flat');
+    expect(failing.met).toBe('no');
+    expect(failing.measured).toContain('shed 0, failed 1');
   });
 
   it('does not judge a soak shorter than 5 minutes, nor one whose samples are missing', () => {
@@ -99,7 +125,7 @@ describe('bench targets', () => {
   it('never reads a missing figure as met', () => {
     expect(metOf({ ...allMet(), getRun: http(NaN, 10) }, 'GET run').met).toBe('–');
     expect(metOf({ ...allMet(), trigger: http(9000, NaN) }, 'POST trigger (the dialer').met).toBe('–');
-    const noDials = { ...allMet(), dialers: [{ dialers: 1, perSecond: 0 }, { dialers: 2, perSecond: 0 }] };
+    const noDials = { ...allMet(), dialers: [dialerRow(1, 0), dialerRow(2, 0)] };
     expect(metOf(noDials, 'one dialer').met).toBe('no');
     expect(metOf(noDials, 'two dialers').met).toBe('–');
     expect(metOf({ ...allMet(), latency: [latencyAt(1000, NaN, NaN)] }, 'trigger → dial').met).toBe('–');
@@ -116,6 +142,14 @@ describe('bench targets', () => {
     expect(fewer.met).toBe('no');
     const fewerNoneWorse = metOf({ ...allMet(), historyRuns: 200000 }, '1,000,000 runs stored');
     expect(fewerNoneWorse).toMatchObject({ met: '–', measured: 'none worse, of 2 compared' });
+  });
+
+  it('misses the history target when either side answered errors', () => {
+    const erred = [historyRow('POST trigger', http(6000, 29, 2), http(6000, 29)), historyRow('GET run, the newest runs', http(4500, 20), http(4500, 20, 1))];
+    expect(metOf({ ...allMet(), history: erred }, '1,000,000 runs stored')).toMatchObject({
+      met: 'no',
+      measured: 'none worse, of 2 compared; errors: POST trigger (2 → 0); GET run, the newest runs (0 → 1)',
+    });
   });
 
   it('counts a latency as worse only past autocannon\'s 1 ms step', () => {

@@ -34,10 +34,12 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     const timeline = await runTimeline(stack, runIds);
     const dialedAt = new Map([...timeline].map(([runId, run]) => [runId, run.dialedAt]));
     const lags = measured.filter((answer) => dialedAt.has(answer.runId)).map((answer) => dialedAt.get(answer.runId) - answer.answeredAt);
+    const ledger = await ledgerCounts(stack, runIds);
     const result = {
       ...answered,
       measured: measured.length,
       dialed: lags.length,
+      duplicates: ledger.dials - ledger.runs,
       dialP50: percentile(lags, 50),
       dialP99: percentile(lags, 99),
       dialMax: lags.length ? Math.max(...lags) : NaN,
@@ -50,7 +52,8 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     log(
       `trigger→dial round ${round + 1}: offered ${rate}/s, answered ${Math.round(result.answeredPerSecond)}/s ` +
         `(shed ${result.shed}, failed ${result.failed}), dial lag p50 ${Math.round(result.dialP50)} ms, ` +
-        `p99 ${Math.round(result.dialP99)} ms, ${result.dialed}/${result.measured} dialed; p50 by stage: ` +
+        `p99 ${Math.round(result.dialP99)} ms, ${result.dialed}/${result.measured} dialed, ${result.duplicates} duplicate dials ` +
+        `(${ledger.dials} ledger rows for ${ledger.runs} runs); p50 by stage: ` +
         STAGES.map(({ name }) => `${name} ${Math.round(result.stages[name].p50)} ms`).join(', ') +
         `; per trigger, its call included (API and dialer): ${result.statementsPerTrigger.toFixed(1)} Postgres statements, ` +
         `${result.scriptsPerTrigger.toFixed(1)} Redis scripts, CPU ms ` +
@@ -72,6 +75,7 @@ async function triggerToDial(stack, trigger, { rate, seconds, rounds, connection
     dialMax: Math.max(...results.map((r) => r.dialMax).filter(Number.isFinite)),
     measured: sum('measured'),
     dialed: sum('dialed'),
+    duplicates: sum('duplicates'),
     shed: sum('shed'),
     failed: sum('failed'),
     // Each column the median of its own rounds; "together" too (the median of the rounds' sums, not the sum of the medians).
@@ -184,6 +188,18 @@ async function runTimeline(stack, runIds) {
       .filter((row) => row.dialed_at !== null)
       .map((row) => [Number(row.id), { storedAt: Number(row.stored_at), claimingAt: Number(row.claiming_at), dialedAt: Number(row.dialed_at) }]),
   );
+}
+
+/**
+ * The carrier's ledger rows for the runs (`dials`), and how many runs they are: more rows than runs
+ * are duplicate dials, which the lags (each run's first dial) would not show.
+ */
+async function ledgerCounts(stack, runIds) {
+  const [counts] = await stack.query(
+    `SELECT count(*)::int AS dials, count(DISTINCT run_id)::int AS runs FROM sandbox_calls WHERE run_id = ANY($1::bigint[])`,
+    [runIds],
+  );
+  return counts;
 }
 
 function stagesOf(timeline, jobTimes) {

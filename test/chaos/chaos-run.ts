@@ -31,6 +31,12 @@ export interface ChaosOptions {
   dialers: number;
   /** How long to wait for every accepted run to end after the last trigger. */
   settleTimeoutMs: number;
+  /**
+   * How long after the last dialer stop or Redis restart the dials are counted again, once the runs have
+   * ended: a SIGKILLed dialer's job is taken up again only after its BullMQ lock expired and a stalled-job
+   * check found it, so a duplicate dial can land after every run ended (see QUIET_SECONDS_NEEDED).
+   */
+  quietSeconds: number;
   redisRestarts: number;
   /** Leave the database in place afterwards, to look into a failed run (its URL is logged). */
   keepData?: boolean;
@@ -54,7 +60,24 @@ export interface ChaosResult {
   triggersPerSecond: number;
   statuses: Record<string, number>;
   seconds: number;
+  /**
+   * Over everything the test's workflows hold, not only the run ids the client was answered (a second run
+   * created behind one Idempotency-Key would be dialed unseen): their runs, the carrier's ledger rows for
+   * them, and how many distinct runs those rows dialed. Each should equal `accepted`.
+   */
+  runsCreated: number;
+  ledgerRows: number;
+  ledgerRuns: number;
+  /** Ledger rows added during the quiet period after every run had ended. */
+  lateDials: number;
 }
+
+/**
+ * The dialer leaves BullMQ's worker defaults: a job's lock lasts 30 s (lockDuration) and stalled jobs are
+ * looked for every 30 s (stalledInterval). A SIGKILLed dialer's job can so be taken up again up to 60 s
+ * after the kill; a quiet period shorter than that could end before a late duplicate dial lands.
+ */
+export const QUIET_SECONDS_NEEDED = 60;
 
 const SECRETS_KEY = randomBytes(32).toString('hex');
 
@@ -106,8 +129,10 @@ const FULL_SPEED_PROFILE: ChaosProfile = {
 /**
  * Fires triggers at the real apps (separate processes) while it SIGKILLs and
  * restarts dialers, restarts Redis, and has the sandbox carrier throttle,
- * fail and lose answers to part of the dial requests. Then it counts, per
- * accepted run, how many times the carrier was asked to dial.
+ * fail and lose answers to part of the dial requests. Then, once every run
+ * ended and a quiet period passed, it counts per accepted run how many times
+ * the carrier was asked to dial, and the runs and dials of the test's
+ * workflows altogether.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
@@ -146,6 +171,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const api = new ManagedProcess('api', process.execPath, [APP_MAINS.api], env);
   const dialers: ManagedProcess[] = [];
   let dataSource: DataSource | null = null;
+  // The chaos loop stops and restarts dialers and Redis: it must be over before they are killed for good.
+  let chaos: Promise<void> | null = null;
+  let stopping = false;
   try {
     redis.start();
     await waitForRedis(redisPort);
@@ -166,11 +194,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     }
 
     const targets: TriggerTarget[] = [];
+    const workflowIds: number[] = [];
     for (const [name, settings] of profile.organizations) {
       const org = await createOrganization(dataSource, name);
       await seedSandboxConfiguration(dataSource, org.organizationId, { settings, ...profile.pacing, maxCallDurationSeconds: 30 });
       const workflow = await seedWorkflow(dataSource, org.organizationId, { published: (uuid) => agentGraph(uuid) });
       targets.push({ uuid: workflow.triggerUuid, key: org.adminKey });
+      workflowIds.push(workflow.workflowId);
     }
 
     let firing = true;
@@ -181,9 +211,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     let uncleanShutdowns = 0;
     let gracefulStops = 0;
     let redisRestarts = 0;
-    const chaos = (async () => {
+    let lastChaosAt = Date.now();
+    chaos = (async () => {
       let round = 0;
-      const goesOn = () => firing || Date.now() < chaosUntil;
+      const goesOn = () => !stopping && (firing || Date.now() < chaosUntil);
       while (goesOn()) {
         const [shortest, longest] = profile.stopEveryMs;
         await sleep(shortest + Math.random() * (longest - shortest));
@@ -193,6 +224,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         // Deploys stop dialers that are up and working; one still loading its modules just dies.
         const graceful = round % 4 === 0 && Date.now() - victim.startedAt > 3000;
         const code = await victim.stop(graceful ? 'SIGTERM' : 'SIGKILL');
+        lastChaosAt = Date.now();
         if (graceful) gracefulStops++;
         if (graceful && code !== 0) {
           uncleanShutdowns++;
@@ -210,6 +242,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           await sleep(300);
           redis.start();
           await waitForRedis(redisPort);
+          lastChaosAt = Date.now();
           redisRestarts++;
         }
       }
@@ -234,6 +267,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       await sleep(500);
     }
     options.log(`${open} runs open ${((Date.now() - settling) / 1000).toFixed(1)} s after the chaos ended (${((Date.now() - started) / 1000).toFixed(1)} s in all)`);
+    const atDrain = await ledgerOf(dataSource, workflowIds);
+    const quietMs = Math.max(0, lastChaosAt + options.quietSeconds * 1000 - Date.now());
+    options.log(`${atDrain.ledgerRows} dials; counting them again in ${(quietMs / 1000).toFixed(1)} s (${options.quietSeconds} s after the last stop or restart), for late duplicates`);
+    await sleep(quietMs);
+    const ledger = await ledgerOf(dataSource, workflowIds);
 
     const perRun: Array<{ id: number; status: string; is_completed: boolean; dials: number }> = await dataSource.query(
       `SELECT r.id, r.status, r.is_completed, count(c.call_id)::int AS dials
@@ -257,12 +295,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       triggersPerSecond: Math.round(accepted.length / fired.seconds),
       statuses,
       seconds: Math.round((Date.now() - started) / 1000),
+      ...ledger,
+      lateDials: ledger.ledgerRows - atDrain.ledgerRows,
     };
   } catch (error) {
     options.log(`api output:\n${api.tail()}`);
     for (const dialer of dialers) options.log(`${dialer.name} output:\n${dialer.tail()}`);
     throw error;
   } finally {
+    // Also when firing the triggers failed: the loop would otherwise go on restarting what is killed below.
+    stopping = true;
+    await chaos?.catch(() => undefined);
     await Promise.all(dialers.map((dialer) => dialer.stop('SIGKILL')));
     await api.stop('SIGKILL');
     await redis.stop('SIGKILL');
@@ -271,6 +314,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     else await dropDatabase(databaseUrl).catch(() => undefined);
     rmSync(workDir, { recursive: true, force: true });
   }
+}
+
+/** The test's runs, the carrier's ledger rows for them, and how many distinct runs those rows dialed. */
+async function ledgerOf(dataSource: DataSource, workflowIds: number[]) {
+  const [row] = await dataSource.query(
+    `SELECT (SELECT count(*)::int FROM workflow_runs WHERE workflow_id = ANY($1)) AS runs,
+            count(c.call_id)::int AS dials, count(DISTINCT c.run_id)::int AS dialed_runs
+       FROM sandbox_calls c JOIN workflow_runs r ON r.id = c.run_id
+      WHERE r.workflow_id = ANY($1)`,
+    [workflowIds],
+  );
+  return { runsCreated: row.runs as number, ledgerRows: row.dials as number, ledgerRuns: row.dialed_runs as number };
 }
 
 /** A trigger to fire, and the key of its organization. */
