@@ -12,6 +12,7 @@ import { CallEventApplier } from './call-events/call-event-applier.service';
 import { CallEventsProcessor } from './call-events/call-events.processor';
 import { RunArtifactsCollector } from './call-events/run-artifacts-collector.service';
 import { CallPlacer } from './calls/call-placer.service';
+import { CarrierPause } from './calls/carrier-pause';
 import { DefinitionPicker } from './calls/definition-picker.service';
 import { PlaceCallProcessor } from './calls/place-call.processor';
 import { ConfigurationLookup } from './lookups/configuration-lookup.service';
@@ -45,6 +46,7 @@ export class DialerModule {
         DialAdmission,
         DefinitionPicker,
         CallPlacer,
+        CarrierPause,
         PlaceCallProcessor,
         RunArtifactsCollector,
         CallEventApplier,

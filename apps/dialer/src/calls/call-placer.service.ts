@@ -23,6 +23,7 @@ import {
   CarrierError,
   CredentialsCipher,
   DialAttempt,
+  isCarrierNetworkFailure,
   PlaceCallResult,
   TelephonyProvider,
   TelephonyProviders,
@@ -35,6 +36,7 @@ import { RunDispatcher } from '../recovery/run-dispatcher.service';
 import { DefinitionPicker } from './definition-picker.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from './call-limits';
 import { carrierRetryDelayMs } from './carrier-backoff';
+import { CarrierPause } from './carrier-pause';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
 /**
@@ -110,6 +112,7 @@ export class CallPlacer {
     private readonly admission: DialAdmission,
     private readonly sessions: AgentSessionTokens,
     private readonly dispatcher: RunDispatcher,
+    private readonly carrierPause: CarrierPause,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -153,6 +156,13 @@ export class CallPlacer {
     // while its run is still queued, so its retries can dial once they can be read. After the claim, a retry would
     // find the run claimed and leave it `dialing` with no call until the reaper ended it.
     const credentials = this.cipher.credentialsOf(config);
+    // A carrier that stopped answering this configuration's dials: the job waits (no attempt spent, no slot or pacing
+    // instant held) rather than hold a worker that another organization's call is waiting for.
+    const pausedMs = this.carrierPause.remainingMs(config.id);
+    if (pausedMs > 0) {
+      const untilMs = Date.now() + pausedMs + jitter(0, 1000);
+      return { kind: 'delay', untilMs, progress: { ...progress, slotAt: undefined, rateRefusals: undefined }, reason: 'carrier_unresponsive' };
+    }
 
     // The definition is read while the dial is admitted (it does not depend on it): one round trip less before the
     // claim. A dial sent back to wait drops it; its error, if any, is met where it is awaited.
@@ -313,8 +323,11 @@ export class CallPlacer {
           : {}),
       });
     } catch (error) {
+      if (isCarrierNetworkFailure(error)) this.carrierPause.unanswered(config.id);
+      else this.carrierPause.answered(config.id);
       return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }
+    this.carrierPause.answered(config.id);
     // The call is placed: if storing its id fails, the job's retry finds the run claimed and leaves it, and the
     // id still arrives with the call's status events (or the reaper's look-up).
     await this.writes.recordProviderCallId(run.id, result.providerCallId);
