@@ -1,8 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { RedisClient } from './redis-client';
 
+/**
+ * Compared as numbers: Redis 7.2 prints a score in its shortest form
+ * (`…0.001`), earlier versions with 17 digits (`…0.0010000000000`), so a
+ * lease read before a failover or an upgrade to another version is the same
+ * number spelled otherwise.
+ */
 const RELEASE_LEASE = `
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then
+if tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1])) == tonumber(ARGV[2]) then
   return redis.call('ZREM', KEYS[1], ARGV[1])
 end
 return 0
