@@ -159,4 +159,28 @@ describe('the Postgres readiness probe', () => {
       jest.restoreAllMocks();
     }
   });
+
+  it('asks a Postgres that does not answer once, however many probes come meanwhile, and again once it answered', async () => {
+    let answer: (rows: unknown) => void = () => undefined;
+    // A statement that hangs (a Postgres that stopped answering), holding its pool connection until it gives up.
+    const query = jest.fn(() => new Promise((resolve) => (answer = resolve)));
+    const probe = new DependenciesHealth(new HealthIndicatorService(), { query } as unknown as DataSource, {} as Queue);
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const probes = await Promise.all([probe.postgres(), probe.postgres(), probe.postgres()]);
+      for (const result of probes) expect(result.postgres).toEqual({ status: 'down', message: 'postgres did not answer (the reason is in the log)' });
+      // Past its time, the question still hangs: a later probe waits on it too.
+      expect((await probe.postgres()).postgres).toMatchObject({ status: 'down' });
+      expect(query).toHaveBeenCalledTimes(1);
+
+      answer([{ transaction_read_only: 'off' }]);
+      await new Promise((resolve) => setImmediate(resolve));
+      const next = probe.postgres();
+      answer([{ transaction_read_only: 'off' }]);
+      expect((await next).postgres).toEqual({ status: 'up' });
+      expect(query).toHaveBeenCalledTimes(2);
+    } finally {
+      jest.restoreAllMocks();
+    }
+  });
 });

@@ -24,6 +24,14 @@ class TakesNoWrites extends Error {}
 @Injectable()
 export class DependenciesHealth {
   private readonly logger = new Logger(DependenciesHealth.name);
+  /**
+   * The question in flight to each dependency, which every probe meanwhile
+   * waits on rather than asking again: a Postgres that hangs holds a pool
+   * connection for each question until the statement gives up (20 s), and
+   * probes every second from a few load balancers would take the pool the
+   * requests need.
+   */
+  private readonly asking = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly indicators: HealthIndicatorService,
@@ -64,12 +72,21 @@ export class DependenciesHealth {
   private async probe(name: string, ask: () => Promise<unknown>): Promise<HealthIndicatorResult> {
     const check = this.indicators.check(name);
     try {
-      await withTimeout(ask(), PROBE_TIMEOUT_MS, `${name} probe`);
+      await withTimeout(this.askedOnce(name, ask), PROBE_TIMEOUT_MS, `${name} probe`);
       return check.up();
     } catch (error) {
       this.logger.warn({ dependency: name, err: error }, 'readiness probe failed');
       const problem = error instanceof TakesNoWrites ? 'takes no writes' : 'did not answer';
       return check.down({ message: `${name} ${problem} (the reason is in the log)` });
     }
+  }
+
+  private askedOnce(name: string, ask: () => Promise<unknown>): Promise<unknown> {
+    let asked = this.asking.get(name);
+    if (!asked) {
+      asked = ask().finally(() => this.asking.delete(name));
+      this.asking.set(name, asked);
+    }
+    return asked;
   }
 }
