@@ -96,6 +96,17 @@ describe('loadAppConfig', () => {
     }
   });
 
+  it('spells PUBLIC_BASE_URL one way, as carriers are given it and as webhook signatures are checked against it', () => {
+    const key = randomBytes(32).toString('hex');
+    const base = (url: string) => loadAppConfig({ SECRETS_KEY: key, PUBLIC_BASE_URL: url }).publicBaseUrl;
+    expect(base('https://Voice.Example.COM:443/')).toBe('https://voice.example.com');
+    expect(base('http://voice.example.com:80/calls//')).toBe('http://voice.example.com/calls');
+    expect(base('https://voice.example.com:8443/calls')).toBe('https://voice.example.com:8443/calls');
+    expect(() => base('https://voice.example.com/?via=lb')).toThrow(
+      expect.objectContaining({ problems: ['PUBLIC_BASE_URL must not have a query or a fragment (got "?via=lb")'] }),
+    );
+  });
+
   it('refuses the public all-zero secrets key with a PUBLIC_BASE_URL others reach, as hex or as base64', () => {
     for (const zero of ['0'.repeat(64), Buffer.alloc(32).toString('base64')]) {
       for (const elsewhere of ['https://voice.example.com', 'http://10.0.0.5:3000']) {

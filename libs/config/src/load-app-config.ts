@@ -30,7 +30,7 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
   const reader = new EnvReader(env, problems);
 
   const apiPort = reader.port('PORT', 3000);
-  const publicBaseUrl = reader.url('PUBLIC_BASE_URL', `http://localhost:${apiPort}`, ['http:', 'https:']).replace(/\/+$/, '');
+  const publicBaseUrl = reader.baseUrl('PUBLIC_BASE_URL', `http://localhost:${apiPort}`);
   const config: AppConfig = {
     nodeEnv: reader.string('NODE_ENV', 'development'),
     databaseUrl: reader.url('DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']),
@@ -188,6 +188,23 @@ class EnvReader {
       this.problems.push(`${name} must be a URL`);
     }
     return value;
+  }
+
+  /**
+   * An http(s) URL that paths are appended to, as the WHATWG parser writes
+   * it (the host in lower case, the scheme's default port left out), without
+   * a trailing slash: carriers are given callback URLs built on it and sign
+   * them as given, and a webhook's signature is checked against one built on
+   * it again, so both must be the one spelling (Plivo's check rebuilds the
+   * URL it verifies through the parser). A query or a fragment would end up
+   * before the appended path: refused.
+   */
+  baseUrl(name: string, fallback: string): string {
+    const value = this.url(name, fallback, ['http:', 'https:']);
+    if (!URL.canParse(value)) return value;
+    const parsed = new URL(value);
+    if (parsed.search !== '' || parsed.hash !== '') this.problems.push(`${name} must not have a query or a fragment (got "${parsed.search}${parsed.hash}")`);
+    return parsed.href.replace(/\/+$/, '');
   }
 
   /** A redis(s) URL whose path, if any, is a database number: `/2`, not `/2/` or `/x`, which clients read differently. */
