@@ -1,6 +1,7 @@
 export * from './call-event-sink.token';
 export * from './carrier-error';
 export * from './credentials-cipher';
+export * from './stored-credentials-check';
 export * from './sandbox/sandbox-outcome';
 export * from './sandbox/sandbox-settings';
 export * from './sandbox/sandbox.provider';

@@ -10,10 +10,11 @@ import { SandboxProvider } from './sandbox/sandbox.provider';
 import { TelnyxProvider } from './telnyx/telnyx.provider';
 import { TwilioProvider } from './twilio/twilio.provider';
 import { VonageProvider } from './vonage/vonage.provider';
+import { StoredCredentialsCheck } from './stored-credentials-check';
 import { CallEventSink } from './telephony-provider';
 import { TelephonyProviders } from './telephony-providers';
 
-/** The providers, their registry and the credentials cipher. Needs `QueueModule` imported by the app. */
+/** The providers, their registry, the credentials cipher and its check at start. Needs `QueueModule` imported by the app. */
 @Module({
   providers: [
     {
@@ -35,8 +36,9 @@ import { TelephonyProviders } from './telephony-providers';
     PlivoProvider,
     TelephonyProviders,
     CredentialsCipher,
+    StoredCredentialsCheck,
   ],
-  exports: [TelephonyProviders, CredentialsCipher, AgentSessionTokens],
+  exports: [TelephonyProviders, CredentialsCipher, AgentSessionTokens, StoredCredentialsCheck],
 })
 export class TelephonyModule {
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
