@@ -1,4 +1,5 @@
 import { CarrierError, TelephonyProviders } from '@app/telephony';
+import { CarrierRequestFailed } from '@app/telephony/carrier-http';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { CarrierPause, UNANSWERED_BEFORE_PAUSE } from '../../apps/dialer/src/calls/carrier-pause';
 import { sandboxDialsByRun } from '../support/fixtures';
@@ -33,20 +34,21 @@ describe("a carrier that does not answer a configuration's dials", () => {
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     const placeCall = sandbox.placeCall.bind(sandbox);
     const runsOfUnanswering = new Set(jobs.map((job) => job.runId));
-    // No connection to the carrier's API for that configuration's dials (its account's region down, say).
+    // The carrier's API takes that configuration's dial requests and answers none (its account's region hangs, say).
     const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async (call) => {
       if (!runsOfUnanswering.has(call.runId)) return placeCall(call);
-      throw new CarrierError('sandbox: carrier unreachable (ECONNREFUSED)', {
-        reason: 'carrier_unreachable',
-        permanent: false,
-        notProcessed: true,
-        carrierCode: 'ECONNREFUSED',
+      const timedOut = new CarrierRequestFailed('sandbox request POST /calls failed: no answer within 15000 ms', true, {
+        cause: new DOMException('The operation was aborted due to timeout', 'TimeoutError'),
       });
+      throw new Error('sandbox: no answer (TimeoutError); the carrier may or may not have acted on it', { cause: timedOut });
     });
+    // Asked about those dials afterwards, it cannot tell either.
+    const lookups = jest.spyOn(sandbox, 'lookupCall').mockImplementation(async () => ({ kind: 'unknown' }));
     const placer = apps.dialer!.get(CallPlacer);
     try {
+      // Each a dial whose outcome is unknown: left `dialing` for its events or the reaper, never dialed again.
       for (const job of jobs.slice(0, UNANSWERED_BEFORE_PAUSE)) {
-        expect(await placer.place(job)).toMatchObject({ kind: 'delay', reason: 'carrier_unreachable' });
+        expect(await placer.place(job)).toEqual({ kind: 'done', outcome: 'unknown' });
       }
       const paused = await placer.place(jobs[UNANSWERED_BEFORE_PAUSE]);
       expect(paused).toMatchObject({ kind: 'delay', reason: 'carrier_unresponsive' });
@@ -57,9 +59,39 @@ describe("a carrier that does not answer a configuration's dials", () => {
 
       expect(await placer.place(other.job)).toEqual({ kind: 'done', outcome: 'placed' });
       expect((await sandboxDialsByRun(apps.dataSource, [other.job.runId])).get(other.job.runId)).toBe(1);
+
+      // Paused for ten minutes in all, a job dials however the carrier did: a carrier that never answers again does
+      // not keep its runs queued for good.
+      const waitedLong = await placer.place(jobs[UNANSWERED_BEFORE_PAUSE], { carrierPausedMs: 10 * 60_000 });
+      expect(waitedLong).toEqual({ kind: 'done', outcome: 'unknown' });
+      expect(dials.mock.calls.filter(([call]) => call.runId === jobs[UNANSWERED_BEFORE_PAUSE].runId)).toHaveLength(1);
     } finally {
       dials.mockRestore();
+      lookups.mockRestore();
       apps.dialer!.get(CarrierPause).answered(unanswering.configuration.id);
+    }
+  });
+
+  it('does not pause for connections refused, which fail at once and hold no worker: each run spends its own retries', async () => {
+    const refusing = await acceptedSandboxRun(apps);
+    const jobs = [refusing.job];
+    for (let i = 0; i < UNANSWERED_BEFORE_PAUSE; i++) {
+      const response = await apps.client.post(
+        `/api/v1/public/agent/${refusing.workflow.triggerUuid}`,
+        { phone_number: '+14155550100' },
+        { key: refusing.org.adminKey },
+      );
+      jobs.push({ runId: response.body.workflow_run_id, organizationId: refusing.org.organizationId });
+    }
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const dials = jest.spyOn(sandbox, 'placeCall').mockRejectedValue(
+      new CarrierError('sandbox: carrier unreachable (ECONNREFUSED)', { reason: 'carrier_unreachable', permanent: false, notProcessed: true, carrierCode: 'ECONNREFUSED' }),
+    );
+    try {
+      for (const job of jobs) expect(await apps.dialer!.get(CallPlacer).place(job)).toMatchObject({ kind: 'delay', reason: 'carrier_unreachable' });
+      expect(dials).toHaveBeenCalledTimes(jobs.length);
+    } finally {
+      dials.mockRestore();
     }
   });
 });

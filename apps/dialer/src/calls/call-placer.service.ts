@@ -48,6 +48,8 @@ import { PlaceCallProgress, PlaceDecision } from './place-decision';
  */
 const STALE_SLOT_MS = 1000;
 const MAX_CARRIER_RETRIES = 25;
+/** The longest a job waits for its configuration's carrier to answer dials again (`CarrierPause`), in all; then it dials. */
+const MAX_CARRIER_PAUSED_MS = 10 * 60_000;
 /** How soon a job whose claim is unsettled (the database away) comes back for it. */
 const UNSETTLED_RETRY_MS = 2_000;
 /** The longest a job whose claims keep lapsing waits before claiming again (`PlaceCallProgress.claimLapses`). */
@@ -157,11 +159,13 @@ export class CallPlacer {
     // find the run claimed and leave it `dialing` with no call until the reaper ended it.
     const credentials = this.cipher.credentialsOf(config);
     // A carrier that stopped answering this configuration's dials: the job waits (no attempt spent, no slot or pacing
-    // instant held) rather than hold a worker that another organization's call is waiting for.
-    const pausedMs = this.carrierPause.remainingMs(config.id);
+    // instant held) rather than hold a worker that another organization's call is waiting for. So long in all, at most.
+    const pausedMs = (progress.carrierPausedMs ?? 0) < MAX_CARRIER_PAUSED_MS ? this.carrierPause.remainingMs(config.id, runId) : 0;
     if (pausedMs > 0) {
-      const untilMs = Date.now() + pausedMs + jitter(0, 1000);
-      return { kind: 'delay', untilMs, progress: { ...progress, slotAt: undefined, rateRefusals: undefined }, reason: 'carrier_unresponsive' };
+      const waitMs = pausedMs + jitter(0, 1000);
+      const carrierPausedMs = (progress.carrierPausedMs ?? 0) + waitMs;
+      const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined, carrierPausedMs };
+      return { kind: 'delay', untilMs: Date.now() + waitMs, progress: progressed, reason: 'carrier_unresponsive' };
     }
 
     // The definition is read while the dial is admitted (it does not depend on it): one round trip less before the
@@ -297,6 +301,7 @@ export class CallPlacer {
     const provider = this.providers.get(config.provider);
     const dial: DialAttempt = { to: run.phoneNumber, from: fromNumber, attemptedAt: new Date() };
     let result: PlaceCallResult;
+    const sentAt = this.carrierPause.now();
     try {
       result = await provider.placeCall({
         runId: run.id,
@@ -323,8 +328,9 @@ export class CallPlacer {
           : {}),
       });
     } catch (error) {
-      if (isCarrierNetworkFailure(error)) this.carrierPause.unanswered(config.id);
-      else this.carrierPause.answered(config.id);
+      // No answer once sent (a timeout, a reset; not a connection refused, which holds no worker), or the carrier's own.
+      if (isCarrierNetworkFailure(error) && !(error instanceof CarrierError)) this.carrierPause.unanswered(config.id, sentAt);
+      else if (error instanceof CarrierError && error.carrierCode !== undefined && !isCarrierNetworkFailure(error)) this.carrierPause.answered(config.id);
       return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }
     this.carrierPause.answered(config.id);

@@ -14,54 +14,74 @@ describe('CarrierPause', () => {
   });
   afterEach(() => jest.restoreAllMocks());
 
-  const unansweredTimes = (configurationId: number, times: number) => {
-    for (let i = 0; i < times; i++) pause.unanswered(configurationId);
+  /** `times` dials of configuration 1 sent now that got no answer. */
+  const unansweredNow = (times: number) => {
+    for (let i = 0; i < times; i++) pause.unanswered(1, now);
   };
 
   it("lets dials go until enough got no answer within 30 s, then pauses that configuration's alone", () => {
-    unansweredTimes(1, UNANSWERED_BEFORE_PAUSE - 1);
-    expect(pause.remainingMs(1)).toBe(0);
-    pause.unanswered(1);
-    expect(pause.remainingMs(1)).toBe(5_000);
-    expect(pause.remainingMs(2)).toBe(0);
+    unansweredNow(UNANSWERED_BEFORE_PAUSE - 1);
+    expect(pause.remainingMs(1, 10)).toBe(0);
+    unansweredNow(1);
+    expect(pause.remainingMs(1, 10)).toBe(5_000);
+    expect(pause.remainingMs(2, 20)).toBe(0);
   });
 
   it('forgets requests that got no answer longer than 30 s ago, and all of them once the carrier answers', () => {
-    unansweredTimes(1, UNANSWERED_BEFORE_PAUSE - 1);
+    unansweredNow(UNANSWERED_BEFORE_PAUSE - 1);
     now += 30_000;
-    pause.unanswered(1);
-    expect(pause.remainingMs(1)).toBe(0);
+    unansweredNow(1);
+    expect(pause.remainingMs(1, 10)).toBe(0);
     pause.answered(1);
-    unansweredTimes(1, UNANSWERED_BEFORE_PAUSE - 1);
-    expect(pause.remainingMs(1)).toBe(0);
+    unansweredNow(UNANSWERED_BEFORE_PAUSE - 1);
+    expect(pause.remainingMs(1, 10)).toBe(0);
   });
 
-  it('after the pause lets one dial out alone, and pauses twice as long when it gets no answer either', () => {
-    unansweredTimes(1, UNANSWERED_BEFORE_PAUSE);
+  it('after the pause lets one dial out alone, again when it comes back, and pauses twice as long when it gets no answer', () => {
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
     now += 5_000;
-    expect(pause.remainingMs(1)).toBe(0); // the probe
-    expect(pause.remainingMs(1)).toBe(20_000); // the others wait for its answer
+    expect(pause.remainingMs(1, 10)).toBe(0); // run 10's dial is the probe
+    expect(pause.remainingMs(1, 11)).toBe(30_000); // the others wait for its answer
+    now += 1_000;
+    expect(pause.remainingMs(1, 10)).toBe(0); // sent back to wait for a slot, it goes when it returns
+    const probeSent = now;
     now += 15_000;
-    pause.unanswered(1);
-    expect(pause.remainingMs(1)).toBe(10_000);
+    pause.unanswered(1, probeSent);
+    expect(pause.remainingMs(1, 11)).toBe(10_000);
     // Doubling up to a minute.
     for (let round = 0; round < 5; round++) {
-      now += pause.remainingMs(1);
-      expect(pause.remainingMs(1)).toBe(0);
-      pause.unanswered(1);
+      now += pause.remainingMs(1, 10);
+      expect(pause.remainingMs(1, 10)).toBe(0);
+      pause.unanswered(1, now);
     }
-    expect(pause.remainingMs(1)).toBe(60_000);
+    expect(pause.remainingMs(1, 10)).toBe(60_000);
   });
 
-  it("opens the way again when the probe's dial is answered, and lets another probe out when the first never dialed", () => {
-    unansweredTimes(1, UNANSWERED_BEFORE_PAUSE);
+  it('does not take the dials sent before the pause ended, failing late, for its probe', () => {
+    const sentBefore = now;
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
+    now += 6_000;
+    expect(pause.remainingMs(1, 10)).toBe(0); // the probe
+    // Dials in flight when the pause began time out now, after it ended: no news, and the probe's turn goes on.
+    for (let i = 0; i < 5; i++) pause.unanswered(1, sentBefore + 100);
+    expect(pause.remainingMs(1, 10)).toBe(0);
+    expect(pause.remainingMs(1, 11)).toBeGreaterThan(0);
+  });
+
+  it("opens the way again when a dial is answered, lets another probe out when the first never dialed, and forgets a pause no dial asked about", () => {
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
     now += 5_000;
-    expect(pause.remainingMs(1)).toBe(0);
-    // That one was sent back to wait for its pacing instant, and never asked the carrier: 20 s later another goes.
-    now += 20_000;
-    expect(pause.remainingMs(1)).toBe(0);
+    expect(pause.remainingMs(1, 10)).toBe(0);
+    // That one never asked the carrier (its run was canceled): 30 s later another goes.
+    now += 30_000;
+    expect(pause.remainingMs(1, 11)).toBe(0);
     pause.answered(1);
-    expect(pause.remainingMs(1)).toBe(0);
-    expect(pause.remainingMs(1)).toBe(0);
+    expect(pause.remainingMs(1, 12)).toBe(0);
+    expect(pause.remainingMs(1, 13)).toBe(0);
+
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
+    now += 5 * 60_000 + 1;
+    expect(pause.remainingMs(1, 14)).toBe(0);
+    expect(pause.remainingMs(1, 15)).toBe(0);
   });
 });

@@ -8,22 +8,28 @@ const UNANSWERED_WINDOW_MS = 30_000;
 const PAUSE_FIRST_MS = 5_000;
 const PAUSE_CAP_MS = 60_000;
 /**
- * After a pause, one dial goes out first, alone, for this long at most: past
- * a request's 15 s timeout, so a probe that got no answer either paused the
- * dials again or is over. One that never reached the carrier (sent back to
- * wait for its pacing instant) lets another through once it runs out.
+ * After a pause, one dial (the probe) goes out first, alone, for this long
+ * at most: past a request's 15 s timeout and the admission and claim before
+ * it, so a probe that got no answer has paused the dials again by then. One
+ * that never reached the carrier (sent back to wait for a slot) lets
+ * another through once it runs out.
  */
-const PROBE_MS = 20_000;
+const PROBE_MS = 30_000;
+/** A pause no dial has asked about for this long is forgotten: the next dials go out as if it had never been. */
+const FORGOTTEN_AFTER_MS = 5 * 60_000;
 /** Configurations remembered (the oldest forgotten first: its dials then go out as if it never failed). */
 const CONFIGURATIONS_LIMIT = 10_000;
 
 interface CarrierState {
-  /** When the dial requests that got no answer went out (`performance.now()` ms), the oldest first. */
+  /** When the dial requests that got no answer were sent (`performance.now()` ms), the latest UNANSWERED_BEFORE_PAUSE. */
   unanswered: number[];
   pauses: number;
   pausedUntil: number;
-  /** While a probe's dial may be in flight, the others wait for its answer. */
+  /** The run whose dial is the probe, while it may be in flight (until `probeUntil`). */
+  probeRunId: number | null;
   probeUntil: number;
+  /** When a dial last asked (`remainingMs`). */
+  askedAt: number;
 }
 
 /**
@@ -35,9 +41,10 @@ interface CarrierState {
  * UNANSWERED_BEFORE_PAUSE requests without an answer, that configuration's
  * dials wait (`remainingMs`), without spending an attempt; then one goes
  * out alone, and its answer, or its lack of one, opens the way again or
- * pauses them longer. A carrier that answers anything at all, a refusal or
- * a 5xx, is answering: only requests that got no answer (a timeout, a
- * reset, no connection) count.
+ * pauses them longer. Only requests that reached no answer after they were
+ * sent count (a timeout, a reset): a refused connection fails at once and
+ * holds no worker. Dials sent before a pause ended are not its probe: their
+ * lack of answer is what paused it, not news.
  */
 @Injectable()
 export class CarrierPause {
@@ -47,20 +54,27 @@ export class CarrierPause {
   now: () => number = () => performance.now();
 
   /**
-   * How long a dial of the configuration is to wait before it goes out: 0
-   * for one that may go now (and, after a pause, takes the probe's turn).
+   * How long the run's dial is to wait before it goes out: 0 for one that
+   * may go now (after a pause, the first to ask is the probe, and may go
+   * again while its turn lasts: sent back to wait for a slot, it returns).
    */
-  remainingMs(configurationId: number): number {
+  remainingMs(configurationId: number, runId: number): number {
     const state = this.states.get(configurationId);
     if (!state || state.pauses === 0) return 0;
     const now = this.now();
+    if (now - state.askedAt > FORGOTTEN_AFTER_MS && now >= state.pausedUntil) {
+      this.states.delete(configurationId);
+      return 0;
+    }
+    state.askedAt = now;
     if (now < state.pausedUntil) return state.pausedUntil - now;
-    if (now < state.probeUntil) return state.probeUntil - now;
+    if (now < state.probeUntil) return state.probeRunId === runId ? 0 : state.probeUntil - now;
+    state.probeRunId = runId;
     state.probeUntil = now + PROBE_MS;
     return 0;
   }
 
-  /** The carrier answered a dial of the configuration (with a call, a refusal, an error of its own). */
+  /** The carrier answered a dial of the configuration (with a call, or a refusal of its own). */
   answered(configurationId: number): void {
     const state = this.states.get(configurationId);
     if (!state) return;
@@ -68,23 +82,32 @@ export class CarrierPause {
     this.states.delete(configurationId);
   }
 
-  /** A dial of the configuration got no answer from its carrier. */
-  unanswered(configurationId: number): void {
+  /** A dial of the configuration sent at `sentAt` (`now()`'s clock) got no answer from its carrier. */
+  unanswered(configurationId: number, sentAt: number): void {
     const now = this.now();
-    const state = this.states.get(configurationId) ?? { unanswered: [], pauses: 0, pausedUntil: 0, probeUntil: 0 };
-    state.unanswered = [...state.unanswered.filter((at) => now - at < UNANSWERED_WINDOW_MS), now].slice(-UNANSWERED_BEFORE_PAUSE);
-    // A probe's failure pauses again at once; otherwise enough failures in the window do, unless a pause is on.
-    const probeFailed = state.pauses > 0 && now >= state.pausedUntil;
-    if (probeFailed || (state.pauses === 0 && state.unanswered.length >= UNANSWERED_BEFORE_PAUSE)) {
-      state.pauses += 1;
-      const pauseMs = doublingDelay(PAUSE_FIRST_MS, state.pauses, PAUSE_CAP_MS);
-      state.pausedUntil = now + pauseMs;
-      state.probeUntil = 0;
-      this.logger.warn(
-        { telephony_configuration_id: configurationId, pause_ms: pauseMs, pauses: state.pauses },
-        "the configuration's carrier did not answer dial requests: its dials wait, then one goes out alone",
-      );
+    const state = this.states.get(configurationId) ?? { unanswered: [], pauses: 0, pausedUntil: 0, probeRunId: null, probeUntil: 0, askedAt: now };
+    if (state.pauses > 0) {
+      // Sent while paused (it had passed the check before the pause) or before: what paused the dials already.
+      if (sentAt < state.pausedUntil) return;
+      // The probe, or a dial sent after it: no answer still.
+      this.pause(configurationId, state, now);
+    } else {
+      state.unanswered = [...state.unanswered.filter((at) => now - at < UNANSWERED_WINDOW_MS), sentAt].slice(-UNANSWERED_BEFORE_PAUSE);
+      if (state.unanswered.length >= UNANSWERED_BEFORE_PAUSE) this.pause(configurationId, state, now);
     }
     this.states.set(configurationId, state);
+  }
+
+  private pause(configurationId: number, state: CarrierState, now: number): void {
+    state.pauses += 1;
+    const pauseMs = doublingDelay(PAUSE_FIRST_MS, state.pauses, PAUSE_CAP_MS);
+    state.pausedUntil = now + pauseMs;
+    state.probeRunId = null;
+    state.probeUntil = 0;
+    state.askedAt = now;
+    this.logger.warn(
+      { telephony_configuration_id: configurationId, pause_ms: pauseMs, pauses: state.pauses },
+      "the configuration's carrier did not answer dial requests: its dials wait, then one goes out alone",
+    );
   }
 }

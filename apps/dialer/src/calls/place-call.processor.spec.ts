@@ -15,6 +15,7 @@ describe('PlaceCallProcessor', () => {
     lateDials: 1,
     rateRefusals: 1,
     rejected: { reason: 'invalid_number', message: 'Not a number', carrierCode: '21211' },
+    carrierPausedMs: 12_000,
   };
 
   function processorWith(decision: PlaceDecision) {

@@ -41,8 +41,8 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     }
     let decision: PlaceDecision;
     try {
-      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals, rejected } = job.data;
-      const progress = { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals, rejected };
+      const { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals, rejected, carrierPausedMs } = job.data;
+      const progress = { slotAt, carrierRetries, unsettledClaim, resumingAs, claimLapses, lateDials, rateRefusals, rejected, carrierPausedMs };
       decision = await this.placer.place(job.data, progress);
     } catch (error) {
       const attempt = job.attemptsMade + 1;

@@ -42,6 +42,13 @@ export interface PlaceCallProgress {
    */
   rateRefusals?: number;
   /**
+   * How long this job has waited for its configuration's carrier to answer
+   * dials again (`CarrierPause`), in all: past MAX_CARRIER_PAUSED_MS it
+   * dials however the carrier did, so a carrier that never answers again
+   * does not keep the run `queued` for good.
+   */
+  carrierPausedMs?: number;
+  /**
    * With `unsettledClaim`: the carrier rejected the dial sent under that claim
    * for good, and the run could not be ended then. The job comes back to end
    * it under the claim, with the carrier's answer, and sends no dial again.
