@@ -38,12 +38,16 @@ const LOOKED_AT_LIMIT = 20_000;
  * After a look-up finds a configuration's carrier unreachable (no answer, a
  * timeout), its runs are not asked of it for this long: each would wait its
  * own timeout, and a round of them kept every other organization's runs past
- * their limits waiting behind them. A run at its limit meanwhile ends as it
- * would after a failed look-up.
+ * their limits waiting behind them. A run reaching its limit meanwhile is
+ * left for its own look-up once the carrier may be asked again, for up to
+ * CARRIER_AWAY_GRACE_SECONDS past its limit (a ringing run whose answer was
+ * lost would otherwise be ended, and its live call hung up, unasked); past
+ * that it ends as after a failed look-up.
  */
 const CARRIER_AWAY_MS = 30_000;
+const CARRIER_AWAY_GRACE_SECONDS = 60;
 
-type ReconcileOutcome = 'moved' | 'job_running' | 'unmoved';
+type ReconcileOutcome = 'moved' | 'job_running' | 'unmoved' | 'carrier_away';
 
 /** When a run left open is next looked at (`performance.now()` ms). */
 interface NextLook {
@@ -52,8 +56,6 @@ interface NextLook {
   looks: number;
   /** Not looked at before then: the next wait's end, or its limit if that comes first. */
   atMs: number;
-  /** Left open past its limit (a dial job it waits for). */
-  pastLimit: boolean;
 }
 
 interface StaleRun {
@@ -176,7 +178,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     const now = performance.now();
     const waitMs = doublingDelay(LOOK_AGAIN_FIRST_MS, looks, LOOK_AGAIN_CAP_MS);
     const limitInMs = pastLimit ? waitMs : (limitSeconds - candidate.age_seconds) * 1000;
-    this.nextLooks.set(candidate.id, { since, looks, atMs: now + Math.min(waitMs, limitInMs), pastLimit });
+    this.nextLooks.set(candidate.id, { since, looks, atMs: now + Math.min(waitMs, limitInMs) });
   }
 
   private async reap(candidate: StaleRun): Promise<void> {
@@ -205,7 +207,7 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       this.nextLooks.delete(run.id);
       return;
     }
-    if (candidate.age_seconds < limit) {
+    if (candidate.age_seconds < limit || (reconciled === 'carrier_away' && candidate.age_seconds < limit + CARRIER_AWAY_GRACE_SECONDS)) {
       this.lookAgainLater(candidate, limit);
       return;
     }
@@ -278,11 +280,12 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
   /**
    * Asks the carrier: `moved` when what it said moved the run (or queued it
    * again); `job_running` when it has no call for a `dialing` run whose dial
-   * job a dialer holds; else `unmoved`.
+   * job a dialer holds; `carrier_away` when it was not asked (a look-up found
+   * it unreachable a moment ago); else `unmoved`.
    */
   private async reconcile(run: WorkflowRun, config: TelephonyConfiguration | null): Promise<ReconcileOutcome> {
     if (!config || !this.providers.has(config.provider)) return 'unmoved';
-    if (performance.now() < (this.carriersAway.get(config.id) ?? 0)) return 'unmoved';
+    if (performance.now() < (this.carriersAway.get(config.id) ?? 0)) return 'carrier_away';
     const provider = this.providers.get(config.provider);
     // A carrier that cannot be asked (an outage, revoked credentials) must not keep the run open past its limit.
     const lookup = await Promise.resolve()
