@@ -1,5 +1,6 @@
 import { RedisClient } from '@app/queue';
 import { testConfig } from '../../../../test/support/test-config';
+import { waitFor } from '../../../../test/support/wait-for';
 import { PeriodicTask } from './periodic-task';
 
 /** Against this test run's Redis, under its queue prefix. */
@@ -76,6 +77,24 @@ describe('PeriodicTask', () => {
     // At the first renewal past 400 ms: an interval or two on an idle machine, with room for a loaded one.
     expect(stoppedAfter!).toBeGreaterThanOrEqual(400);
     expect(stoppedAfter!).toBeLessThan(1_500);
+  });
+
+  it('gives its lease up when it stops, so another replica takes the task over at once rather than once it runs out', async () => {
+    const name = `task-${Date.now()}-handover`;
+    let rounds = 0;
+    // A lease of 30 s (three intervals of 10 s).
+    const stopping = new PeriodicTask(name, 10_000, client, async () => {
+      rounds++;
+    });
+    stopping.start();
+    await waitFor(async () => (rounds > 0 ? true : undefined), { what: 'the first round' });
+    await stopping.stop();
+
+    let otherRan = false;
+    await new PeriodicTask(name, 10_000, client, async () => {
+      otherRan = true;
+    }).runOnce();
+    expect(otherRan).toBe(true);
   });
 
   it('tells the round in flight to stop when the task stops, waits for it to return, and runs no round after', async () => {

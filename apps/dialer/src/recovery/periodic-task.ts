@@ -28,6 +28,14 @@ end
 return 0
 `;
 
+/** Gives the task's lease (KEYS[1]) up if ARGV[1] (this replica) holds it: one step, as taking it. */
+const LET_LEASE_GO = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`;
+
 /**
  * Runs `work` every `intervalMs`, never overlapping itself, and on one dialer
  * replica at a time (a short Redis lease): replicas take over from each other
@@ -48,6 +56,7 @@ export class PeriodicTask {
   private stopping = new AbortController();
   /** Defined on first use: a task only constructed (a test running its rounds by hand) sends Redis nothing. */
   private holdLeaseScript: RedisScript | null = null;
+  private letLeaseGoScript: RedisScript | null = null;
 
   constructor(
     private readonly name: string,
@@ -79,14 +88,20 @@ export class PeriodicTask {
     this.stopping.abort();
     if (this.timer) clearTimeout(this.timer);
     const running = this.running;
-    if (!running) return;
-    const waitMs = this.client.redis.status === 'ready' ? this.stopWaitMs : Math.min(this.stopWaitMs, STOP_WAIT_REDIS_AWAY_MS);
-    // A round never rejects (`schedule` catches its failure): only the wait running out does.
-    const returned = await withTimeout(running, waitMs, `${this.name}'s round`).then(
-      () => true,
-      () => false,
-    );
-    if (!returned) this.logger.warn(`${this.name}: the round in flight did not return after the stop; left to fail as the process closes`);
+    if (running) {
+      const waitMs = this.client.redis.status === 'ready' ? this.stopWaitMs : Math.min(this.stopWaitMs, STOP_WAIT_REDIS_AWAY_MS);
+      // A round never rejects (`schedule` catches its failure): only the wait running out does.
+      const returned = await withTimeout(running, waitMs, `${this.name}'s round`).then(
+        () => true,
+        () => false,
+      );
+      if (!returned) {
+        // Still the lease's: another replica's round must not start beside the one going on here.
+        this.logger.warn(`${this.name}: the round in flight did not return after the stop; left to fail as the process closes`);
+        return;
+      }
+    }
+    await this.letLeaseGo();
   }
 
   /** Runs one round now (tests and start-up use it), under the same lease. */
@@ -143,6 +158,20 @@ export class PeriodicTask {
         });
     }, delayMs);
     this.timer.unref();
+  }
+
+  /**
+   * Gives the lease up, so another replica takes the task over at its next
+   * round rather than once the lease has run out (three intervals). Best
+   * effort, and not waited for while Redis is away: a lease not given up
+   * runs out.
+   */
+  private async letLeaseGo(): Promise<void> {
+    if (!this.holdLeaseScript || this.client.redis.status !== 'ready') return;
+    this.letLeaseGoScript ??= this.client.script('vaLetTaskLeaseGo', LET_LEASE_GO, 1);
+    await withTimeout(this.letLeaseGoScript([this.client.keyFor('lease', this.name)], [this.owner]), STOP_WAIT_REDIS_AWAY_MS, `${this.name}'s lease`).catch(
+      (error: unknown) => this.logger.warn({ err: error }, `${this.name}: could not give the lease up; it runs out by itself`),
+    );
   }
 
   private async holdLease(): Promise<boolean> {
