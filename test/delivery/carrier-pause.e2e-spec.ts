@@ -60,15 +60,51 @@ describe("a carrier that does not answer a configuration's dials", () => {
       expect(await placer.place(other.job)).toEqual({ kind: 'done', outcome: 'placed' });
       expect((await sandboxDialsByRun(apps.dataSource, [other.job.runId])).get(other.job.runId)).toBe(1);
 
-      // Paused for ten minutes in all, a job dials however the carrier did: a carrier that never answers again does
-      // not keep its runs queued for good.
+      // Paused for ten minutes in all, the run ends, never dialed: a carrier that never answers again does not keep its
+      // runs queued for good, nor have them all dial at once.
       const waitedLong = await placer.place(jobs[UNANSWERED_BEFORE_PAUSE], { carrierPausedMs: 10 * 60_000 });
-      expect(waitedLong).toEqual({ kind: 'done', outcome: 'unknown' });
-      expect(dials.mock.calls.filter(([call]) => call.runId === jobs[UNANSWERED_BEFORE_PAUSE].runId)).toHaveLength(1);
+      expect(waitedLong).toEqual({ kind: 'done', outcome: 'failed' });
+      expect(dials.mock.calls.filter(([call]) => call.runId === jobs[UNANSWERED_BEFORE_PAUSE].runId)).toHaveLength(0);
+      const [ended] = await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [jobs[UNANSWERED_BEFORE_PAUSE].runId]);
+      expect(ended).toEqual({ status: 'failed', end_reason: 'carrier_unresponsive' });
     } finally {
       dials.mockRestore();
       lookups.mockRestore();
       apps.dialer!.get(CarrierPause).answered(unanswering.configuration.id);
+    }
+  });
+
+  it('pauses for connections that were not made after seconds (a handshake that timed out), which held their workers', async () => {
+    const slow = await acceptedSandboxRun(apps);
+    const jobs = [slow.job];
+    for (let i = 0; i < UNANSWERED_BEFORE_PAUSE; i++) {
+      const response = await apps.client.post(`/api/v1/public/agent/${slow.workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: slow.org.adminKey });
+      jobs.push({ runId: response.body.workflow_run_id, organizationId: slow.org.organizationId });
+    }
+    const pause = apps.dialer!.get(CarrierPause);
+    const clock = pause.now;
+    let skewMs = 0;
+    pause.now = () => clock() + skewMs;
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    // Never connected, as a refusal is, but after 2.5 s of waiting for the handshake (on the pause's clock).
+    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
+      skewMs += 2_500;
+      throw new CarrierError('sandbox: carrier unreachable (UND_ERR_CONNECT_TIMEOUT)', {
+        reason: 'carrier_unreachable',
+        permanent: false,
+        notProcessed: true,
+        carrierCode: 'UND_ERR_CONNECT_TIMEOUT',
+      });
+    });
+    try {
+      const placer = apps.dialer!.get(CallPlacer);
+      for (const job of jobs.slice(0, UNANSWERED_BEFORE_PAUSE)) expect(await placer.place(job)).toMatchObject({ kind: 'delay', reason: 'carrier_unreachable' });
+      expect(await placer.place(jobs[UNANSWERED_BEFORE_PAUSE])).toMatchObject({ kind: 'delay', reason: 'carrier_unresponsive' });
+      expect(dials).toHaveBeenCalledTimes(UNANSWERED_BEFORE_PAUSE);
+    } finally {
+      dials.mockRestore();
+      pause.now = clock;
+      pause.answered(slow.configuration.id);
     }
   });
 

@@ -48,8 +48,10 @@ import { PlaceCallProgress, PlaceDecision } from './place-decision';
  */
 const STALE_SLOT_MS = 1000;
 const MAX_CARRIER_RETRIES = 25;
-/** The longest a job waits for its configuration's carrier to answer dials again (`CarrierPause`), in all; then it dials. */
+/** The longest a job waits for its configuration's carrier to answer dials again (`CarrierPause`), in all; then its run ends. */
 const MAX_CARRIER_PAUSED_MS = 10 * 60_000;
+/** A dial request that failed without an answer after this long held its worker: it counts toward a pause. */
+const SLOW_NETWORK_FAILURE_MS = 2_000;
 /** How soon a job whose claim is unsettled (the database away) comes back for it. */
 const UNSETTLED_RETRY_MS = 2_000;
 /** The longest a job whose claims keep lapsing waits before claiming again (`PlaceCallProgress.claimLapses`). */
@@ -159,8 +161,13 @@ export class CallPlacer {
     // find the run claimed and leave it `dialing` with no call until the reaper ended it.
     const credentials = this.cipher.credentialsOf(config);
     // A carrier that stopped answering this configuration's dials: the job waits (no attempt spent, no slot or pacing
-    // instant held) rather than hold a worker that another organization's call is waiting for. So long in all, at most.
-    const pausedMs = (progress.carrierPausedMs ?? 0) < MAX_CARRIER_PAUSED_MS ? this.carrierPause.remainingMs(config.id, runId) : 0;
+    // instant held) rather than hold a worker that another organization's call is waiting for. So long in all, at most:
+    // then the run ends, never dialed (dialed all at once, a campaign's backlog would hold every worker again).
+    const pausedMs = this.carrierPause.remainingMs(config.id, runId);
+    if (pausedMs > 0 && (progress.carrierPausedMs ?? 0) >= MAX_CARRIER_PAUSED_MS) {
+      const message = `The carrier answered none of this configuration's dials for ${MAX_CARRIER_PAUSED_MS / 60_000} minutes; the call was not placed`;
+      return this.failUndialed(runId, progress, 'carrier_unresponsive', message, config.id);
+    }
     if (pausedMs > 0) {
       const waitMs = pausedMs + jitter(0, 1000);
       const carrierPausedMs = (progress.carrierPausedMs ?? 0) + waitMs;
@@ -328,8 +335,10 @@ export class CallPlacer {
           : {}),
       });
     } catch (error) {
-      // No answer once sent (a timeout, a reset; not a connection refused, which holds no worker), or the carrier's own.
-      if (isCarrierNetworkFailure(error) && !(error instanceof CarrierError)) this.carrierPause.unanswered(config.id, sentAt);
+      // No answer once sent (a timeout, a reset), or none for long on the way (a connection or handshake that timed out);
+      // not a connection refused at once, which holds no worker. Else the carrier's own answer, if it came from it.
+      const slow = this.carrierPause.now() - sentAt >= SLOW_NETWORK_FAILURE_MS;
+      if (isCarrierNetworkFailure(error) && (!(error instanceof CarrierError) || slow)) this.carrierPause.unanswered(config.id, sentAt);
       else if (error instanceof CarrierError && error.carrierCode !== undefined && !isCarrierNetworkFailure(error)) this.carrierPause.answered(config.id);
       return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }
@@ -372,7 +381,7 @@ export class CallPlacer {
     return {
       kind: 'delay',
       untilMs: Date.now() + jitter(waitMs / 2, waitMs),
-      progress: { carrierRetries: progress.carrierRetries, claimLapses: lapses, lateDials: progress.lateDials },
+      progress: { carrierRetries: progress.carrierRetries, claimLapses: lapses, lateDials: progress.lateDials, carrierPausedMs: progress.carrierPausedMs },
       reason: 'claim_lapsed',
     };
   }
@@ -409,7 +418,7 @@ export class CallPlacer {
     return {
       kind: 'delay',
       untilMs: Date.now(),
-      progress: { carrierRetries: progress.carrierRetries, claimLapses: progress.claimLapses, lateDials },
+      progress: { carrierRetries: progress.carrierRetries, claimLapses: progress.claimLapses, lateDials, carrierPausedMs: progress.carrierPausedMs },
       reason: 'dial_late',
     };
   }
@@ -601,7 +610,7 @@ export class CallPlacer {
     return {
       kind: 'delay',
       untilMs: Date.now() + carrierRetryDelayMs(retries, retryAfterMs),
-      progress: { carrierRetries: retries, slotAt: undefined, lateDials: progress.lateDials },
+      progress: { carrierRetries: retries, slotAt: undefined, lateDials: progress.lateDials, carrierPausedMs: progress.carrierPausedMs },
       reason,
     };
   }

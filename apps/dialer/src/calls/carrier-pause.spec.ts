@@ -68,6 +68,20 @@ describe('CarrierPause', () => {
     expect(pause.remainingMs(1, 11)).toBeGreaterThan(0);
   });
 
+  it('does not pause again for dials sent before the carrier answered that fail after it', () => {
+    const sentBefore = now;
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
+    now += 5_000;
+    expect(pause.remainingMs(1, 10)).toBe(0);
+    now += 1_000;
+    pause.answered(1);
+    for (let i = 0; i < UNANSWERED_BEFORE_PAUSE; i++) pause.unanswered(1, sentBefore + 4_000);
+    expect(pause.remainingMs(1, 11)).toBe(0);
+    // Dials sent after the answer count again.
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
+    expect(pause.remainingMs(1, 11)).toBe(5_000);
+  });
+
   it("opens the way again when a dial is answered, lets another probe out when the first never dialed, and forgets a pause no dial asked about", () => {
     unansweredNow(UNANSWERED_BEFORE_PAUSE);
     now += 5_000;

@@ -30,6 +30,8 @@ interface CarrierState {
   probeUntil: number;
   /** When a dial last asked (`remainingMs`). */
   askedAt: number;
+  /** When a dial was last answered: dials sent before then that fail later are no news. */
+  answeredAt: number;
 }
 
 /**
@@ -79,13 +81,16 @@ export class CarrierPause {
     const state = this.states.get(configurationId);
     if (!state) return;
     if (state.pauses > 0) this.logger.log({ telephony_configuration_id: configurationId }, "the configuration's carrier answers again: its dials go out");
-    this.states.delete(configurationId);
+    const now = this.now();
+    this.states.set(configurationId, { ...fresh(now), answeredAt: now });
   }
 
   /** A dial of the configuration sent at `sentAt` (`now()`'s clock) got no answer from its carrier. */
   unanswered(configurationId: number, sentAt: number): void {
     const now = this.now();
-    const state = this.states.get(configurationId) ?? { unanswered: [], pauses: 0, pausedUntil: 0, probeRunId: null, probeUntil: 0, askedAt: now };
+    const state = this.states.get(configurationId) ?? fresh(now);
+    // Sent before the carrier last answered: its lack of an answer is older news than that answer.
+    if (sentAt < state.answeredAt) return;
     if (state.pauses > 0) {
       // Sent while paused (it had passed the check before the pause) or before: what paused the dials already.
       if (sentAt < state.pausedUntil) return;
@@ -110,4 +115,8 @@ export class CarrierPause {
       "the configuration's carrier did not answer dial requests: its dials wait, then one goes out alone",
     );
   }
+}
+
+function fresh(now: number): CarrierState {
+  return { unanswered: [], pauses: 0, pausedUntil: 0, probeRunId: null, probeUntil: 0, askedAt: now, answeredAt: -Infinity };
 }

@@ -43,9 +43,9 @@ export interface PlaceCallProgress {
   rateRefusals?: number;
   /**
    * How long this job has waited for its configuration's carrier to answer
-   * dials again (`CarrierPause`), in all: past MAX_CARRIER_PAUSED_MS it
-   * dials however the carrier did, so a carrier that never answers again
-   * does not keep the run `queued` for good.
+   * dials again (`CarrierPause`), in all: past MAX_CARRIER_PAUSED_MS its
+   * run ends `failed` (`carrier_unresponsive`) without a dial, so a carrier
+   * that never answers again does not keep the run `queued` for good.
    */
   carrierPausedMs?: number;
   /**
