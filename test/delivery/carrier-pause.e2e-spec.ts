@@ -19,17 +19,20 @@ describe("a carrier that does not answer a configuration's dials", () => {
   });
   afterAll(() => apps.close());
 
-  it("pauses that configuration's dials, without asking the carrier or spending an attempt, while another organization's go out", async () => {
-    const unanswering = await acceptedSandboxRun(apps);
-    const jobs = [unanswering.job];
-    for (let i = 0; i < UNANSWERED_BEFORE_PAUSE; i++) {
-      const response = await apps.client.post(
-        `/api/v1/public/agent/${unanswering.workflow.triggerUuid}`,
-        { phone_number: '+14155550100' },
-        { key: unanswering.org.adminKey },
-      );
-      jobs.push({ runId: response.body.workflow_run_id, organizationId: unanswering.org.organizationId });
+  /** An organization's sandbox configuration with `count` queued runs, and their dial jobs (the first one's included). */
+  async function queuedRunsOfOneConfiguration(count: number) {
+    const first = await acceptedSandboxRun(apps);
+    const jobs = [first.job];
+    while (jobs.length < count) {
+      const response = await apps.client.post(`/api/v1/public/agent/${first.workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: first.org.adminKey });
+      jobs.push({ runId: response.body.workflow_run_id, organizationId: first.org.organizationId });
     }
+    return { ...first, jobs };
+  }
+
+  it("pauses that configuration's dials, without asking the carrier or spending an attempt, while another organization's go out", async () => {
+    const unanswering = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
+    const { jobs } = unanswering;
     const other = await acceptedSandboxRun(apps);
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     const placeCall = sandbox.placeCall.bind(sandbox);
@@ -75,12 +78,8 @@ describe("a carrier that does not answer a configuration's dials", () => {
   });
 
   it('pauses for connections that were not made after seconds (a handshake that timed out), which held their workers', async () => {
-    const slow = await acceptedSandboxRun(apps);
-    const jobs = [slow.job];
-    for (let i = 0; i < UNANSWERED_BEFORE_PAUSE; i++) {
-      const response = await apps.client.post(`/api/v1/public/agent/${slow.workflow.triggerUuid}`, { phone_number: '+14155550100' }, { key: slow.org.adminKey });
-      jobs.push({ runId: response.body.workflow_run_id, organizationId: slow.org.organizationId });
-    }
+    const slow = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
+    const { jobs } = slow;
     const pause = apps.dialer!.get(CarrierPause);
     const clock = pause.now;
     let skewMs = 0;
@@ -109,16 +108,7 @@ describe("a carrier that does not answer a configuration's dials", () => {
   });
 
   it('does not pause for connections refused, which fail at once and hold no worker: each run spends its own retries', async () => {
-    const refusing = await acceptedSandboxRun(apps);
-    const jobs = [refusing.job];
-    for (let i = 0; i < UNANSWERED_BEFORE_PAUSE; i++) {
-      const response = await apps.client.post(
-        `/api/v1/public/agent/${refusing.workflow.triggerUuid}`,
-        { phone_number: '+14155550100' },
-        { key: refusing.org.adminKey },
-      );
-      jobs.push({ runId: response.body.workflow_run_id, organizationId: refusing.org.organizationId });
-    }
+    const { jobs } = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     const dials = jest.spyOn(sandbox, 'placeCall').mockRejectedValue(
       new CarrierError('sandbox: carrier unreachable (ECONNREFUSED)', { reason: 'carrier_unreachable', permanent: false, notProcessed: true, carrierCode: 'ECONNREFUSED' }),

@@ -1,7 +1,6 @@
-import { SandboxCall } from '@app/persistence';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
-import { seedForStrandedRuns, seedSandboxConfiguration, StrandedRunSeed, strandedRun } from '../support/fixtures';
+import { seedForStrandedRuns, seedSandboxConfiguration, stillRinging, StrandedRunSeed, strandedRun } from '../support/fixtures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 /**
@@ -25,27 +24,14 @@ describe('the reaper asks carriers about stuck runs only so often', () => {
   const statusOf = async (runId: number) =>
     (await apps.dataSource.query(`SELECT status, end_reason FROM workflow_runs WHERE id = $1`, [runId]))[0] as { status: string; end_reason: string | null };
 
-  /** A sandbox call that rings for a minute, though no event reached its run, which knows its id. */
-  async function stillRinging(runId: number): Promise<void> {
-    const callId = `SB-ringing-${runId}`;
-    await apps.dataSource.getRepository(SandboxCall).save({
-      callId,
-      runId,
-      toNumber: '+14155550100',
-      outcome: 'no_answer',
-      ringMs: 60_000,
-      talkMs: 0,
-      canceledAt: null,
-      createdAt: new Date(),
-    });
-    await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, callId]);
-  }
+  /** A run whose call rings on at the sandbox, though no event reached it. */
+  const ringing = (runId: number) => stillRinging(apps.dataSource, runId, `SB-ringing-${runId}`);
 
   it('looks a ringing run up once, not every round, until its limit, when it looks again and ends it', async () => {
     const lookups = jest.spyOn(sandbox(), 'lookupCall');
     try {
       // Stuck for 5 s of its 8 s: looked up now, and (its next look due in 10 s) not again before its limit, 3 s on.
-      const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, stillRinging, '5 seconds');
+      const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, ringing, '5 seconds');
       const ofRun = () => lookups.mock.calls.filter(([call]) => call.runId === runId).length;
       for (let round = 0; round < 5; round++) await reaper().round();
       expect(ofRun()).toBe(1);
@@ -64,7 +50,7 @@ describe('the reaper asks carriers about stuck runs only so often', () => {
     const away = await seedSandboxConfiguration(apps.dataSource, seed.organizationId, { settings: { ring_ms: 20, talk_ms: 50 }, isDefaultOutbound: false });
     const stuck: number[] = [];
     for (let i = 0; i < 3; i++) stuck.push(await strandedRun(apps.dataSource, { ...seed, configId: away.id }, 'ringing', `SB-away-${i}`));
-    const elsewhere = await strandedRun(apps.dataSource, seed, 'ringing', null, stillRinging, '10 minutes');
+    const elsewhere = await strandedRun(apps.dataSource, seed, 'ringing', null, ringing, '10 minutes');
     // Just past its limit: left for a look-up of its own once the carrier may be asked again (its answer may have been
     // lost, and its call be live), not ended unasked.
     const justPast = await strandedRun(apps.dataSource, { ...seed, configId: away.id }, 'ringing', 'SB-away-just-past', undefined, '12 seconds');

@@ -6,6 +6,7 @@ import {
   sandboxDialsByRun,
   seedForStrandedRuns,
   seedSandboxConfiguration,
+  stillRinging,
   StrandedRunSeed,
   strandedRun,
 } from '../support/fixtures';
@@ -120,20 +121,7 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
   });
 
-  /** A sandbox call placed 5 s ago that rings for a minute, though no event reached its run, which knows its id. */
-  async function stillRinging(runId: number, callId: string): Promise<void> {
-    await apps.dataSource.getRepository(SandboxCall).save({
-      callId,
-      runId,
-      toNumber: '+14155550100',
-      outcome: 'no_answer',
-      ringMs: 60_000,
-      talkMs: 0,
-      canceledAt: null,
-      createdAt: new Date(Date.now() - 5000),
-    });
-    await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, callId]);
-  }
+  const stillRingingAt = (runId: number, callId: string) => stillRinging(apps.dataSource, runId, callId);
 
   /** The reaper logged its hang-up of the run's call, and the sandbox call was canceled. */
   async function expectHungUp(runId: number, callId: string): Promise<void> {
@@ -146,7 +134,7 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
   }
 
   it('hangs up the call of a run that rings past its limit before ending the run', async () => {
-    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, (id) => stillRinging(id, `SB-still-ringing-${id}`));
+    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, (id) => stillRingingAt(id, `SB-still-ringing-${id}`));
     const [run] = await runsWhenComplete(apps.dataSource, [runId]);
     expect(run).toMatchObject({ status: 'failed', end_reason: 'ring_timeout' });
     // The hang-up follows the end of the run.
@@ -164,7 +152,7 @@ describe('the reaper ends or repairs runs that stopped moving', () => {
     const redis = apps.dialer!.get(RedisClient).redis;
     const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, async (id) => {
       seeded(id);
-      await stillRinging(id, `SB-${label}-${id}`);
+      await stillRingingAt(id, `SB-${label}-${id}`);
       // The slot its dial took.
       await redis.zadd(slots.key(seed.configId), Date.now() + 3_600_000, String(id));
     });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { ApiTrigger, DefinitionGraph, TelephonyConfiguration, Workflow, WorkflowDefinition, WorkflowRun } from '@app/persistence';
+import { ApiTrigger, DefinitionGraph, SandboxCall, TelephonyConfiguration, Workflow, WorkflowDefinition, WorkflowRun } from '@app/persistence';
 import { bootstrapOrganization } from '../../apps/api/src/organizations/bootstrap-organization';
 
 export interface TestOrganization {
@@ -207,4 +207,22 @@ export async function strandedRun(
     [run.id, stoppedAgo],
   );
   return run.id;
+}
+
+/**
+ * A sandbox call placed 5 s ago that rings for a minute, though no event
+ * reached its run, which knows its id (`callId`): a run whose events were lost.
+ */
+export async function stillRinging(dataSource: DataSource, runId: number, callId: string): Promise<void> {
+  await dataSource.getRepository(SandboxCall).save({
+    callId,
+    runId,
+    toNumber: '+14155550100',
+    outcome: 'no_answer',
+    ringMs: 60_000,
+    talkMs: 0,
+    canceledAt: null,
+    createdAt: new Date(Date.now() - 5000),
+  });
+  await dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, callId]);
 }
