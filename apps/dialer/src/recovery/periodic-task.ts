@@ -43,10 +43,13 @@ return 0
  *
  * `work` gets a signal that is aborted when the task stops, when its
  * round finds the lease gone (Redis away past it, and another replica's
- * round begun), or when the round has run for MAX_ROUND_MS: a round of many items (the reaper's 200 runs, each a carrier
- * look-up) checks it between them, so a stopping dialer waits for the item
- * in hand, not for the rest of the round, which the next round on another
- * replica does, and two replicas' rounds do not go on side by side.
+ * round begun), or when the round has run for MAX_ROUND_MS: a round of
+ * many items (the reaper's 200 runs, each a carrier look-up) checks it
+ * between them, so a stopping dialer waits for the item in hand, not for
+ * the rest of the round, which the next round on another replica does,
+ * and two replicas' rounds do not go on side by side. A task stopped after
+ * its round returned gives its lease up, so another replica takes over at
+ * its next round.
  */
 export class PeriodicTask {
   private readonly logger: Logger;
