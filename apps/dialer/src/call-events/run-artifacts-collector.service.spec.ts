@@ -120,6 +120,15 @@ describe('RunArtifactsCollector copying a carrier recording', () => {
     expect(put).toHaveBeenCalledWith(`runs/0/${RUN_ID}-recording.${extension}`, body, contentType);
   });
 
+  it('takes an empty answer for no recording: tried again before the give-up hour, left out past it, never stored', async () => {
+    fetchRecording.mockResolvedValue({ contentType: 'audio/wav', body: Buffer.alloc(0) });
+
+    await expect(collector.collect(RUN_ID, true, false)).rejects.toThrow('no bytes');
+    await expect(collector.collect(RUN_ID, true, true)).resolves.toBe(true);
+    expect(put).not.toHaveBeenCalledWith(expect.stringContaining('recording'), expect.anything(), expect.anything());
+    expect(appendEvent).toHaveBeenCalledWith(RUN_ID, 'artifacts.recording_unavailable', expect.anything());
+  });
+
   it('throws a carrier failure before the give-up hour, for the collection to be tried again', async () => {
     fetchRecording.mockRejectedValue(new Error('Twilio recording download: no answer (UND_ERR_SOCKET)'));
 

@@ -253,6 +253,9 @@ export class RunArtifactsCollector {
       } catch (error) {
         return { unavailable: error instanceof Error ? error : new Error(String(error)) };
       }
+      // An empty answer is no recording (one not made yet, a proxy's): tried again as a carrier that did not give it,
+      // and left out past the give-up hour, rather than stored and served as a file of no sound.
+      if (recording.body.length === 0) return { unavailable: new Error('the carrier answered the recording with no bytes') };
       // Named (and so served) as its bytes say, and as its Content-Type says only when they say nothing.
       const format = recordingFormatOf(recording.body) ?? (/mpeg|mp3/i.test(recording.contentType) ? 'mp3' : 'wav');
       const name = artifactKey(runId, 'recording', format);
