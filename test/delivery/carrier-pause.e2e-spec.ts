@@ -1,7 +1,8 @@
-import { CarrierError, TelephonyProviders } from '@app/telephony';
+import { TelephonyProviders } from '@app/telephony';
 import { CarrierRequestFailed } from '@app/telephony/carrier-http';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
 import { CarrierPause, UNANSWERED_BEFORE_PAUSE } from '../../apps/dialer/src/calls/carrier-pause';
+import { neverConnected } from '../support/carrier-failures';
 import { sandboxDialsByRun } from '../support/fixtures';
 import { acceptedSandboxRun } from '../support/queued-sandbox-run';
 import { startTestAppsWithPausedWorkers, TestApps } from '../support/test-apps';
@@ -88,12 +89,7 @@ describe("a carrier that does not answer a configuration's dials", () => {
     // Never connected, as a refusal is, but after 2.5 s of waiting for the handshake (on the pause's clock).
     const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
       skewMs += 2_500;
-      throw new CarrierError('sandbox: carrier unreachable (UND_ERR_CONNECT_TIMEOUT)', {
-        reason: 'carrier_unreachable',
-        permanent: false,
-        notProcessed: true,
-        carrierCode: 'UND_ERR_CONNECT_TIMEOUT',
-      });
+      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
     });
     try {
       const placer = apps.dialer!.get(CallPlacer);
@@ -111,7 +107,7 @@ describe("a carrier that does not answer a configuration's dials", () => {
     const { jobs } = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
     const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     const dials = jest.spyOn(sandbox, 'placeCall').mockRejectedValue(
-      new CarrierError('sandbox: carrier unreachable (ECONNREFUSED)', { reason: 'carrier_unreachable', permanent: false, notProcessed: true, carrierCode: 'ECONNREFUSED' }),
+      neverConnected('ECONNREFUSED'),
     );
     try {
       for (const job of jobs) expect(await apps.dialer!.get(CallPlacer).place(job)).toMatchObject({ kind: 'delay', reason: 'carrier_unreachable' });

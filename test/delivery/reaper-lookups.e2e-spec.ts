@@ -1,6 +1,7 @@
-import { CarrierError, TelephonyProviders } from '@app/telephony';
+import { TelephonyProviders } from '@app/telephony';
 import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
 import { seedForStrandedRuns, seedSandboxConfiguration, stillRinging, StrandedRunSeed, strandedRun } from '../support/fixtures';
+import { neverConnected } from '../support/carrier-failures';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 /**
@@ -59,12 +60,7 @@ describe('the reaper asks carriers about stuck runs only so often', () => {
     // The away configuration's carrier is never reached (a connection refused): every look-up there fails so.
     const lookups = jest.spyOn(sandbox(), 'lookupCall').mockImplementation(async (call) => {
       if (!stuck.includes(call.runId)) return sandboxLookup(call);
-      throw new CarrierError('sandbox: carrier unreachable (ECONNREFUSED)', {
-        reason: 'carrier_unreachable',
-        permanent: false,
-        notProcessed: true,
-        carrierCode: 'ECONNREFUSED',
-      });
+      throw neverConnected('ECONNREFUSED');
     });
     try {
       await reaper().round();

@@ -337,9 +337,10 @@ export class CallPlacer {
     } catch (error) {
       // No answer once sent (a timeout, a reset), or none for long on the way (a connection or handshake that timed out);
       // not a connection refused at once, which holds no worker. Else the carrier's own answer, if it came from it.
+      const noAnswer = isCarrierNetworkFailure(error);
       const slow = this.carrierPause.now() - sentAt >= SLOW_NETWORK_FAILURE_MS;
-      if (isCarrierNetworkFailure(error) && (!(error instanceof CarrierError) || slow)) this.carrierPause.unanswered(config.id, sentAt);
-      else if (error instanceof CarrierError && error.carrierCode !== undefined && !isCarrierNetworkFailure(error)) this.carrierPause.answered(config.id);
+      if (noAnswer && (!(error instanceof CarrierError) || slow)) this.carrierPause.unanswered(config.id, sentAt);
+      else if (!noAnswer && error instanceof CarrierError && error.carrierCode !== undefined) this.carrierPause.answered(config.id);
       return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }
     this.carrierPause.answered(config.id);

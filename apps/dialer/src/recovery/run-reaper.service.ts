@@ -163,12 +163,6 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
     return [...failed, ...left];
   }
 
-  /** Whether the run was left open at this status not long ago, and its next look is not due yet. */
-  private lookedAtRecently(candidate: StaleRun): boolean {
-    const next = this.nextLooks.get(candidate.id);
-    return next !== undefined && next.since === candidate.status_changed_at.getTime() && performance.now() < next.atMs;
-  }
-
   /** Notes a run left open after a look: the next is due after a wait doubling with each look, or at its limit. */
   private lookAgainLater(candidate: StaleRun, limitSeconds: number): void {
     const since = candidate.status_changed_at.getTime();
@@ -186,7 +180,6 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       await this.artifacts.collect(candidate.id, true, candidate.age_seconds >= ARTIFACTS_GIVE_UP_SECONDS);
       return;
     }
-    if (this.lookedAtRecently(candidate)) return;
     const run = await this.runs.findById(candidate.id);
     // Only the run as selected: one that moved since (another reaper's round requeued it and a dialer claimed it
     // again) is a new dial whose age is not the one measured.
