@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { AppConfig } from '@app/config';
 import { testConfig } from '../../../test/support/test-config';
 import { RedisClient } from './redis-client';
@@ -44,5 +45,43 @@ describe('RedisClient', () => {
 
     expect(client.redis.status).toBe('end');
     expect(timers()).toBe(before);
+  });
+
+  describe('scripts', () => {
+    let client: RedisClient;
+    beforeAll(() => {
+      client = new RedisClient(testConfig(), 'worker');
+    });
+    afterAll(() => client.onApplicationShutdown());
+
+    it('runs a script first made in the same turn as another command: it goes out beside it and answers', async () => {
+      await client.redis.ping();
+      const key = client.keyFor('script-test', randomUUID());
+      // A text of its own: this Redis has never held it, so the first call is answered NOSCRIPT and sent again whole.
+      const lua = `-- ${randomUUID()}\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])`;
+      try {
+        const before = client.redis.get(key);
+        const incr = client.script('vaScriptTest', lua, 1);
+        const first = incr([key], [5]);
+
+        await expect(before).resolves.toBeNull();
+        await expect(first).resolves.toBe(5);
+        const [held] = (await client.redis.script('EXISTS', createHash('sha1').update(lua).digest('hex'))) as number[];
+        expect(held).toBe(1);
+        await expect(incr([key], [2])).resolves.toBe(7);
+      } finally {
+        await client.redis.del(key);
+      }
+    });
+
+    it('refuses a call with another number of keys than the script takes, before sending it', async () => {
+      const script = client.script('vaScriptTest', 'return 1', 2);
+      await expect(script(['only-one'], [])).rejects.toThrow('vaScriptTest takes 2 keys, was given 1');
+    });
+
+    it('passes a script error on as it is', async () => {
+      const script = client.script('vaScriptTest', `return redis.error_reply('NOTHING ${randomUUID()}')`, 0);
+      await expect(script([], [])).rejects.toThrow(/^NOTHING /);
+    });
   });
 });

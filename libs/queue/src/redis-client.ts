@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { redisConnectionOptions } from './redis-connection';
@@ -6,7 +7,7 @@ import { redisConnectionOptions } from './redis-connection';
 /** How long a gateway starting waits for its Redis connection before it starts without. */
 const PRODUCER_READY_WAIT_MS = 2_000;
 
-/** A Lua script run by its SHA1 (EVALSHA), loaded by ioredis on first use or after a Redis restart. */
+/** A Lua script run by its SHA1 (EVALSHA), sent whole (EVAL) when Redis does not hold it yet. */
 export type RedisScript = (keys: string[], args: Array<string | number>) => Promise<unknown>;
 
 /**
@@ -64,15 +65,31 @@ export class RedisClient implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Registers a Lua script once and answers a function that runs it with
-   * EVALSHA: the script's text is not sent (nor hashed by Redis) on every call.
+   * A function that runs a Lua script by its SHA1 (EVALSHA), so the script's
+   * text is not sent (nor hashed by Redis) on every call; a Redis that does
+   * not hold it yet (first use, or after a restart) answers NOSCRIPT, and
+   * that call is sent again as EVAL with the text, which loads it.
+   *
+   * Not ioredis' `defineCommand`: a command defined while an auto-pipeline
+   * of this connection waits for its turn is missing from that pipeline,
+   * and a call to it in the same turn crashed the process (ioredis counts a
+   * reply for it that never comes, and throws outside any promise). EVALSHA
+   * and EVAL are built in, present on every pipeline. `name` labels errors.
    * `numberOfKeys` null: the script takes as many keys as each call passes.
    */
   script(name: string, lua: string, numberOfKeys: number | null): RedisScript {
-    this.redis.defineCommand(name, numberOfKeys === null ? { lua } : { lua, numberOfKeys });
-    const command = (this.redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>)[name];
-    if (numberOfKeys === null) return (keys, args) => command.call(this.redis, keys.length, ...keys, ...args);
-    return (keys, args) => command.call(this.redis, ...keys, ...args);
+    const sha = createHash('sha1').update(lua).digest('hex');
+    return async (keys, args) => {
+      if (numberOfKeys !== null && keys.length !== numberOfKeys) {
+        throw new Error(`${name} takes ${numberOfKeys} keys, was given ${keys.length}`);
+      }
+      try {
+        return await this.redis.evalsha(sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+        return this.redis.eval(lua, keys.length, ...keys, ...args);
+      }
+    };
   }
 
   /**
