@@ -257,6 +257,33 @@ describe('management API: telephony configurations', () => {
       expect(changed.body.provider).toBe('twilio');
     });
 
+    it("refuses credentials of another carrier account while the run is unfinished, takes the same account's new token", async () => {
+      const fresh = await createOrganization(apps.dataSource);
+      const own = new TwilioFake().credentials;
+      const config = await createSandboxConfiguration(apps, fresh, { provider: 'twilio', credentials: own, settings: {} });
+      const { workflowId, triggerUuid } = await createPublishedWorkflow(apps, fresh);
+      const placed = await apps.client.post(`/api/v1/public/agent/${triggerUuid}`, { phone_number: '+14155552671' }, { key: fresh.adminKey });
+      expect(placed.status).toBe(200);
+      const patch = (body: Record<string, unknown>) => apps.client.patch(`${PATH}/${config.id}`, body, { key: fresh.adminKey });
+      const storedSid = async () => apps.api.get(CredentialsCipher).credentialsOf(await rowOf(config.id))?.account_sid;
+      const elsewhere = { account_sid: `AC${'b'.repeat(32)}`, auth_token: 'c'.repeat(32) };
+
+      for (const body of [{ credentials: elsewhere }, { credentials: null }]) {
+        const refused = await patch(body);
+        expectError(refused, 409, 'configuration_in_use');
+        expect(refused.body.message).toContain('1 unfinished run; cancel them or wait until they are complete, then move it to another carrier account');
+      }
+      expect(await storedSid()).toBe(own.account_sid);
+      // A rotated Auth Token, or an API key added, of the same account: its calls' webhooks and hang-ups go on working.
+      const rotated = await patch({ credentials: { ...own, auth_token: 'd'.repeat(32), api_key_sid: `SK${'e'.repeat(32)}`, api_key_secret: 'key-secret' } });
+      expect(rotated.status).toBe(200);
+
+      const runPath = `/api/v1/workflow/${workflowId}/runs/${placed.body.workflow_run_id}`;
+      expect((await apps.client.post(`${runPath}/cancel`, undefined, { key: fresh.adminKey })).status).toBe(200);
+      expect((await patch({ credentials: elsewhere })).status).toBe(200);
+      expect(await storedSid()).toBe(elsewhere.account_sid);
+    });
+
     it('deletes it once the run is complete: canceled, or completed with its artifacts stored', async () => {
       const canceled = await configurationWithRun();
       expect((await apps.client.post(`${canceled.runPath}/cancel`, undefined, { key: canceled.fresh.adminKey })).status).toBe(200);

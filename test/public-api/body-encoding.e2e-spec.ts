@@ -74,10 +74,34 @@ describe('JSON bodies: UTF-8 only', () => {
       expect(await workflowCount()).toBe(before);
     });
 
-    it('still answers 400 invalid_json for malformed JSON, an empty body and a __proto__ key', async () => {
+    it('still answers 400 invalid_json for malformed JSON and a __proto__ key, and 400 validation_failed for an empty body', async () => {
       await expectNoRun(() => trigger('{"phone_number":'), 400, 'invalid_json');
-      await expectNoRun(() => trigger(''), 400, 'invalid_json');
+      await expectNoRun(() => trigger(''), 400, 'validation_failed');
       await expectNoRun(() => trigger(`{"phone_number":"${PHONE}","initial_context":{"__proto__":{"x":1}}}`), 400, 'invalid_json');
+    });
+  });
+
+  describe('an empty body declared as JSON', () => {
+    // Many HTTP clients declare JSON on every request; on a route that takes no body, that is no body.
+    it('is taken as no body by routes that take none: a publish, a cancel and a DELETE are done', async () => {
+      const options = { key: target.org.adminKey, raw: '', headers: { 'content-type': 'application/json' } };
+      const definition = { nodes: [{ id: 's', type: 'startCall', data: { prompt: 'hi' } }], edges: [] };
+      const workflow = await apps.client.post('/api/v1/workflows', { name: 'Empty bodies', definition }, { key: target.org.adminKey });
+      expect(workflow.status).toBe(201);
+      const published = await apps.client.post(`/api/v1/workflows/${workflow.body.id}/publish`, undefined, options);
+      expect(published.status).toBe(200);
+
+      const placed = await trigger(JSON.stringify({ phone_number: PHONE }));
+      expect(placed.status).toBe(200);
+      const runPath = `/api/v1/workflow/${target.workflow.workflowId}/runs/${placed.body.workflow_run_id}`;
+      const canceled = await apps.client.post(`${runPath}/cancel`, undefined, options);
+      expect(canceled.status).toBe(200);
+      expect((await apps.client.get(runPath, { key: target.org.adminKey })).body.status).toBe('canceled');
+
+      const config = await apps.client.post('/api/v1/telephony-configurations', { name: 'Spare', provider: 'sandbox', from_numbers: ['+15005550006'] }, { key: target.org.adminKey });
+      expect(config.status).toBe(201);
+      expect((await apps.client.delete(`/api/v1/telephony-configurations/${config.body.id}`, options)).status).toBe(204);
+      expect((await apps.client.get(`/api/v1/telephony-configurations/${config.body.id}`, { key: target.org.adminKey })).status).toBe(404);
     });
   });
 

@@ -112,8 +112,9 @@ describe('trigger body: validation, limits and fuzz', () => {
       await expectRejectedWithoutRun(() => postRaw(raw), 400, 'invalid_json');
     });
 
-    it('answers 400 for an empty body declared as JSON', async () => {
-      await expectRejectedWithoutRun(() => postRaw(''), 400, 'invalid_json');
+    it('answers 400 naming the missing phone number for an empty body declared as JSON (no body, not bad JSON)', async () => {
+      const response = await expectRejectedWithoutRun(() => postRaw(''), 400, 'validation_failed');
+      expect(response.body.message).toMatch(/phone_number/);
     });
 
     it('answers 400 for a __proto__ key (prototype poisoning)', async () => {

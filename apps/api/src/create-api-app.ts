@@ -75,16 +75,23 @@ function isJson(text: string): boolean {
 }
 
 /**
- * The JSON body parser: Fastify's own (the same prototype-poisoning settings,
- * empty-body and malformed-JSON errors), but for bytes that are not UTF-8,
- * which decoding would turn into U+FFFD and store as if sent: those answer
- * 400 `invalid_json`. It runs on every trigger, so it costs one validation
- * pass, one decode and one parse; Nest's wrapper keeps `rawBody` and the limit.
+ * The JSON body parser: Fastify's own (the same prototype-poisoning settings
+ * and malformed-JSON errors), but for bytes that are not UTF-8, which
+ * decoding would turn into U+FFFD and store as if sent: those answer 400
+ * `invalid_json`. An empty body is no body, as if no type were declared:
+ * many HTTP clients declare JSON on every request, a publish, a cancel or a
+ * DELETE included, and a route that takes a body then names what is missing.
+ * It runs on every trigger, so it costs one validation pass, one decode and
+ * one parse; Nest's wrapper keeps `rawBody` and the limit.
  */
 function utf8JsonParser(fastify: FastifyInstance): FastifyBodyParser<Buffer> {
   const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
   const parseJson = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   return (request, body, done) => {
+    if (body.length === 0) {
+      done(null, undefined);
+      return;
+    }
     if (!isUtf8(body)) {
       done(new DomainError(400, 'invalid_json', 'The body is not valid UTF-8: send JSON text encoded in UTF-8'), undefined);
       return;

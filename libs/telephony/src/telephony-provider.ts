@@ -121,6 +121,13 @@ export interface TelephonyProvider {
   readonly findsCallsByNumbers: boolean;
   /** Checks the shape of credentials; returns problems, empty when valid. */
   validateCredentials(credentials: Record<string, unknown> | null): string[];
+  /**
+   * The carrier account (Vonage: the application) that credentials place
+   * calls in, as their own field names it; null when they name none. A call
+   * stays in the account it was placed in: its webhooks are signed, and its
+   * hang-up and look-up answered, by that account only.
+   */
+  accountOf(credentials: Record<string, unknown> | null): string | null;
   /** Checks provider `settings`; returns problems, empty when valid. */
   validateSettings(settings: Record<string, unknown>): string[];
   placeCall(request: PlaceCallRequest): Promise<PlaceCallResult>;

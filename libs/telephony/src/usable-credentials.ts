@@ -20,3 +20,15 @@ export function usableCredentials<T>(
   }
   return usable;
 }
+
+/**
+ * The account credentials name in `field`, compared as the carrier does
+ * (`caseless`: Vonage's application UUIDs); null when absent or not a
+ * string. Read from credentials as given, valid or not.
+ */
+export function namedAccount(credentials: Record<string, unknown> | null, field: string, caseless = false): string | null {
+  const value = credentials?.[field];
+  if (typeof value !== 'string') return null;
+  const trimmed = value.trim();
+  return caseless ? trimmed.toLowerCase() : trimmed;
+}

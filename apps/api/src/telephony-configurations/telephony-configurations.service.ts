@@ -85,6 +85,12 @@ export class TelephonyConfigurationsService {
       if (input.provider !== undefined && input.provider !== row.provider) {
         const unfinished = await unfinishedRuns(manager, id);
         if (unfinished > 0) throw configurationInUse(id, unfinished, 'change its provider');
+      } else if (input.credentials !== undefined && this.movesAccount(row, input.credentials)) {
+        // A call stays in the carrier account it was placed in: under another account's credentials its webhooks
+        // fail their signature check, and its hang-up and look-ups are refused, until the reaper guesses its end.
+        // A new token or key of the same account is taken at once.
+        const unfinished = await unfinishedRuns(manager, id);
+        if (unfinished > 0) throw configurationInUse(id, unfinished, 'move it to another carrier account');
       }
       // A new provider re-checks what it would inherit; new credentials or settings are checked as given.
       const provider = input.provider ?? row.provider;
@@ -158,6 +164,23 @@ export class TelephonyConfigurationsService {
     this.lookups.forgetOrganization(organizationId);
   }
 
+  /**
+   * Whether `credentials` name another carrier account than the stored ones.
+   * Stored credentials this server cannot read name none: its runs cannot be
+   * served under them anyway, and new ones are the repair.
+   */
+  private movesAccount(row: TelephonyConfiguration, credentials: Record<string, unknown> | null): boolean {
+    if (!this.providers.has(row.provider)) return false;
+    const carrier = this.providers.get(row.provider);
+    let stored: string | null;
+    try {
+      stored = carrier.accountOf(this.storedCredentials(row));
+    } catch {
+      return false;
+    }
+    return stored !== null && stored !== carrier.accountOf(credentials);
+  }
+
   private storedCredentials(row: TelephonyConfiguration): Record<string, unknown> | null {
     return row.credentialsEncrypted === null ? null : this.cipher.decrypt(row.credentialsEncrypted);
   }
@@ -193,7 +216,7 @@ async function unfinishedRuns(manager: EntityManager, id: number): Promise<numbe
   return unfinished;
 }
 
-function configurationInUse(id: number, unfinished: number, action: 'delete it' | 'change its provider'): DomainError {
+function configurationInUse(id: number, unfinished: number, action: 'delete it' | 'change its provider' | 'move it to another carrier account'): DomainError {
   return Errors.conflict(
     'configuration_in_use',
     `Telephony configuration ${id} is used by ${unfinished} unfinished run${unfinished === 1 ? '' : 's'}; ` +

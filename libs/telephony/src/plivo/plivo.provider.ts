@@ -14,6 +14,7 @@ import {
 } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck, refusesCredentials } from '../credentials-checks';
 import { foundCall } from '../found-call';
+import { namedAccount } from '../usable-credentials';
 import {
   CallArtifacts,
   CallLookup,
@@ -66,6 +67,10 @@ export class PlivoProvider implements TelephonyProvider, CarrierWebhooks {
 
   validateCredentials(credentials: Record<string, unknown> | null): string[] {
     return plivoCredentialProblems(credentials);
+  }
+
+  accountOf(credentials: Record<string, unknown> | null): string | null {
+    return namedAccount(credentials, 'auth_id');
   }
 
   validateSettings(settings: Record<string, unknown>): string[] {

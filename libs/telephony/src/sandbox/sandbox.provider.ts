@@ -91,6 +91,11 @@ export class SandboxProvider implements TelephonyProvider, CarrierWebhooks {
     return [];
   }
 
+  /** The sandbox has no accounts: its calls are this service's own. */
+  accountOf(): null {
+    return null;
+  }
+
   validateSettings(settings: Record<string, unknown>): string[] {
     return sandboxSettingsProblems(settings);
   }

@@ -16,7 +16,7 @@ import {
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
-import { usableCredentials } from '../usable-credentials';
+import { namedAccount, usableCredentials } from '../usable-credentials';
 import { TelnyxApi, TelnyxResponse } from './telnyx-api';
 import { provesAnswered, TelnyxLiveCall, telnyxLiveCallEvents } from './telnyx-call-state';
 import { telnyxAnswerInstructions } from './telnyx-answer';
@@ -59,6 +59,11 @@ export class TelnyxProvider implements TelephonyProvider, CarrierWebhooks {
 
   validateCredentials(credentials: Record<string, unknown> | null): string[] {
     return telnyxCredentialProblems(credentials);
+  }
+
+  /** The account's webhook public key: Telnyx names no account in an API key, and one account signs all its calls' events. */
+  accountOf(credentials: Record<string, unknown> | null): string | null {
+    return namedAccount(credentials, 'public_key');
   }
 
   validateSettings(settings: Record<string, unknown>): string[] {

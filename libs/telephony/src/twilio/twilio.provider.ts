@@ -12,6 +12,7 @@ import {
 } from '../carrier-webhooks';
 import { malformedCredentialsCheck, refusedCredentialsCheck, refusesCredentials } from '../credentials-checks';
 import { foundCall } from '../found-call';
+import { namedAccount } from '../usable-credentials';
 import {
   CallArtifacts,
   CallLookup,
@@ -69,6 +70,10 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
 
   validateCredentials(credentials: Record<string, unknown> | null): string[] {
     return twilioCredentialProblems(credentials);
+  }
+
+  accountOf(credentials: Record<string, unknown> | null): string | null {
+    return namedAccount(credentials, 'account_sid');
   }
 
   validateSettings(settings: Record<string, unknown>): string[] {

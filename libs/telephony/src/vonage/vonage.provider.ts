@@ -15,7 +15,7 @@ import {
   PlaceCallResult,
   TelephonyProvider,
 } from '../telephony-provider';
-import { usableCredentials } from '../usable-credentials';
+import { namedAccount, usableCredentials } from '../usable-credentials';
 import { VonageApi, VonageResponse } from './vonage-api';
 import { readVonageCredentials, vonageCredentialProblems, VonageCredentials } from './vonage-credentials';
 import { vonageDialBody, vonageNumber } from './vonage-dial';
@@ -50,6 +50,10 @@ export class VonageProvider implements TelephonyProvider, CarrierWebhooks {
 
   validateCredentials(credentials: Record<string, unknown> | null): string[] {
     return vonageCredentialProblems(credentials);
+  }
+
+  accountOf(credentials: Record<string, unknown> | null): string | null {
+    return namedAccount(credentials, 'application_id', true);
   }
 
   validateSettings(settings: Record<string, unknown>): string[] {
