@@ -8,13 +8,15 @@ import { waitFor } from '../support/wait-for';
 /** Longer than the longest wait between two reconnection attempts (2 s and its jitter). */
 const RECONNECT_QUIET_MS = 3_000;
 
-describe('the gateway closed while Redis is away', () => {
+describe('the apps closed while Redis is away', () => {
   const redis = new TcpProxy('127.0.0.1', 6379);
+  const dialerRedis = new TcpProxy('127.0.0.1', 6379);
   let apps: TestApps | undefined;
 
   afterAll(async () => {
     await apps?.close();
     await redis.stop();
+    await dialerRedis.stop();
   });
 
   it('leaves no Redis connection trying to reconnect, which would hold its process open', async () => {
@@ -37,4 +39,31 @@ describe('the gateway closed while Redis is away', () => {
     await new Promise((resolve) => setTimeout(resolve, RECONNECT_QUIET_MS));
     expect(redis.accepted - accepted).toBe(0);
   });
+
+  it("closes a dialer whose queue connection holds a command waiting for Redis, without waiting for Redis", async () => {
+    const port = await dialerRedis.start();
+    apps = await startTestApps({ env: { REDIS_URL: `redis://127.0.0.1:${port}`, SHUTDOWN_GRACE_MS: '500' } });
+    const dialer = apps.dialer!;
+    const queue = dialer.get<Queue>(getQueueToken(QueueName.Calls));
+    const client = await queue.getBackend().client;
+    await dialerRedis.cut();
+    await waitFor(async () => (client.status === 'reconnecting' ? true : undefined), { what: "the dialer's queue connection to wait to reconnect" });
+    // What a reaper's look-up of a job, or a dispatcher's enqueue, leaves in the offline queue while Redis is away.
+    const waiting = queue.getJob('run-0').then(
+      () => 'answered',
+      () => 'refused',
+    );
+
+    const started = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      dialer.close().then(() => 'closed'),
+      new Promise((resolve) => (timer = setTimeout(() => resolve('still closing'), 15_000))),
+    ]);
+    clearTimeout(timer);
+    expect(closed).toBe('closed');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await expect(waiting).resolves.toBe('refused');
+    await dialerRedis.restore();
+  }, 30_000);
 });

@@ -39,7 +39,8 @@ export class WorkerShutdown implements BeforeApplicationShutdown {
 /**
  * How a shutdown's wait ended: every worker paused with nothing in flight;
  * the grace period over with some worker's connection still waiting to
- * reconnect, so never paused; or over with dials still running.
+ * reconnect, or failing to, so never paused; or over with dials still
+ * running.
  */
 type ShutdownOutcome = 'drained' | 'redis_away' | 'in_flight';
 
@@ -56,9 +57,10 @@ type ShutdownOutcome = 'drained' | 'redis_away' | 'in_flight';
  * worker paused, while a dial kept the other busy, would hold the process
  * there, past its grace.
  */
-async function closeWorkers(workers: Worker[], graceMs: number, report: (outcome: ShutdownOutcome) => void): Promise<void> {
+export async function closeWorkers(workers: Worker[], graceMs: number, report: (outcome: ShutdownOutcome) => void): Promise<void> {
   let overdue = false;
   let waitingForRedis = 0;
+  let pauseFailed = false;
   // Each resolves true once its worker has paused, or false when the grace period ended before it could begin to.
   const pauses = workers.map(async (worker) => {
     if (!worker.isPaused()) {
@@ -67,7 +69,17 @@ async function closeWorkers(workers: Worker[], graceMs: number, report: (outcome
       waitingForRedis--;
       if (!settled) return false;
     }
-    await worker.pause();
+    // A pause fails on its blocking connection (Redis away again), before or after waiting for the jobs; which, it
+    // does not say. That worker counts as never paused: the grace period runs out for it, then it is closed below,
+    // by force, as is every worker (a rejection here would skip those closes).
+    const paused = await worker.pause().then(
+      () => true,
+      () => false,
+    );
+    if (!paused) {
+      pauseFailed = true;
+      await new Promise<never>(() => undefined);
+    }
     return true;
   });
   const drained = Promise.all(pauses).then(() => true);
@@ -82,7 +94,7 @@ async function closeWorkers(workers: Worker[], graceMs: number, report: (outcome
     clearTimeout(timer);
     overdue = true;
   }
-  report(finished ? 'drained' : waitingForRedis > 0 ? 'redis_away' : 'in_flight');
+  report(finished ? 'drained' : waitingForRedis > 0 || pauseFailed ? 'redis_away' : 'in_flight');
   if (!finished) {
     // A pause goes on waiting for the dials cut off, and reconnects its worker's blocking client once they end: that
     // client is closed again then, or it would hold the process open.

@@ -4,6 +4,7 @@ import { closeOnSignal } from './close-on-signal';
 
 describe('closeOnSignal', () => {
   const logger = { info: jest.fn(), error: jest.fn() } as unknown as PinoLogger;
+  const { error: loggedError } = logger as unknown as { error: jest.Mock };
   let added: Array<{ signal: NodeJS.Signals; listener: NodeJS.SignalsListener }> = [];
   let exit: jest.SpyInstance;
 
@@ -35,7 +36,7 @@ describe('closeOnSignal', () => {
   it('closes the app on SIGTERM and exits 0 once it has closed', async () => {
     const shutdown = install();
     const { app, close, finish } = appClosing();
-    shutdown.attach(app, logger);
+    shutdown.attach(app, logger, 60_000);
 
     process.emit('SIGTERM', 'SIGTERM');
     expect(close).toHaveBeenCalledTimes(1);
@@ -44,10 +45,46 @@ describe('closeOnSignal', () => {
     expect(exit).toHaveBeenCalledWith(0);
   });
 
+  it('gives a close that does not finish up once its time is over, and exits 1', async () => {
+    jest.useFakeTimers();
+    try {
+      const shutdown = install();
+      const { app, close } = appClosing();
+      shutdown.attach(app, logger, 45_000);
+
+      process.emit('SIGTERM', 'SIGTERM');
+      expect(close).toHaveBeenCalledTimes(1);
+      jest.advanceTimersByTime(44_999);
+      expect(exit).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(1);
+      expect(exit).toHaveBeenCalledWith(1);
+      expect(loggedError).toHaveBeenCalledWith({ within_ms: 45_000 }, 'shutdown did not finish in time; exiting without it');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('leaves no deadline behind a close that finished', async () => {
+    jest.useFakeTimers();
+    try {
+      const shutdown = install();
+      const { app, finish } = appClosing();
+      shutdown.attach(app, logger, 45_000);
+      process.emit('SIGTERM', 'SIGTERM');
+      finish();
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(exit).toHaveBeenCalledWith(0);
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('closes the app the same way when its terminal goes away (SIGHUP), rather than dying mid-dial', async () => {
     const shutdown = install();
     const { app, close, finish } = appClosing();
-    shutdown.attach(app, logger);
+    shutdown.attach(app, logger, 60_000);
 
     process.emit('SIGHUP', 'SIGHUP');
     expect(close).toHaveBeenCalledTimes(1);
@@ -59,7 +96,7 @@ describe('closeOnSignal', () => {
   it('leaves an app whose start failed to its starter: a signal then closes nothing and exits nothing', async () => {
     const shutdown = install();
     const { app, close } = appClosing();
-    shutdown.attach(app, logger);
+    shutdown.attach(app, logger, 60_000);
 
     expect(shutdown.startFailed()).toBe(false);
     process.emit('SIGTERM', 'SIGTERM');
@@ -71,7 +108,7 @@ describe('closeOnSignal', () => {
   it("tells the starter of a failed start that a signal's close is already under way, which then exits 1", async () => {
     const shutdown = install();
     const { app, close, finish } = appClosing();
-    shutdown.attach(app, logger);
+    shutdown.attach(app, logger, 60_000);
     process.emit('SIGTERM', 'SIGTERM');
 
     expect(shutdown.startFailed()).toBe(true);

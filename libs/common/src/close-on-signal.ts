@@ -3,7 +3,12 @@ import type { Logger as PinoLogger } from 'pino';
 
 /** Hands the booted app to the signal handling that `closeOnSignal` installed. */
 export interface SignalShutdown {
-  attach(app: INestApplication, logger: PinoLogger): void;
+  /**
+   * `closeWithinMs`: a close that has not finished by then (a connection
+   * waiting for a Redis or Postgres that is away, a hook that hangs) is
+   * given up, logged, and the process exits 1.
+   */
+  attach(app: INestApplication, logger: PinoLogger, closeWithinMs: number): void;
   /**
    * The app failed to start and its starter closes it: a signal from now on
    * closes nothing more (the close is under way) and cannot turn the failed
@@ -23,7 +28,7 @@ export interface SignalShutdown {
  */
 export function closeOnSignal(): SignalShutdown {
   let requested: NodeJS.Signals | null = null;
-  let attached: { app: INestApplication; logger: PinoLogger } | null = null;
+  let attached: { app: INestApplication; logger: PinoLogger; closeWithinMs: number } | null = null;
   let closing = false;
   /** The starter's start failed while a signal's close was under way: that close ends with exit code 1. */
   let failedStart = false;
@@ -31,14 +36,20 @@ export function closeOnSignal(): SignalShutdown {
   const close = () => {
     if (closing || !attached || !requested) return;
     closing = true;
-    const { app, logger } = attached;
+    const { app, logger, closeWithinMs } = attached;
     logger.info({ signal: requested }, 'shutting down');
+    const overdue = setTimeout(() => {
+      logger.error({ within_ms: closeWithinMs }, 'shutdown did not finish in time; exiting without it');
+      process.exit(1);
+    }, closeWithinMs);
     app.close().then(
       () => {
+        clearTimeout(overdue);
         logger.info('stopped');
         process.exit(failedStart ? 1 : 0);
       },
       (error: unknown) => {
+        clearTimeout(overdue);
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
       },
@@ -55,8 +66,8 @@ export function closeOnSignal(): SignalShutdown {
   process.on('SIGHUP', onSignal);
 
   return {
-    attach(app, logger) {
-      attached = { app, logger };
+    attach(app, logger, closeWithinMs) {
+      attached = { app, logger, closeWithinMs };
       close();
     },
     startFailed() {

@@ -21,3 +21,4 @@ export * from './start-app';
 export * from './recent-map';
 export * from './storable-text';
 export * from './json-values';
+export * from './server-errors';

@@ -1,8 +1,10 @@
+import type { EventEmitter } from 'node:events';
 import type { INestApplication } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
 import { AppConfig, ConfigError, configWarnings, loadAppConfig } from '@app/config';
 import type { SignalShutdown } from './close-on-signal';
 import { createRootLogger } from './create-root-logger';
+import { logServerErrors } from './server-errors';
 import { withTimeout } from './with-timeout';
 
 /** Beyond the dialer's grace for dials in flight: what closing the rest (pools, queues) may take. */
@@ -31,8 +33,9 @@ export async function startApp<App extends INestApplication>(
     for (const warning of configWarnings(config)) logger.warn(warning);
     const app = await build(config, logger);
     built = { app, config };
-    shutdown.attach(app, logger);
+    shutdown.attach(app, logger, config.shutdownGraceMs + CLOSE_MARGIN_MS);
     await listen(app, config, logger);
+    logServerErrors(app.getHttpServer() as EventEmitter, logger);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
