@@ -1,11 +1,29 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
+import { doublingDelay, isDatabaseUnavailable } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
 
-/** Consumes carrier status events. Errors are logged with context and rethrown so BullMQ retries. */
+/**
+ * How long an event waits out a database that cannot be reached without
+ * spending its attempts: as long as the gateway remembers the webhook it
+ * came in (a carrier's redelivery within that time is refused as a replay,
+ * so this job is the event's only copy).
+ */
+export const DATABASE_AWAY_RIDE_OUT_MS = 24 * 3600_000;
+/** The longest wait between two tries while the database cannot be reached. */
+const DATABASE_AWAY_RETRY_CAP_MS = 30_000;
+
+/**
+ * Consumes carrier status events. Errors are logged with context and
+ * rethrown so BullMQ retries, but for a database that cannot be reached:
+ * the event then waits for it (1 s doubling to 30 s) without spending an
+ * attempt, up to `DATABASE_AWAY_RIDE_OUT_MS` from its arrival. Its 40
+ * attempts (10 to 17 minutes) would otherwise run out in a longer outage,
+ * and the event be lost: its status, its recording, its price.
+ */
 // The job policy's backoff is this strategy: without it a failed event job errors instead of retrying.
 @Processor(QueueName.CallEvents, { settings: { backoffStrategy: cappedExponentialBackoff } })
 export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
@@ -35,10 +53,16 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
         await job.moveToDelayed(error.untilMs, token);
         throw new DelayedError(error.message);
       }
-      this.logger.error(
-        { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 },
-        'call event failed',
-      );
+      const fields = { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 };
+      if (isDatabaseUnavailable(error) && Date.now() - job.timestamp < DATABASE_AWAY_RIDE_OUT_MS) {
+        // attemptsStarted counts every pass, these included: the wait grows over the outage.
+        const waitMs = Math.round(doublingDelay(1000, Math.max(1, job.attemptsStarted), DATABASE_AWAY_RETRY_CAP_MS) * (0.5 + Math.random() * 0.5));
+        this.logger.warn({ ...fields, retry_in_ms: waitMs }, 'call event waits for the database');
+        await job.moveToDelayed(Date.now() + waitMs, token);
+        throw new DelayedError('waiting for the database');
+      }
+      const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      this.logger.error(fields, last ? 'call event failed on its last attempt; it is dropped' : 'call event failed');
       throw error;
     }
   }
