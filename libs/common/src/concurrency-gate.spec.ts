@@ -38,4 +38,18 @@ describe('ConcurrencyGate', () => {
     await expect(gate.run(() => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
     await expect(gate.run(async () => 'next')).resolves.toBe('next');
   });
+
+  it('runs a task through tryRun only while a place is free, and takes that place', async () => {
+    const gate = new ConcurrencyGate(1);
+    let release: () => void = () => undefined;
+    const first = gate.tryRun(() => new Promise<string>((resolve) => (release = () => resolve('first'))));
+    expect(first).not.toBeNull();
+    const task = jest.fn(async () => 'second');
+    expect(gate.tryRun(task)).toBeNull();
+    expect(task).not.toHaveBeenCalled();
+    release();
+    await expect(first).resolves.toBe('first');
+    await expect(gate.tryRun(task)).resolves.toBe('second');
+  });
 });
+

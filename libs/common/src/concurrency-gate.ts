@@ -10,6 +10,11 @@ export class ConcurrencyGate {
 
   constructor(private readonly limit: number) {}
 
+  /** Runs `task` if a place is free now; else answers null, and `task` is not run. */
+  tryRun<T>(task: () => Promise<T>): Promise<T> | null {
+    return this.running < this.limit ? this.run(task) : null;
+  }
+
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
     else this.running += 1;

@@ -3,6 +3,7 @@ import { CallEventJob } from '@app/queue';
 import { DelayedError, Job } from 'bullmq';
 import { CallEventApplier } from './call-event-applier.service';
 import { CallEventsProcessor, DATABASE_AWAY_RIDE_OUT_MS } from './call-events.processor';
+import { RecordingFetchesBusy } from './run-artifacts-collector.service';
 
 describe('CallEventsProcessor', () => {
   const databaseAway = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
@@ -46,4 +47,12 @@ describe('CallEventsProcessor', () => {
     await expect(other.run()).rejects.toThrow('column "x" does not exist');
     expect(other.moveToDelayed).not.toHaveBeenCalled();
   });
+
+  it('sends an event whose recording found every fetch taken back to its queue for a few seconds, no attempt spent', async () => {
+    const busy = new RecordingFetchesBusy(1);
+    const { run, moveToDelayed } = setUp(busy, { timestamp: Date.now(), attemptsMade: 39, attemptsStarted: 50 });
+    await expect(run()).rejects.toBeInstanceOf(DelayedError);
+    expect(moveToDelayed).toHaveBeenCalledWith(busy.untilMs, 'token');
+  });
 });
+

@@ -5,6 +5,7 @@ import { doublingDelay, isDatabaseUnavailable } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
+import { RecordingFetchesBusy } from './run-artifacts-collector.service';
 
 /**
  * How long an event waits out a database that cannot be reached without
@@ -46,6 +47,12 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
     try {
       return await this.applier.applyJob(job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1), job.timestamp);
     } catch (error) {
+      if (error instanceof RecordingFetchesBusy) {
+        // Back to the queue for a few seconds, no attempt spent, freeing this worker for other calls' events.
+        this.logger.debug({ run_id: job.data.runId, event: job.data.type, job_id: job.id }, error.message);
+        await job.moveToDelayed(error.untilMs, token);
+        throw new DelayedError(error.message);
+      }
       if (error instanceof EventTooEarly) {
         // Expected: webhooks of one call come in no promised order. The job's retry, or its return after the delay, applies it.
         this.logger.log({ run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 }, error.message);

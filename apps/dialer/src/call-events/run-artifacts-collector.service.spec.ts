@@ -7,7 +7,7 @@ import { PromptRenderer } from '@app/templating';
 import { DefinitionPicker } from '../calls/definition-picker.service';
 import { ConfigurationLookup } from '../lookups/configuration-lookup.service';
 import { GroupedRunWrites } from '../runs/grouped-run-writes.service';
-import { RECORDING_FETCHES_AT_ONCE, RunArtifactsCollector } from './run-artifacts-collector.service';
+import { RECORDING_FETCHES_AT_ONCE, RecordingFetchesBusy, RunArtifactsCollector } from './run-artifacts-collector.service';
 
 /** A collector whose collaborators are these stand-ins (no definition, so no agent opening; credentials none). */
 function collectorOf(parts: {
@@ -244,6 +244,26 @@ describe('RunArtifactsCollector taking what the carrier made', () => {
     expect(await Promise.all(ids.map((id) => atOnce.collect(id, true)))).toEqual(ids.map(() => true));
     expect(slowPut.mock.calls.filter(([name]) => name.endsWith('.wav'))).toHaveLength(12);
     expect(mostHeld).toBe(RECORDING_FETCHES_AT_ONCE);
+  });
+
+  it(`turns a call event away, rather than keep it waiting in its worker, while all ${RECORDING_FETCHES_AT_ONCE} turns are taken`, async () => {
+    const ids = Array.from({ length: RECORDING_FETCHES_AT_ONCE + 3 }, (_, index) => 400 + index);
+    for (const id of ids) completedRun(id, null);
+
+    // The reaper's (forced) collections take every turn, then wait for one; a call event's finds none free.
+    const forced = ids.slice(0, RECORDING_FETCHES_AT_ONCE + 1).map((id) => collector.collect(id, true));
+    const [eventRun] = ids.slice(RECORDING_FETCHES_AT_ONCE + 1);
+    const before = Date.now();
+    const refused = await collector.collect(eventRun).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RecordingFetchesBusy);
+    expect((refused as RecordingFetchesBusy).untilMs - before).toBeGreaterThanOrEqual(1_000);
+    expect((refused as RecordingFetchesBusy).untilMs - before).toBeLessThanOrEqual(3_000 + (Date.now() - before));
+    expect(requests.some((request) => request.runId === eventRun)).toBe(false);
+
+    expect(await Promise.all(forced)).toEqual(forced.map(() => true));
+    // Turns free again: the event's next try is taken.
+    expect(await collector.collect(eventRun)).toBe(true);
+    expect(mostAtOnce).toBe(RECORDING_FETCHES_AT_ONCE);
   });
 
   it('asks for no recording for a run that has one (the agent runtime uploaded it), only for its transcript', async () => {

@@ -32,6 +32,26 @@ const SHORT_RECORDING_SECONDS = 60;
 const RECORDING_UNAVAILABLE_MESSAGE = "The carrier's recording could not be fetched; the run is complete without it";
 const LATE_RECORDING_UNSTORED_MESSAGE = "The carrier's recording could not be stored; the run is complete without it";
 
+/** How long a call event whose recording found every fetch taken waits before it tries again: 1 to 3 s. */
+const FETCHES_BUSY_WAIT_MS = 1_000;
+const FETCHES_BUSY_JITTER_MS = 2_000;
+
+/**
+ * Every recording fetch is taken: the call event that needs one goes back to
+ * its queue for a few seconds (`untilMs`) rather than wait in its worker. A
+ * dialer's call-event workers (DIALER_CONCURRENCY) would otherwise all end up
+ * waiting on 4 downloads of up to 2 minutes each, and the status events of
+ * every other call, which free concurrency slots, behind them.
+ */
+export class RecordingFetchesBusy extends Error {
+  readonly untilMs = Date.now() + FETCHES_BUSY_WAIT_MS + Math.floor(Math.random() * FETCHES_BUSY_JITTER_MS);
+
+  constructor(runId: number) {
+    super(`run ${runId}'s recording waits for a fetch: all ${RECORDING_FETCHES_AT_ONCE} are taken`);
+    this.name = 'RecordingFetchesBusy';
+  }
+}
+
 /** The carrier's recording copied into our storage (its key), or the carrier's failure to give it. */
 type CarrierRecordingCopy = { key: string } | { unavailable: Error };
 
@@ -111,7 +131,7 @@ export class RunArtifactsCollector {
 
     let recordingKey: string | null = null;
     if (!run.recordingKey && run.carrierRecordingUrl && hasWebhooks(provider)) {
-      const copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+      const copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config, force);
       if ('unavailable' in copy) {
         // A download refused (an address that is not public) is refused again: left out at once, not after an hour.
         if (!giveUpOnCarrierRecording && !isDownloadRefused(copy.unavailable)) throw copy.unavailable;
@@ -155,7 +175,7 @@ export class RunArtifactsCollector {
         return { transcript: fallback.transcript, stored };
       };
       const long = withRecording && request.durationSeconds > SHORT_RECORDING_SECONDS;
-      const fallback = await (long ? this.recordingFetches.run(makeAndStore) : makeAndStore());
+      const fallback = await (long ? this.fetchTurn(run.id, makeAndStore, force) : makeAndStore());
       if (turns.length === 0) turns = fallback.transcript;
       if (fallback.stored) recordingKey = fallback.stored;
     }
@@ -187,8 +207,9 @@ export class RunArtifactsCollector {
     if (!hasWebhooks(provider)) return;
     let copy: CarrierRecordingCopy;
     try {
-      copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config);
+      copy = await this.copyCarrierRecording(run.id, run.carrierRecordingUrl, provider, config, false);
     } catch (error) {
+      if (error instanceof RecordingFetchesBusy) throw error;
       // Our own storage failing. The run is complete, so no reaper comes back to it: the job's last try says so.
       if (!lastTry) throw error;
       this.logger.error({ err: error, run_id: run.id }, "a late carrier recording could not be stored, and its job's tries are spent");
@@ -244,9 +265,10 @@ export class RunArtifactsCollector {
     url: string,
     provider: CarrierWebhooks,
     config: TelephonyConfiguration | null,
+    waitForTurn: boolean,
   ): Promise<CarrierRecordingCopy> {
     // Read whole into memory (up to 100 MiB each): a few at a time, however many calls end at once.
-    return this.recordingFetches.run(async () => {
+    return this.fetchTurn(runId, async (): Promise<CarrierRecordingCopy> => {
       let recording: { contentType: string; body: Buffer };
       try {
         recording = await provider.fetchRecording(url, this.cipher.credentialsOf(config));
@@ -260,7 +282,20 @@ export class RunArtifactsCollector {
       const format = recordingFormatOf(recording.body) ?? (/mpeg|mp3/i.test(recording.contentType) ? 'mp3' : 'wav');
       const name = artifactKey(runId, 'recording', format);
       return { key: await this.storage.put(name, recording.body, recording.contentType) };
-    });
+    }, waitForTurn);
+  }
+
+  /**
+   * Runs a recording fetch (or a long recording made) in one of the
+   * RECORDING_FETCHES_AT_ONCE turns: waiting for one (the reaper, which works
+   * its runs one by one), or, for a call event, only if one is free now;
+   * else `RecordingFetchesBusy`.
+   */
+  private fetchTurn<T>(runId: number, task: () => Promise<T>, waitForTurn: boolean): Promise<T> {
+    if (waitForTurn) return this.recordingFetches.run(task);
+    const turn = this.recordingFetches.tryRun(task);
+    if (!turn) throw new RecordingFetchesBusy(runId);
+    return turn;
   }
 
   private async agentOpening(run: WorkflowRun): Promise<string> {
