@@ -460,6 +460,12 @@ describe('management API: workflows', () => {
       expect((await definitionsOf(foreign.id)).map((row) => [row.id, row.status])).toEqual([[foreign.draft_definition.id, 'draft']]);
     });
 
+    it("answers 404, not the definition's own problems, for another organization's workflow: its definition is not even read", async () => {
+      const broken = { nodes: [{ id: 's', type: 'startCall', data: { prompt: '{{ unclosed' } }], edges: [] };
+      expectError(await apps.client.put(`/api/v1/workflows/${foreign.id}/draft`, { definition: broken }, { key: org.adminKey }), 404, 'workflow_not_found');
+      expectError(await apps.client.put('/api/v1/workflows/2147483647/draft', { definition: broken }, { key: org.adminKey }), 404, 'workflow_not_found');
+    });
+
     it('returns 404 when publishing a workflow that belongs to another organization, and changes nothing', async () => {
       expectError(await apps.client.post(`/api/v1/workflows/${foreign.id}/publish`, undefined, { key: org.adminKey }), 404, 'workflow_not_found');
       expect((await definitionsOf(foreign.id)).map((row) => row.status)).toEqual(['draft']);

@@ -123,7 +123,7 @@ describe('run list: GET /api/v1/workflow/{workflow_id}/runs', () => {
     expect((await list('status=queued')).body).toEqual({ runs: [], next_cursor: null });
   });
 
-  it.each(['0', '201', '-1', '1.5', 'abc', ''])('answers 400 for limit=%s', async (limit) => {
+  it.each(['0', '201', '-1', '1.5', 'abc', '', '0x10', '1e2', '5.0', '%205', '+5'])('answers 400 for limit=%s', async (limit) => {
     expectError(await list(`limit=${limit}`), 400, 'validation_failed');
   });
 

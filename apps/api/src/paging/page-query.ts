@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 
 /** Items on a page when the query does not say. */
@@ -9,7 +9,9 @@ export const DEFAULT_PAGE_SIZE = 50;
 export class PageQuery {
   @ApiPropertyOptional({ minimum: 1, maximum: 200, default: DEFAULT_PAGE_SIZE })
   @IsOptional()
-  @Type(() => Number)
+  // Decimal digits only, as path ids are: `0x10`, `1e2`, `5.0` and ` 5` are not numbers this API writes, and stay
+  // strings for IsInt to refuse (Number() would read them as 16, 100 and 5).
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^[0-9]{1,6}$/.test(value) ? Number(value) : value))
   @IsInt()
   @Min(1)
   @Max(200)

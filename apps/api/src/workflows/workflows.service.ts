@@ -55,6 +55,8 @@ export class WorkflowsService {
   }
 
   async saveDraft(organizationId: number, id: number, definition: Record<string, unknown>): Promise<WorkflowView> {
+    // Another organization's workflow, or none, is not worth a render (up to 250 ms): 404 before the definition is read.
+    if (!(await this.dataSource.getRepository(Workflow).existsBy({ id, organizationId }))) throw workflowNotFound();
     let graph: DefinitionGraph = this.validator.normalize(definition);
     await this.validator.assertRenders(graph);
     const view = await this.dataSource.transaction(async (manager) => {
