@@ -1,7 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Job, Queue } from 'bullmq';
 import { WorkflowRunStore } from '@app/persistence';
-import { CallsQueue, QueueName } from '@app/queue';
+import { CallEventsQueue, CallsQueue, QueueName } from '@app/queue';
 import { TelephonyProviders } from '@app/telephony';
 import { TwilioProvider } from '../../libs/telephony/src/twilio/twilio.provider';
 import { CallEventApplier, PRICE_LOOKUP_DELAYS_MS, priceLookupJobId } from '../../apps/dialer/src/call-events/call-event-applier.service';
@@ -156,6 +156,28 @@ describe('placing calls through Twilio', () => {
 
     it('answers 403 to an exact replay of a callback already delivered', async () => {
       const fields = fake.callbackFields(sid, 'ringing');
+      expect((await fake.sendStatus(statusUrl, fields)).status).toBe(200);
+      expect((await fake.sendStatus(statusUrl, fields)).status).toBe(403);
+    });
+
+    it('answers 503 webhook_in_progress to a copy sent while the first is handled, and takes a copy once the first failed', async () => {
+      const fields = fake.callbackFields(sid, 'ringing', { SequenceNumber: '7' });
+      const queue = apps.api.get(CallEventsQueue);
+      let fail: (error: Error) => void = () => undefined;
+      const held = jest.spyOn(queue, 'enqueueEvent').mockImplementationOnce(() => new Promise<void>((_, reject) => (fail = reject)));
+      try {
+        const first = fake.sendStatus(statusUrl, fields);
+        await waitFor(async () => (held.mock.calls.length > 0 ? true : undefined), { what: 'the first copy to be handled' });
+        const during = await fake.sendStatus(statusUrl, fields);
+        expect(during.status).toBe(503);
+        expect(JSON.parse(during.body).code).toBe('webhook_in_progress');
+        expect(during.headers.get('retry-after')).toBe('1');
+        fail(new Error('the queue went away'));
+        expect((await first).status).toBe(500);
+      } finally {
+        held.mockRestore();
+      }
+      // Forgotten with its failure: the carrier's retry is taken, and a copy of that one is a replay.
       expect((await fake.sendStatus(statusUrl, fields)).status).toBe(200);
       expect((await fake.sendStatus(statusUrl, fields)).status).toBe(403);
     });

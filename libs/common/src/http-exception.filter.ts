@@ -37,7 +37,7 @@ const FASTIFY_CODES: Record<string, string> = {
  * that needs an operator (the credentials stored again, or the SECRETS_KEY that
  * sealed them), and a client told to come back in a second would only repeat it.
  */
-const RETRY_SOON: ReadonlySet<string> = new Set(['service_unavailable', 'agent_render_failed']);
+const RETRY_SOON: ReadonlySet<string> = new Set(['service_unavailable', 'agent_render_failed', 'webhook_in_progress']);
 
 /**
  * Maps every error to `{statusCode, code, message, request_id}`. Anything that

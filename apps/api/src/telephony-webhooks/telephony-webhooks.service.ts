@@ -20,6 +20,15 @@ import {
 
 /** How long a delivered webhook is remembered, so an exact replay of it is refused. */
 const REPLAY_MEMORY_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a delivery is held as being handled: far longer than handling
+ * takes (a few queue writes and database reads, within the request's
+ * timeout). A gateway that stopped mid-way leaves the mark to lapse, and
+ * the carrier's retry is taken after it.
+ */
+const HANDLING_MEMORY_MS = 2 * 60 * 1000;
+const HANDLING = 'handling';
+const HANDLED = 'handled';
 
 /**
  * Receives a carrier's callbacks for one run. The signature is verified
@@ -81,7 +90,13 @@ export class TelephonyWebhooksService {
     if (otherCall) throw this.unverifiable(providerName, runIdParam, otherCall);
     const replayKey = await this.rememberDelivery(provider, request, config?.id ?? 0);
     try {
-      return await this.accept(provider, providerName, kind, run, config, parsed);
+      const answer = await this.accept(provider, providerName, kind, run, config, parsed);
+      if (replayKey) {
+        await this.redis.redis.set(replayKey, HANDLED, 'PX', REPLAY_MEMORY_MS, 'XX').catch((error: unknown) => {
+          this.logger.warn({ err: error, provider: providerName, run_id: run.id }, 'a delivery handled is remembered 2 minutes only');
+        });
+      }
+      return answer;
     } catch (error) {
       // Not handled: the carrier's retry of this very request must get through. The error answered is the handling's:
       // with Redis gone since the check, the delivery stays remembered, and its retry is refused as a replay.
@@ -108,14 +123,24 @@ export class TelephonyWebhooksService {
    * changes. Remembered per configuration (`scope`), whose credentials signed
    * it: a name one organization can choose (a JWT's `jti`, a nonce) cannot
    * block another's deliveries. Answers the key, to forget it when handling fails.
+   *
+   * A copy that arrives while the first is still being handled (a carrier
+   * that retried a request it gave up waiting for) is not a replay yet: the
+   * first may still fail, and be forgotten for its retry. It is answered 503
+   * `webhook_in_progress`, which carriers retry, rather than 403, which they
+   * do not.
    */
   private async rememberDelivery(provider: object, request: WebhookRequest, scope: number): Promise<string | null> {
     const replayKey = (provider as { replayKey?: (request: WebhookRequest) => string | null }).replayKey?.(request);
     if (!replayKey) return null;
     const key = this.redis.keyFor('webhook-seen', scope, replayKey);
-    const fresh = await this.redis.redis.set(key, '1', 'PX', REPLAY_MEMORY_MS, 'NX');
-    if (fresh !== 'OK') throw new DomainError(403, 'webhook_signature_invalid', 'This request was already delivered: a replay');
-    return key;
+    const fresh = await this.redis.redis.set(key, HANDLING, 'PX', HANDLING_MEMORY_MS, 'NX');
+    if (fresh === 'OK') return key;
+    // Marked handled, or by an older gateway ('1'): a replay. Being handled, or gone since (a failed first, forgotten
+    // for this very retry): to be tried again.
+    const seen = await this.redis.redis.get(key);
+    if (seen !== HANDLING && seen !== null) throw new DomainError(403, 'webhook_signature_invalid', 'This request was already delivered: a replay');
+    throw new DomainError(503, 'webhook_in_progress', 'This request is being handled; send it again shortly');
   }
 
   private async accept(
