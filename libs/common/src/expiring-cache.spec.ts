@@ -146,5 +146,36 @@ describe('ExpiringCache', () => {
       await cache.get('real-1', find('real-1'));
       expect(loads).toBe(2);
     });
+
+    it('keeps a found value no longer than the time to live from the start of the load it came from, however late a caller joined it', async () => {
+      jest.useFakeTimers({ now: 1_000_000 });
+      try {
+        const cache = new FoundOrMissingCache<string, string | null>(2000, (value) => value !== null);
+        let loads = 0;
+        let finish!: (value: string) => void;
+        const slow = () => {
+          loads += 1;
+          return new Promise<string>((resolve) => (finish = resolve));
+        };
+        const first = cache.get('key', slow);
+        jest.advanceTimersByTime(1500);
+        // Joins the load under way, read (at best) 1.5 s before it asked.
+        const joined = cache.get('key', slow);
+        jest.advanceTimersByTime(600);
+        finish('read at the start');
+        await expect(Promise.all([first, joined])).resolves.toEqual(['read at the start', 'read at the start']);
+        await Promise.resolve();
+        // 2.1 s after the load began: nothing it read is kept (counted from the joiner's call it would be, until 3.5 s).
+        expect(cache.size.found).toBe(0);
+        const again = cache.get('key', async () => {
+          loads += 1;
+          return 'read again';
+        });
+        await expect(again).resolves.toBe('read again');
+        expect(loads).toBe(2);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
   });
 });

@@ -28,8 +28,14 @@ export class ExpiringCache<K, V> {
     private readonly admitOnceLoaded = false,
   ) {}
 
-  /** `keep`: whether a loaded value stays cached; one it refuses answers its waiters and is dropped, as a failure is. */
-  get(key: K, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
+  /**
+   * `keep`: whether a loaded value stays cached; one it refuses answers its
+   * waiters and is dropped, as a failure is. `expiryOfLoad`: asked once
+   * `load` is called, when what it answers expires at the latest, for a load
+   * that may have been under way before this call (one shared with earlier
+   * callers): its answer was read no earlier than that load began.
+   */
+  get(key: K, load: () => Promise<V>, keep: (value: V) => boolean = () => true, expiryOfLoad?: () => number | undefined): Promise<V> {
     if (this.ttlMs <= 0) return load();
     // A monotonic clock: the wall clock stepped back (NTP, a VM resumed) would keep entries past their time to live.
     const now = performance.now();
@@ -40,9 +46,12 @@ export class ExpiringCache<K, V> {
     const generation = this.generation;
     const value = load();
     if (this.admitOnceLoaded) {
-      // Its time to live counts from before the load, as for an entry placed at once.
+      // Its time to live counts from before the load, as for an entry placed at once: from before the first caller's
+      // when the load is shared. Counted from this call, a caller that joined a slow load just before the first one's
+      // time ran out would keep its answer almost twice the time to live.
+      const expiresAt = Math.min(now + this.ttlMs, expiryOfLoad?.() ?? Infinity);
       void value.then(
-        (loaded) => this.admit(key, { value, expiresAt: now + this.ttlMs, loaded: { value: loaded } }, generation, keep),
+        (loaded) => this.admit(key, { value, expiresAt, loaded: { value: loaded } }, generation, keep),
         () => undefined,
       );
       return value;
@@ -77,6 +86,11 @@ export class ExpiringCache<K, V> {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** When the entry of `key`, loaded or loading, expires; undefined when there is none. */
+  expiryOf(key: K): number | undefined {
+    return this.entries.get(key)?.expiresAt;
   }
 
   private admit(key: K, entry: Entry<V>, generation: number, keep: (value: V) => boolean): void {
@@ -116,8 +130,9 @@ export class FoundOrMissingCache<K, V> {
 
   get(key: K, load: () => Promise<V>): Promise<V> {
     const isMissing = (value: V) => !this.isFound(value);
-    // The loads under way sit among the missing, so concurrent misses share one; a found value moves to the found.
-    return this.found.get(key, () => this.missing.get(key, load, isMissing), this.isFound);
+    // The loads under way sit among the missing, so concurrent misses share one; a found value moves to the found,
+    // to expire when the shared load's entry among the missing would have.
+    return this.found.get(key, () => this.missing.get(key, load, isMissing), this.isFound, () => this.missing.expiryOf(key));
   }
 
   /** Drops the entries `matches` picks from both, and every load under way. */
