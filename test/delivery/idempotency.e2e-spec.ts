@@ -1,4 +1,5 @@
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow, TestOrganization } from '../support/fixtures';
+import { IdempotencyKeys } from '../../apps/api/src/idempotency/idempotency-keys.service';
 import { RunIntake } from '../../apps/api/src/triggers/run-intake.service';
 import { startTestApps, TestApps } from '../support/test-apps';
 import { waitFor } from '../support/wait-for';
@@ -289,6 +290,28 @@ describe('Idempotency-Key on the trigger endpoints', () => {
     const otherBody = await post('order-of-another-integration', { ...body, phone_number: '+14155550199' }, `/api/v1/public/agent/${uuid}`, own);
     expect({ status: otherBody.status, code: otherBody.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
     expect(await runCount()).toBe(before + 1);
+  });
+
+  it("refuses a UUID no trigger has, or another organization's, without looking at the key: no such request was ever taken", async () => {
+    const others = await createOrganization(apps.dataSource);
+    const foreign = await seedWorkflow(apps.dataSource, others.organizationId, { published: (id) => agentGraph(id) });
+    const looked = jest.spyOn(apps.api.get(IdempotencyKeys), 'earlierRunOnceSettled');
+    const claimed = jest.spyOn(apps.api.get(IdempotencyKeys), 'earlierRun');
+    try {
+      const unknown = await post('made-up-uuid', body, '/api/v1/public/agent/00000000-0000-4000-8000-000000000000');
+      expect({ status: unknown.status, code: unknown.body.code }).toEqual({ status: 404, code: 'trigger_not_found' });
+      const theirs = await post('made-up-uuid', body, `/api/v1/public/agent/${foreign.triggerUuid}`);
+      expect({ status: theirs.status, code: theirs.body.code }).toEqual({ status: 403, code: 'forbidden' });
+      expect(looked).not.toHaveBeenCalled();
+      expect(claimed).not.toHaveBeenCalled();
+    } finally {
+      looked.mockRestore();
+      claimed.mockRestore();
+    }
+    const [{ n }] = await apps.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE organization_id = $1 AND key = 'made-up-uuid'`, [
+      org.organizationId,
+    ]);
+    expect(n).toBe(0);
   });
 
   it('starts afresh once a key has expired', async () => {

@@ -5,7 +5,7 @@ import { AuthenticatedKey, keyMayUseWorkflow } from '../auth/authenticated-key';
 import { IdempotencyKeys } from '../idempotency/idempotency-keys.service';
 import { RunIntake } from './run-intake.service';
 import { TriggerCallDto, TriggerCallResponseDto } from './trigger-call.dto';
-import { TriggerLookups } from './trigger-lookups.service';
+import { TriggerLookups, TriggerTarget } from './trigger-lookups.service';
 
 /** A key seen held, then found empty, this many times in a row is answered 409 rather than tried forever. */
 const MAX_CLAIM_ATTEMPTS = 3;
@@ -52,9 +52,13 @@ export class TriggerCallService {
     const idempotency = idempotencyKey ? { key: idempotencyKey, requestHash: IdempotencyKeys.fingerprint(endpoint, fingerprinted(body)) } : null;
     // Keys claimed before `fingerprinted` (within their 24 h) hold the body's hash as it came; a repeat still matches it.
     const earlierFingerprint = () => IdempotencyKeys.fingerprint(endpoint, body);
+    // Refused outright, without a look at the key: no request to this UUID by this organization was ever accepted (a
+    // trigger row is never deleted, nor moves to another organization), and a key with no access to the agent gets
+    // the same 403 from a replay. A look (a read, and a claim rolled back) for each made-up UUID would cost Postgres.
+    const trigger = await this.accessibleTrigger(key, uuid);
     let run: NewRun;
     try {
-      run = { ...(await this.prepareRun(key, uuid, environment, body)), idempotency };
+      run = { ...(await this.prepareRun(key, trigger, environment, body)), idempotency };
     } catch (error) {
       if (!idempotency) throw error;
       return this.refusedOrReplayed(key, idempotency, earlierFingerprint, error);
@@ -123,12 +127,8 @@ export class TriggerCallService {
   }
 
   /** Checks the trigger, the key's access, the definition and the configuration; answers the run to store. */
-  private async prepareRun(
-    key: AuthenticatedKey,
-    uuid: string,
-    environment: RunEnvironment,
-    body: TriggerCallDto,
-  ): Promise<NewRun> {
+  /** The trigger a UUID names, once the key is known to have access to its agent. */
+  private async accessibleTrigger(key: AuthenticatedKey, uuid: string): Promise<TriggerTarget> {
     const trigger = await this.lookups.trigger(uuid);
     // Access before the trigger's and the agent's state: a key without it gets one 403 whether the trigger is active
     // and the agent published or not.
@@ -136,6 +136,10 @@ export class TriggerCallService {
       throw Errors.forbidden('This API key belongs to another organization than the agent');
     }
     if (!keyMayUseWorkflow(key, trigger.workflowId)) throw Errors.forbidden('This API key has no access to this agent');
+    return trigger;
+  }
+
+  private async prepareRun(key: AuthenticatedKey, trigger: TriggerTarget, environment: RunEnvironment, body: TriggerCallDto): Promise<NewRun> {
     this.lookups.assertRunnable(trigger, environment);
     const config = await this.lookups.configuration(key.organizationId, body.telephony_configuration_id ?? null);
     return {
