@@ -28,8 +28,19 @@ const CONNECTION_MESSAGES = [
   'Connection is not established',
 ];
 
+const NONE: ReadonlySet<string> = new Set();
+
 /**
- * True when `error` (or the driver error TypeORM wraps) says Postgres is unreachable.
+ * A statement past its statement_timeout: the server answers, only not that
+ * statement in time. It may be the statement's own doing (a row lock held, a
+ * slow plan), so work that would wait out an unreachable database for hours
+ * leaves it out (`isDatabaseUnavailable(error, SLOW_STATEMENT)`).
+ */
+export const SLOW_STATEMENT: ReadonlySet<string> = new Set(['57014']);
+
+/**
+ * True when `error` (or the driver error TypeORM wraps) says Postgres is
+ * unreachable; `except`: codes not to count.
  *
  * Only `driverError` is followed, not `cause`: the socket codes above are any
  * socket's, and an HTTP client's failure carries its socket error as a cause
@@ -39,10 +50,10 @@ const CONNECTION_MESSAGES = [
  * error with its SQLSTATE, pg-pool's "Connection terminated due to connection
  * timeout"), and TypeORM wraps them in `driverError` only.
  */
-export function isDatabaseUnavailable(error: unknown): boolean {
+export function isDatabaseUnavailable(error: unknown, except: ReadonlySet<string> = NONE): boolean {
   for (let current: unknown = error, depth = 0; current && depth < 4; depth++) {
     const candidate = current as { code?: unknown; message?: unknown; driverError?: unknown };
-    if (typeof candidate.code === 'string' && CONNECTION_CODES.has(candidate.code)) return true;
+    if (typeof candidate.code === 'string' && CONNECTION_CODES.has(candidate.code)) return !except.has(candidate.code);
     if (typeof candidate.message === 'string' && CONNECTION_MESSAGES.some((text) => (candidate.message as string).includes(text))) {
       return true;
     }

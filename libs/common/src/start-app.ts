@@ -9,6 +9,8 @@ import { withTimeout } from './with-timeout';
 
 /** Beyond the dialer's grace for dials in flight: what closing the rest (pools, queues) may take. */
 const CLOSE_MARGIN_MS = 10_000;
+/** Beyond every grace a close may wait out: the periodic tasks' stops, the pools' ends. */
+const CLOSE_BACKSTOP_MARGIN_MS = 30_000;
 
 /**
  * Boots one app: loads the configuration, builds the app, hands it to the
@@ -33,7 +35,9 @@ export async function startApp<App extends INestApplication>(
     for (const warning of configWarnings(config)) logger.warn(warning);
     const app = await build(config, logger);
     built = { app, config };
-    shutdown.attach(app, logger, config.shutdownGraceMs + CLOSE_MARGIN_MS);
+    // A backstop for a close that hangs: past the dialer's grace for its dials and the gateway's for a request under
+    // way (an upload may take HTTP_REQUEST_TIMEOUT_MS), with room for the rest.
+    shutdown.attach(app, logger, config.shutdownGraceMs + config.httpRequestTimeoutMs + CLOSE_BACKSTOP_MARGIN_MS);
     await listen(app, config, logger);
     logServerErrors(app.getHttpServer() as EventEmitter, logger);
   } catch (error) {

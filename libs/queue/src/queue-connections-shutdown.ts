@@ -32,7 +32,9 @@ export class QueueConnectionsShutdown implements BeforeApplicationShutdown, OnAp
   ) {}
 
   async beforeApplicationShutdown(): Promise<void> {
-    await Promise.all((await this.clients()).filter((client) => client.status !== 'ready').map((client) => endConnection(client)));
+    // Only where commands can wait: a connection without an offline queue (the gateway's) refuses them at once.
+    const waiting = (await this.clients()).filter((client) => client.options.enableOfflineQueue !== false && client.status !== 'ready');
+    await Promise.all(waiting.map((client) => endConnection(client)));
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -64,7 +66,10 @@ const NEXT_ATTEMPT_WAIT_MS = 3_000;
  * between two attempts to reconnect is ended as its next attempt begins:
  * ended in that wait, ioredis only clears its timer, and keeps its status
  * and its waiting commands for ever (no socket is left whose close would
- * refuse them). Ended in an attempt, it refuses them and ends.
+ * refuse them). Ended in an attempt, it refuses them and ends. One whose
+ * next attempt does not begin within `waitMs` is ended all the same, its
+ * waiting commands kept: the app's close deadline (`closeOnSignal`) is then
+ * what ends the process.
  */
 export async function endConnection(client: RedisConnection, waitMs = NEXT_ATTEMPT_WAIT_MS): Promise<void> {
   if (client.status === 'end') return;

@@ -85,18 +85,19 @@ export class TelephonyConfigurationsService {
       if (input.provider !== undefined && input.provider !== row.provider) {
         const unfinished = await unfinishedRuns(manager, id);
         if (unfinished > 0) throw configurationInUse(id, unfinished, 'change its provider');
-      } else if (input.credentials !== undefined && this.movesAccount(row, input.credentials)) {
-        // A call stays in the carrier account it was placed in: under another account's credentials its webhooks
-        // fail their signature check, and its hang-up and look-ups are refused, until the reaper guesses its end.
-        // A new token or key of the same account is taken at once.
-        const unfinished = await unfinishedRuns(manager, id);
-        if (unfinished > 0) throw configurationInUse(id, unfinished, 'move it to another carrier account');
       }
       // A new provider re-checks what it would inherit; new credentials or settings are checked as given.
       const provider = input.provider ?? row.provider;
       if (input.provider !== undefined || input.credentials !== undefined || input.settings !== undefined) {
         const credentials = input.credentials !== undefined ? input.credentials : this.storedCredentials(row);
         this.assertProviderAccepts(provider, credentials, input.settings ?? row.settings);
+      }
+      if (provider === row.provider && input.credentials !== undefined && this.movesAccount(row, input.credentials)) {
+        // A call stays in the carrier account it was placed in: under another account's credentials its webhooks
+        // fail their signature check, and its hang-up and look-ups are refused, until the reaper guesses its end.
+        // A new token or key of the same account is taken at once.
+        const unfinished = await unfinishedRuns(manager, id);
+        if (unfinished > 0) throw configurationInUse(id, unfinished, 'move it to another carrier account');
       }
       if (input.is_default_outbound === true && !row.isDefaultOutbound) await clearDefault(manager, organizationId);
 

@@ -92,14 +92,16 @@ export class TelephonyWebhooksService {
     try {
       const answer = await this.accept(provider, providerName, kind, run, config, parsed);
       if (replayKey) {
-        await this.redis.redis.set(replayKey, HANDLED, 'PX', REPLAY_MEMORY_MS, 'XX').catch((error: unknown) => {
+        // Not XX: a handling that outlived its mark (2 minutes) is still remembered as handled.
+        await this.redis.redis.set(replayKey, HANDLED, 'PX', REPLAY_MEMORY_MS).catch((error: unknown) => {
           this.logger.warn({ err: error, provider: providerName, run_id: run.id }, 'a delivery handled is remembered 2 minutes only');
         });
       }
       return answer;
     } catch (error) {
       // Not handled: the carrier's retry of this very request must get through. The error answered is the handling's:
-      // with Redis gone since the check, the delivery stays remembered, and its retry is refused as a replay.
+      // with Redis gone since the check, the delivery stays marked as being handled: its retry is answered 503 until
+      // the mark lapses (2 minutes), then taken.
       if (replayKey) {
         await this.redis.redis.del(replayKey).catch((forgetError: unknown) => {
           this.logger.warn({ err: forgetError, provider: providerName, run_id: run.id }, "could not forget a delivery that failed; the carrier's retry of it is refused");

@@ -38,7 +38,7 @@ describe('CallEventsProcessor', () => {
     expect(until - before).toBeLessThanOrEqual(1_000 + (Date.now() - before));
   });
 
-  it('spends its attempts again once the gateway has forgotten the webhook, and on any other error', async () => {
+  it('spends its attempts again once the gateway has forgotten the webhook, and on any other error, a slow statement included', async () => {
     const old = setUp(databaseAway(), { timestamp: Date.now() - DATABASE_AWAY_RIDE_OUT_MS - 1, attemptsMade: 3, attemptsStarted: 9 });
     await expect(old.run()).rejects.toThrow('ECONNREFUSED');
     expect(old.moveToDelayed).not.toHaveBeenCalled();
@@ -46,6 +46,12 @@ describe('CallEventsProcessor', () => {
     const other = setUp(new Error('column "x" does not exist'), { timestamp: Date.now(), attemptsMade: 0, attemptsStarted: 1 });
     await expect(other.run()).rejects.toThrow('column "x" does not exist');
     expect(other.moveToDelayed).not.toHaveBeenCalled();
+
+    // A statement past its timeout may be this event's own doing (a row lock held): it spends attempts too.
+    const slow = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    const timedOut = setUp(slow, { timestamp: Date.now(), attemptsMade: 0, attemptsStarted: 1 });
+    await expect(timedOut.run()).rejects.toThrow('statement timeout');
+    expect(timedOut.moveToDelayed).not.toHaveBeenCalled();
   });
 
   it('sends an event whose recording found every fetch taken back to its queue for a few seconds, no attempt spent', async () => {

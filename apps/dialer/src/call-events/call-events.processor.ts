@@ -1,7 +1,7 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
-import { doublingDelay, isDatabaseUnavailable } from '@app/common';
+import { doublingDelay, isDatabaseUnavailable, SLOW_STATEMENT } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
@@ -61,10 +61,13 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
         throw new DelayedError(error.message);
       }
       const fields = { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 };
-      if (isDatabaseUnavailable(error) && Date.now() - job.timestamp < DATABASE_AWAY_RIDE_OUT_MS) {
+      // Not a statement past its timeout, which may be this event's own (a row lock held): that spends attempts.
+      if (isDatabaseUnavailable(error, SLOW_STATEMENT) && Date.now() - job.timestamp < DATABASE_AWAY_RIDE_OUT_MS) {
         // attemptsStarted counts every pass, these included: the wait grows over the outage.
-        const waitMs = Math.round(doublingDelay(1000, Math.max(1, job.attemptsStarted), DATABASE_AWAY_RETRY_CAP_MS) * (0.5 + Math.random() * 0.5));
-        this.logger.warn({ ...fields, retry_in_ms: waitMs }, 'call event waits for the database');
+        const passes = Math.max(1, job.attemptsStarted);
+        const waitMs = Math.round(doublingDelay(1000, passes, DATABASE_AWAY_RETRY_CAP_MS) * (0.5 + Math.random() * 0.5));
+        // Each job's 1st, 2nd, 4th, 8th... pass only: thousands of events waiting out an outage log a few lines each.
+        if ((passes & (passes - 1)) === 0) this.logger.warn({ ...fields, passes, retry_in_ms: waitMs }, 'call event waits for the database');
         await job.moveToDelayed(Date.now() + waitMs, token);
         throw new DelayedError('waiting for the database');
       }

@@ -7,7 +7,7 @@ import { CallsQueue, ConcurrencyLimiter, placeCallJobId, QueueName, RedisClient 
 import { callReferenceOf, CredentialsCipher, DialAttempt, isCarrierNetworkFailure, TelephonyProviders } from '@app/telephony';
 import { CallEventApplier } from '../call-events/call-event-applier.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from '../calls/call-limits';
-import { RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
+import { RecordingFetchesBusy, RunArtifactsCollector } from '../call-events/run-artifacts-collector.service';
 import { PeriodicTask } from './periodic-task';
 import { RunDispatcher } from './run-dispatcher.service';
 
@@ -328,7 +328,16 @@ export class RunReaper implements OnApplicationBootstrap, OnApplicationShutdown 
       await this.runs.recordProviderCallId(run.id, lookup.providerCallId);
     }
     let moved = false;
-    for (const event of lookup.events) moved = (await this.events.apply(event)) || moved;
+    for (const event of lookup.events) {
+      try {
+        moved = (await this.events.apply(event)) || moved;
+      } catch (error) {
+        // The call's end is applied; its artifacts wait for a fetch turn, which the reaper's own collection of
+        // completed runs waits for (`collect` forced), in this round or the next. The events after it still apply.
+        if (!(error instanceof RecordingFetchesBusy)) throw error;
+        moved = true;
+      }
+    }
     return moved ? 'moved' : 'unmoved';
   }
 

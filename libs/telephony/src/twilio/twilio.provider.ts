@@ -73,7 +73,7 @@ export class TwilioProvider implements TelephonyProvider, CarrierWebhooks {
   }
 
   accountOf(credentials: Record<string, unknown> | null): string | null {
-    return namedAccount(credentials, 'account_sid');
+    return namedAccount(credentials, 'account_sid', true);
   }
 
   validateSettings(settings: Record<string, unknown>): string[] {
