@@ -65,6 +65,19 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
     expect(await store.recordAgentRecording(runId, 'runs/again.wav')).toEqual({ kind: 'exists' });
   });
 
+  it('admits no new upload once the call ended longer ago than the wait: a runtime whose uploads keep failing cannot hold the run open', async () => {
+    const runId = await endedCall();
+    const first = await store.admitAgentRecording(runId, WAIT_MS);
+    expect(first.kind).toBe('stored');
+    // That upload failed, its admission given back; the call ended longer ago than an upload begun then could take.
+    await store.forgetAgentRecordingAdmission(runId, (first as { admittedAt: Date }).admittedAt);
+    await dataSource.query(`UPDATE workflow_runs SET ended_at = now() - interval '61 seconds' WHERE id = $1`, [runId]);
+
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'closed' });
+    // Nothing arriving: the dialer closes the session and finishes the run.
+    expect(await store.closeAgentSession(runId, WAIT_MS)).toEqual([]);
+  });
+
   it('refuses an upload whose session the runtime ended itself while it arrived, as every later request is', async () => {
     const runId = await endedCall();
     await store.admitAgentRecording(runId, WAIT_MS);

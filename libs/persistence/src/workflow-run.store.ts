@@ -296,6 +296,10 @@ const UPLOAD_OUTLIVES_SESSION = `(status = 'completed' AND recording_upload_admi
 const NO_UPLOAD_ARRIVING = (waitMs: string) =>
   `(recording_upload_admitted_at IS NULL OR recording_upload_admitted_at <= now() - make_interval(secs => ${waitMs}::double precision / 1000))`;
 
+/** A call that ended more than `waitMs` ago. */
+const ENDED_BEFORE = (waitMs: string) =>
+  `(ended_at IS NOT NULL AND ended_at <= now() - make_interval(secs => ${waitMs}::double precision / 1000))`;
+
 /** How long an Idempotency-Key is kept (as Stripe does); then a repeat starts afresh. */
 const IDEMPOTENCY_RETENTION = '24 hours';
 
@@ -790,7 +794,11 @@ export class WorkflowRunStore {
    * session is waited for all the same. Not while another upload, admitted
    * less than `uploadWaitMs` ago, may still be arriving (on any gateway): a
    * run notes one admission, and a second that then stored nothing would
-   * forget the first's. Refused, it says why: `no_run`, `closed`, `exists`,
+   * forget the first's. Nor once the call ended `uploadWaitMs` ago: an
+   * upload begun by then had the time to arrive, and a runtime retrying
+   * uploads that never finish (each admission given back as it fails)
+   * would otherwise keep the run from completing until its token expired.
+   * Refused, it says why: `no_run`, `closed` (too late included), `exists`,
    * or `arriving`.
    */
   async admitAgentRecording(
@@ -804,13 +812,21 @@ export class WorkflowRunStore {
           SET recording_upload_admitted_at = date_trunc('milliseconds', now()),
               agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
         WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')} AND ${NO_UPLOAD_ARRIVING('$3')}
+          AND NOT ${ENDED_BEFORE('$3')}
         RETURNING recording_upload_admitted_at AS admitted_at`,
       [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
     );
     if (rows.length > 0) return { kind: 'stored', admittedAt: rows[0].admitted_at };
-    const refused = await this.whyAgentWriteRefused(runId);
+    const [row] = await preparedQuery<{ open: boolean; has_recording: boolean }>(
+      this.dataSource,
+      `SELECT ${AGENT_SESSION_OPEN('$2')} AND NOT ${ENDED_BEFORE('$3')} AS open, recording_key IS NOT NULL AS has_recording
+         FROM workflow_runs WHERE id = $1`,
+      [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
+    );
+    if (!row) return { kind: 'no_run' };
+    if (!row.open) return { kind: 'closed' };
     // Open, without a recording: another upload's admission is noted (or was, an instant ago: a retry is harmless).
-    return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'arriving') };
+    return { kind: row.has_recording ? 'exists' : 'arriving' };
   }
 
   /**
