@@ -746,9 +746,12 @@ export class WorkflowRunStore {
            FROM run
        )
        UPDATE workflow_runs
-          SET agent_transcript = agent_transcript || fresh.turns,
+          -- A column a report adds nothing to is assigned as it is, not as itself plus nothing: Postgres then keeps
+          -- its stored value (up to 8 MiB, out of line) rather than write it whole again.
+          SET agent_transcript = CASE WHEN jsonb_array_length(fresh.turns) = 0 THEN agent_transcript ELSE agent_transcript || fresh.turns END,
               -- answered_by is the carrier's machine-detection verdict once it has come: a report does not replace it.
-              gathered_context = gathered_context || CASE WHEN gathered_context ? 'answered_by' THEN $3::jsonb - 'answered_by' ELSE $3::jsonb END,
+              gathered_context = CASE WHEN $3::jsonb = '{}'::jsonb THEN gathered_context
+                                      ELSE gathered_context || CASE WHEN gathered_context ? 'answered_by' THEN $3::jsonb - 'answered_by' ELSE $3::jsonb END END,
               cost_info = CASE WHEN $4::jsonb = '{}'::jsonb THEN cost_info
                                ELSE jsonb_set(cost_info, '{usage}', COALESCE(cost_info->'usage', '{}'::jsonb) || $4::jsonb) END,
               agent_session_ended_at = CASE WHEN $5 THEN COALESCE(agent_session_ended_at, now()) ELSE agent_session_ended_at END,
