@@ -1,6 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Logger as PinoLogger } from 'pino';
-import { logServerErrors } from '@app/common';
+import type { INestApplication } from '@nestjs/common';
+import { logServerErrors, startApp } from '@app/common';
+import { createApiApp } from '../../apps/api/src/create-api-app';
+import { TEST_SECRETS_KEY, testConfig } from '../support/test-config';
 import { startTestApps, TestApps } from '../support/test-apps';
 
 describe("a listening server's errors", () => {
@@ -23,4 +26,28 @@ describe("a listening server's errors", () => {
     // Still answering.
     expect((await apps.client.get('/health/live')).status).toBe(200);
   });
+
+  it('get their listener from the apps\' own start (startApp), once the app listens', async () => {
+    const env = { ...process.env };
+    Object.assign(process.env, { SECRETS_KEY: TEST_SECRETS_KEY, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://127.0.0.1' });
+    let started: INestApplication | undefined;
+    try {
+      const shutdown = { attach: jest.fn(), startFailed: () => false };
+      await startApp(
+        'api',
+        shutdown,
+        async (_config, logger) => (started = await createApiApp(testConfig(), logger)),
+        async (app) => {
+          await app.listen(0, '127.0.0.1');
+        },
+      );
+      const server = started!.getHttpServer() as EventEmitter;
+      expect(server.listenerCount('error')).toBe(1);
+      expect(() => server.emit('error', Object.assign(new Error('accept EMFILE'), { code: 'EMFILE' }))).not.toThrow();
+    } finally {
+      process.env = env;
+      await started?.close();
+    }
+  });
 });
+

@@ -1,7 +1,7 @@
 import { AppConfig, loadAppConfig } from '@app/config';
 import { testRunResources } from './test-run-id';
 
-const TEST_SECRETS_KEY = '8f384663668a76474df90678209b3bf092a02a66ed06241a43c5dbd000581a8d';
+export const TEST_SECRETS_KEY = '8f384663668a76474df90678209b3bf092a02a66ed06241a43c5dbd000581a8d';
 
 /** The configuration the apps run with in tests: this run's database, prefix and directory. */
 export function testConfig(overrides: Record<string, string> = {}): AppConfig {
