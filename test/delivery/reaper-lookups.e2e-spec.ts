@@ -1,4 +1,6 @@
+import { SandboxCall } from '@app/persistence';
 import { TelephonyProviders } from '@app/telephony';
+import { RecordingFetchesBusy, RunArtifactsCollector } from '../../apps/dialer/src/call-events/run-artifacts-collector.service';
 import { RunReaper } from '../../apps/dialer/src/recovery/run-reaper.service';
 import { seedForStrandedRuns, seedSandboxConfiguration, stillRinging, StrandedRunSeed, strandedRun } from '../support/fixtures';
 import { neverConnected } from '../support/carrier-failures';
@@ -76,4 +78,38 @@ describe('the reaper asks carriers about stuck runs only so often', () => {
       lookups.mockRestore();
     }
   });
+
+  it('applies a completed call its look-up found though every recording fetch is taken: no failed round, the run ends completed', async () => {
+    // Answered and hung up at the sandbox long ago; no event of it reached us, so the run reads ringing.
+    const talked = async (runId: number) => {
+      await apps.dataSource.getRepository(SandboxCall).save({
+        callId: `SB-talked-${runId}`,
+        runId,
+        toNumber: '+14155550100',
+        outcome: 'answered',
+        ringMs: 10,
+        talkMs: 20,
+        canceledAt: null,
+        createdAt: new Date(Date.now() - 60_000),
+      });
+      await apps.dataSource.query(`UPDATE workflow_runs SET provider_call_id = $2 WHERE id = $1`, [runId, `SB-talked-${runId}`]);
+    };
+    const runId = await strandedRun(apps.dataSource, seed, 'ringing', null, talked, '10 minutes');
+    const collector = apps.dialer!.get(RunArtifactsCollector);
+    const collect = collector.collect.bind(collector);
+    // A call event's collection finds every fetch turn taken; the reaper's own (forced) waits for one.
+    const busy = jest
+      .spyOn(collector, 'collect')
+      .mockImplementation(async (id: number, force = false, giveUp = false) => (force ? collect(id, force, giveUp) : Promise.reject(new RecordingFetchesBusy(id))));
+    try {
+      await reaper().round();
+      expect(busy).toHaveBeenCalledWith(runId);
+      expect(await statusOf(runId)).toEqual({ status: 'completed', end_reason: 'completed' });
+      // Not counted as a failed reaping (which would back the run off, and skip the look-up's later events).
+      expect((reaper() as unknown as { failures: Map<number, unknown> }).failures.has(runId)).toBe(false);
+    } finally {
+      busy.mockRestore();
+    }
+  });
 });
+
