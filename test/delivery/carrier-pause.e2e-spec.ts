@@ -116,4 +116,43 @@ describe("a carrier that does not answer a configuration's dials", () => {
       dials.mockRestore();
     }
   });
+
+  it("after a pause lets the first dial that can go now probe the carrier, not one that asked first and was paced ahead", async () => {
+    const { jobs, configuration } = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 2);
+    const pause = apps.dialer!.get(CarrierPause);
+    const clock = pause.now;
+    let skewMs = 0;
+    pause.now = () => clock() + skewMs;
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const placeCall = sandbox.placeCall.bind(sandbox);
+    let answering = false;
+    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async (call) => {
+      if (answering) return placeCall(call);
+      skewMs += 2_500;
+      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
+    });
+    const placer = apps.dialer!.get(CallPlacer);
+    const admit = jest.spyOn(placer as unknown as { admit: (...args: unknown[]) => Promise<unknown> }, 'admit');
+    try {
+      for (const job of jobs.slice(0, UNANSWERED_BEFORE_PAUSE)) await placer.place(job);
+      const [pacedAhead, due] = jobs.slice(UNANSWERED_BEFORE_PAUSE);
+      expect(await placer.place(pacedAhead)).toMatchObject({ kind: 'delay', reason: 'carrier_unresponsive' });
+      // The pause is over and the carrier answers again. The first dial to ask comes back to a pacing instant minutes
+      // ahead (a campaign's backlog): it goes on waiting for it, and dials nothing.
+      skewMs += 6_000;
+      answering = true;
+      admit.mockResolvedValueOnce({ kind: 'paced', waitMs: 600_000 });
+      expect(await placer.place(pacedAhead)).toMatchObject({ kind: 'delay', reason: 'pacing' });
+      // The next, due now, is the probe: it dials, and its answer opens the way for every dial of the configuration.
+      expect(await placer.place(due)).toEqual({ kind: 'done', outcome: 'placed' });
+      expect((await sandboxDialsByRun(apps.dataSource, [due.runId])).get(due.runId)).toBe(1);
+      expect(pause.ask(configuration.id, pacedAhead.runId)).toEqual({ waitMs: 0, paused: false, probe: false });
+    } finally {
+      admit.mockRestore();
+      dials.mockRestore();
+      pause.now = clock;
+      pause.answered(configuration.id);
+    }
+  });
 });
+

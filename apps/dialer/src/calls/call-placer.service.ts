@@ -36,7 +36,7 @@ import { RunDispatcher } from '../recovery/run-dispatcher.service';
 import { DefinitionPicker } from './definition-picker.service';
 import { ANSWERED_CALL_GRACE_SECONDS } from './call-limits';
 import { carrierRetryDelayMs } from './carrier-backoff';
-import { CarrierPause } from './carrier-pause';
+import { CarrierPause, PauseAnswer } from './carrier-pause';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
 /**
@@ -48,6 +48,18 @@ import { PlaceCallProgress, PlaceDecision } from './place-decision';
  */
 const STALE_SLOT_MS = 1000;
 const MAX_CARRIER_RETRIES = 25;
+/**
+ * A dial sent back to wait for its configuration's carrier (`CarrierPause`):
+ * no attempt spent, and no slot or pacing instant held (the instant is
+ * missed by the time it returns: a new one is reserved then).
+ */
+function carrierWait(progress: PlaceCallProgress, pause: PauseAnswer): PlaceDecision {
+  const waitMs = pause.waitMs + jitter(0, 1000);
+  const carrierPausedMs = (progress.carrierPausedMs ?? 0) + (pause.paused ? waitMs : 0);
+  const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined, carrierPausedMs };
+  return { kind: 'delay', untilMs: Date.now() + waitMs, progress: progressed, reason: 'carrier_unresponsive' };
+}
+
 /** The longest a job waits for its configuration's carrier to answer dials again (`CarrierPause`), in all; then its run ends. */
 const MAX_CARRIER_PAUSED_MS = 10 * 60_000;
 /** A dial request that failed without an answer after this long held its worker: it counts toward a pause. */
@@ -163,17 +175,13 @@ export class CallPlacer {
     // A carrier that stopped answering this configuration's dials: the job waits (no attempt spent, no slot or pacing
     // instant held) rather than hold a worker that another organization's call is waiting for. So long in all, at most:
     // then the run ends, never dialed (dialed all at once, a campaign's backlog would hold every worker again).
-    const pausedMs = this.carrierPause.remainingMs(config.id, runId);
-    if (pausedMs > 0 && (progress.carrierPausedMs ?? 0) >= MAX_CARRIER_PAUSED_MS) {
+    // Only the pause's own waits count: a wait for the probe's turn ends as soon as the probe's dial is answered.
+    const pause = this.carrierPause.ask(config.id, runId);
+    if (pause.paused && (progress.carrierPausedMs ?? 0) >= MAX_CARRIER_PAUSED_MS) {
       const message = `The carrier answered none of this configuration's dials for ${MAX_CARRIER_PAUSED_MS / 60_000} minutes; the call was not placed`;
       return this.failUndialed(runId, progress, 'carrier_unresponsive', message, config.id);
     }
-    if (pausedMs > 0) {
-      const waitMs = pausedMs + jitter(0, 1000);
-      const carrierPausedMs = (progress.carrierPausedMs ?? 0) + waitMs;
-      const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined, carrierPausedMs };
-      return { kind: 'delay', untilMs: Date.now() + waitMs, progress: progressed, reason: 'carrier_unresponsive' };
-    }
+    if (pause.waitMs > 0) return carrierWait(progress, pause);
 
     // The definition is read while the dial is admitted (it does not depend on it): one round trip less before the
     // claim. A dial sent back to wait drops it; its error, if any, is met where it is awaited.
@@ -207,6 +215,13 @@ export class CallPlacer {
       return { kind: 'delay', untilMs: now + jitter(250, 1000), progress: progressed, reason: 'concurrency' };
     }
     const admitted = { admittedAt: admission.dueAt, lease: admission.lease };
+    if (pause.probe && !this.carrierPause.takeProbe(config.id, runId)) {
+      // Another dial took the probe's turn since this one asked (or the dials were paused again): its slot is given
+      // back, and it waits as the others do.
+      await this.slots.releaseLease(config.id, runId, admitted.lease);
+      const again = this.carrierPause.ask(config.id, runId);
+      return carrierWait(progress, again.waitMs > 0 ? again : { waitMs: 1000, paused: false, probe: false });
+    }
 
     const definition = await picking;
     // The claim answers the run as it moved it: the job's one read of the run, in the same statement. Its id, in its

@@ -20,6 +20,17 @@ const FORGOTTEN_AFTER_MS = 5 * 60_000;
 /** Configurations remembered (the oldest forgotten first: its dials then go out as if it never failed). */
 const CONFIGURATIONS_LIMIT = 10_000;
 
+/** `CarrierPause.ask`'s answer. */
+export interface PauseAnswer {
+  waitMs: number;
+  /** The wait is the pause's own, not the probe's turn (which ends as soon as its dial is answered). */
+  paused: boolean;
+  /** The dial may go only as the probe (`takeProbe`). */
+  probe: boolean;
+}
+
+const OPEN: PauseAnswer = { waitMs: 0, paused: false, probe: false };
+
 interface CarrierState {
   /** When the dial requests that got no answer were sent (`performance.now()` ms), the latest UNANSWERED_BEFORE_PAUSE. */
   unanswered: number[];
@@ -28,7 +39,7 @@ interface CarrierState {
   /** The run whose dial is the probe, while it may be in flight (until `probeUntil`). */
   probeRunId: number | null;
   probeUntil: number;
-  /** When a dial last asked (`remainingMs`). */
+  /** When a dial last asked (`ask`). */
   askedAt: number;
   /** When a dial was last answered: dials sent before then that fail later are no news. */
   answeredAt: number;
@@ -41,7 +52,7 @@ interface CarrierState {
  * hold every one of the dialer's workers, and every organization's calls,
  * on other carriers and accounts too, would wait behind its jobs. Past
  * UNANSWERED_BEFORE_PAUSE requests without an answer, that configuration's
- * dials wait (`remainingMs`), without spending an attempt; then one goes
+ * dials wait (`ask`), without spending an attempt; then one goes
  * out alone, and its answer, or its lack of one, opens the way again or
  * pauses them longer. Only requests that reached no answer after they were
  * sent count (a timeout, a reset): a refused connection fails at once and
@@ -56,24 +67,43 @@ export class CarrierPause {
   now: () => number = () => performance.now();
 
   /**
-   * How long the run's dial is to wait before it goes out: 0 for one that
-   * may go now (after a pause, the first to ask is the probe, and may go
-   * again while its turn lasts: sent back to wait for a slot, it returns).
+   * Whether the run's dial may go out: `waitMs` 0 when it may; else how long
+   * to wait, for the pause to end (`paused`) or for the probe's turn to. After
+   * a pause, `probe`: the dial may go only as the probe, once admitted (its
+   * pacing instant due, a slot taken) and `takeProbe` gave it the turn. The
+   * turn goes to a dial that can go now, not to the first to ask, which may
+   * be paced minutes ahead behind a campaign's instants: held by it, no dial
+   * would probe the carrier, and every other would wait turn after turn.
    */
-  remainingMs(configurationId: number, runId: number): number {
+  ask(configurationId: number, runId: number): PauseAnswer {
     const state = this.states.get(configurationId);
-    if (!state || state.pauses === 0) return 0;
+    if (!state || state.pauses === 0) return OPEN;
     const now = this.now();
     if (now - state.askedAt > FORGOTTEN_AFTER_MS && now >= state.pausedUntil) {
       this.states.delete(configurationId);
-      return 0;
+      return OPEN;
     }
     state.askedAt = now;
-    if (now < state.pausedUntil) return state.pausedUntil - now;
-    if (now < state.probeUntil) return state.probeRunId === runId ? 0 : state.probeUntil - now;
+    if (now < state.pausedUntil) return { waitMs: state.pausedUntil - now, paused: true, probe: false };
+    if (now < state.probeUntil && state.probeRunId !== runId) return { waitMs: state.probeUntil - now, paused: false, probe: false };
+    return { waitMs: 0, paused: false, probe: true };
+  }
+
+  /**
+   * Gives the probe's turn to the run, admitted and about to dial: true when
+   * it may dial (the turn was free, or is its own already, or the carrier
+   * answered meanwhile), false when another dial took it, or the dials were
+   * paused again, since it asked.
+   */
+  takeProbe(configurationId: number, runId: number): boolean {
+    const state = this.states.get(configurationId);
+    if (!state || state.pauses === 0) return true;
+    const now = this.now();
+    if (now < state.pausedUntil) return false;
+    if (now < state.probeUntil) return state.probeRunId === runId;
     state.probeRunId = runId;
     state.probeUntil = now + PROBE_MS;
-    return 0;
+    return true;
   }
 
   /** The carrier answered a dial of the configuration (with a call, or a refusal of its own). */
