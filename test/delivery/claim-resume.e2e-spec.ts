@@ -2,6 +2,7 @@ import { WorkflowRunStore } from '@app/persistence';
 import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { CarrierError, TelephonyProviders } from '@app/telephony';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
+import { PlaceCallProgress } from '../../apps/dialer/src/calls/place-decision';
 import { DialAdmission } from '../../apps/dialer/src/pacing/dial-admission';
 import { GroupedRunWrites } from '../../apps/dialer/src/runs/grouped-run-writes.service';
 import { agentGraph, createOrganization, sandboxDialsByRun, seedSandboxConfiguration, seedWorkflow } from '../support/fixtures';
@@ -76,6 +77,43 @@ describe('a dial job taking up its unsettled claim', () => {
       lost.mockRestore();
     }
     expect(second).toEqual({ kind: 'done', outcome: 'placed' });
+    expect(await dialsOf(job.runId)).toBe(1);
+  });
+
+  it('keeps no id of a take-up Postgres refused, and only the newest 16 of those whose answers were lost, however long writes fail', async () => {
+    // A rate no pass of this test reaches: each pass is admitted (on the rate window), then takes the claim up.
+    const { job } = await claimedRun('claim-w', 1000);
+    const placer = apps.dialer!.get(CallPlacer);
+    const store = apps.dialer!.get(WorkflowRunStore);
+    // Reads work, writes do not: a server become read-only in a failover answers each take-up with an error.
+    const readOnly = Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), { code: '25006', severity: 'ERROR' });
+    const refused = jest.spyOn(store, 'resumeClaim').mockRejectedValue(readOnly);
+    let progress: PlaceCallProgress = { unsettledClaim: 'claim-w' };
+    try {
+      for (let pass = 0; pass < 3; pass++) {
+        const decision = await placer.place(job, progress);
+        expect(decision).toMatchObject({ kind: 'delay', reason: 'claim_unsettled' });
+        progress = decision.kind === 'delay' ? decision.progress : {};
+      }
+      expect(progress.resumingAs).toBeUndefined();
+      // Answers lost on the way (each take-up may have committed): kept, the newest 16.
+      refused.mockRejectedValue(new Error('Connection terminated unexpectedly'));
+      const ids: unknown[] = [];
+      for (let pass = 0; pass < 20; pass++) {
+        const decision = await placer.place(job, progress);
+        progress = decision.kind === 'delay' ? decision.progress : {};
+        ids.push(progress.resumingAs?.at(-1));
+      }
+      expect(refused).toHaveBeenCalledTimes(23);
+      expect(new Set(ids).size).toBe(20);
+      expect(progress.resumingAs).toEqual(ids.slice(-16));
+      expect(progress.unsettledClaim).toBe('claim-w');
+    } finally {
+      refused.mockRestore();
+    }
+    expect(await dialsOf(job.runId)).toBe(0);
+    // Writes back: the job takes its own claim up and dials once.
+    expect(await placer.place(job, progress)).toEqual({ kind: 'done', outcome: 'placed' });
     expect(await dialsOf(job.runId)).toBe(1);
   });
 

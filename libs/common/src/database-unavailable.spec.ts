@@ -6,7 +6,7 @@ import { freePort } from '../../../test/support/free-port';
 import { closeLoopbackServer, loopbackServer } from '../../../test/support/loopback-server';
 import { testRunResources } from '../../../test/support/test-run-id';
 import { waitFor } from '../../../test/support/wait-for';
-import { isDatabaseUnavailable } from './database-unavailable';
+import { answeredWithError, isDatabaseUnavailable } from './database-unavailable';
 
 /** Real failures, not shapes: what the driver and fetch raise is what the filter meets. */
 describe('isDatabaseUnavailable', () => {
@@ -117,3 +117,19 @@ describe('isDatabaseUnavailable', () => {
     });
   });
 });
+
+describe('answeredWithError', () => {
+  it("tells Postgres' own error answers from answers lost on the way, through TypeORM's wrapping", async () => {
+    const dataSource = createDataSource({ url: testRunResources().databaseUrl, poolSize: 1 });
+    await dataSource.initialize();
+    try {
+      const refused = await failureOf(() => dataSource.query(`SELECT 1/0`));
+      expect(answeredWithError(refused)).toBe(true);
+    } finally {
+      await dataSource.destroy();
+    }
+    expect(answeredWithError(new Error('Connection terminated unexpectedly'))).toBe(false);
+    expect(answeredWithError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe(false);
+  });
+});
+

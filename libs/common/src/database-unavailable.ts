@@ -61,3 +61,19 @@ export function isDatabaseUnavailable(error: unknown, except: ReadonlySet<string
   }
   return false;
 }
+
+/**
+ * True when Postgres itself answered the statement with an error (an
+ * ErrorResponse: a SQLSTATE and a severity), as opposed to an answer lost
+ * on the way (a socket error, a timeout on our side). A single statement
+ * outside a transaction that Postgres answered with an error did not commit;
+ * one whose answer was lost may have.
+ */
+export function answeredWithError(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current && depth < 4; depth++) {
+    const candidate = current as { code?: unknown; severity?: unknown; driverError?: unknown };
+    if (typeof candidate.code === 'string' && /^[0-9A-Z]{5}$/.test(candidate.code) && typeof candidate.severity === 'string') return true;
+    current = candidate.driverError;
+  }
+  return false;
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { doublingDelay } from '@app/common';
+import { answeredWithError, doublingDelay } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import {
   ClaimedRun,
@@ -59,6 +59,14 @@ function carrierWait(progress: PlaceCallProgress, pause: PauseAnswer): PlaceDeci
   const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined, carrierPausedMs };
   return { kind: 'delay', untilMs: Date.now() + waitMs, progress: progressed, reason: 'carrier_unresponsive' };
 }
+
+/**
+ * Ids of attempts to take an unsettled claim up whose answers were lost, kept
+ * at most: the newest. One older that did commit is then not known for the
+ * job's own; the job leaves the run `dialing`, never dialed by it, and the
+ * reaper asks the carrier (no call: queued again) as for any lost claim.
+ */
+const RESUMING_IDS_KEPT = 16;
 
 /** The longest a job waits for its configuration's carrier to answer dials again (`CarrierPause`), in all; then its run ends. */
 const MAX_CARRIER_PAUSED_MS = 10 * 60_000;
@@ -239,7 +247,13 @@ export class CallPlacer {
         const fields = { fromNumber, maxCallDurationSeconds: config.maxCallDurationSeconds, definitionId: definition?.id };
         run = await this.runs.resumeClaim(runId, held, claimId, CLAIM_RESUMED, fields);
       } catch (error) {
-        const claim = { unsettledClaim: progress.unsettledClaim, resumingAs: [...(progress.resumingAs ?? []), claimId] };
+        // An id under which the claim may have been taken up is kept, to be known for this job's own later; one Postgres
+        // refused (read-only after a failover, a statement past its timeout) is no claim. The newest few only: while
+        // writes fail and reads do not, the job comes back every 1-2 s, and its data must not grow with each.
+        const resumingAs = answeredWithError(error)
+          ? progress.resumingAs
+          : [...(progress.resumingAs ?? []), claimId].slice(-RESUMING_IDS_KEPT);
+        const claim = { unsettledClaim: progress.unsettledClaim, resumingAs };
         return this.unsettled(runId, claim, progress, 'taking the claim up got no answer', error);
       }
     }
