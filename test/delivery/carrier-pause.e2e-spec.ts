@@ -1,3 +1,4 @@
+import { ConcurrencyLimiter, RedisClient } from '@app/queue';
 import { TelephonyProviders } from '@app/telephony';
 import { CarrierRequestFailed } from '@app/telephony/carrier-http';
 import { CallPlacer } from '../../apps/dialer/src/calls/call-placer.service';
@@ -149,6 +150,50 @@ describe("a carrier that does not answer a configuration's dials", () => {
       expect(pause.ask(configuration.id, pacedAhead.runId)).toEqual({ waitMs: 0, paused: false, probe: false });
     } finally {
       admit.mockRestore();
+      dials.mockRestore();
+      pause.now = clock;
+      pause.answered(configuration.id);
+    }
+  });
+
+  it("leaves a live call its slot when a copy of its job, admitted after a pause, finds the probe's turn taken", async () => {
+    const { jobs, configuration, workflow } = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
+    const pause = apps.dialer!.get(CarrierPause);
+    const clock = pause.now;
+    let skewMs = 0;
+    pause.now = () => clock() + skewMs;
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
+      skewMs += 2_500;
+      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
+    });
+    const placer = apps.dialer!.get(CallPlacer);
+    const admitter = placer as unknown as { admit: (...args: unknown[]) => Promise<unknown> };
+    const admit = admitter.admit.bind(placer);
+    const taken = jest.spyOn(admitter, 'admit');
+    const slots = apps.dialer!.get(ConcurrencyLimiter);
+    try {
+      for (const job of jobs.slice(0, UNANSWERED_BEFORE_PAUSE)) await placer.place(job);
+      // The last run's call is live (its first job dialed it; a copy of that job runs after its lock lapsed), its slot held.
+      const live = jobs[UNANSWERED_BEFORE_PAUSE];
+      await apps.dialer!.get(RedisClient).redis.zadd(slots.key(configuration.id), Date.now() + 60_000, String(live.runId));
+      await apps.dataSource.query(`UPDATE workflow_runs SET status = 'in_progress', provider_call_id = 'SB-live', answered_at = now() WHERE id = $1`, [
+        live.runId,
+      ]);
+      skewMs += 6_000;
+      // While the copy is admitted (renewing the live call's slot), another dial takes the probe's turn.
+      taken.mockImplementationOnce(async (...args: unknown[]) => {
+        const admitted = await admit(...args);
+        expect(pause.takeProbe(configuration.id, jobs[0].runId)).toBe(true);
+        return admitted;
+      });
+      // The job as the gateway enqueued it, with its route: it reads the run only with its claim.
+      const route = { telephonyConfigurationId: configuration.id, workflowId: workflow.workflowId, environment: 'production' as const, triggerUuid: workflow.triggerUuid };
+      expect(await placer.place({ ...live, route })).toMatchObject({ kind: 'delay', reason: 'carrier_unresponsive' });
+      expect(taken).toHaveBeenCalled();
+      expect(await slots.lease(configuration.id, live.runId)).not.toBeNull();
+    } finally {
+      taken.mockRestore();
       dials.mockRestore();
       pause.now = clock;
       pause.answered(configuration.id);

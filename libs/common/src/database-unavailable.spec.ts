@@ -129,6 +129,10 @@ describe('answeredWithError', () => {
       await dataSource.destroy();
     }
     expect(answeredWithError(new Error('Connection terminated unexpectedly'))).toBe(false);
+    // A connection ended under the statement, by a pooler or a server shutting down: it may have committed first.
+    expect(answeredWithError(Object.assign(new Error('server conn crashed?'), { code: '08P01', severity: 'ERROR' }))).toBe(false);
+    expect(answeredWithError(Object.assign(new Error('terminating connection'), { code: '57P01', severity: 'FATAL' }))).toBe(false);
+    expect(answeredWithError(Object.assign(new Error('read-only'), { code: '25006', severity: 'ERROR' }))).toBe(true);
     expect(answeredWithError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe(false);
   });
 });

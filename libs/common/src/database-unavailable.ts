@@ -63,16 +63,21 @@ export function isDatabaseUnavailable(error: unknown, except: ReadonlySet<string
 }
 
 /**
- * True when Postgres itself answered the statement with an error (an
- * ErrorResponse: a SQLSTATE and a severity), as opposed to an answer lost
- * on the way (a socket error, a timeout on our side). A single statement
- * outside a transaction that Postgres answered with an error did not commit;
+ * True when Postgres itself refused the statement (an ErrorResponse of
+ * severity ERROR: a read-only server, a statement past its timeout, a
+ * constraint), as opposed to an answer lost on the way (a socket error, a
+ * timeout on our side) or a connection ended under it (class 08, which a
+ * pooler such as PgBouncer sends of its own, perhaps after the server
+ * committed; 57P, a server shutting down; severity FATAL). A single
+ * statement outside a transaction that Postgres refused did not commit;
  * one whose answer was lost may have.
  */
 export function answeredWithError(error: unknown): boolean {
   for (let current: unknown = error, depth = 0; current && depth < 4; depth++) {
     const candidate = current as { code?: unknown; severity?: unknown; driverError?: unknown };
-    if (typeof candidate.code === 'string' && /^[0-9A-Z]{5}$/.test(candidate.code) && typeof candidate.severity === 'string') return true;
+    if (typeof candidate.code === 'string' && /^[0-9A-Z]{5}$/.test(candidate.code) && typeof candidate.severity === 'string') {
+      return candidate.severity === 'ERROR' && !candidate.code.startsWith('08') && !candidate.code.startsWith('57P');
+    }
     current = candidate.driverError;
   }
   return false;

@@ -35,9 +35,10 @@ export async function startApp<App extends INestApplication>(
     for (const warning of configWarnings(config)) logger.warn(warning);
     const app = await build(config, logger);
     built = { app, config };
-    // A backstop for a close that hangs: past the dialer's grace for its dials and the gateway's for a request under
+    // A backstop for a close that hangs: past the dialer's grace for its dials, and the gateway's for a request under
     // way (an upload may take HTTP_REQUEST_TIMEOUT_MS), with room for the rest.
-    shutdown.attach(app, logger, config.shutdownGraceMs + config.httpRequestTimeoutMs + CLOSE_BACKSTOP_MARGIN_MS);
+    const requestsMs = name === 'api' ? config.httpRequestTimeoutMs : 0;
+    shutdown.attach(app, logger, config.shutdownGraceMs + requestsMs + CLOSE_BACKSTOP_MARGIN_MS);
     await listen(app, config, logger);
     logServerErrors(app.getHttpServer() as EventEmitter, logger);
   } catch (error) {

@@ -78,6 +78,17 @@ describe("WorkflowRunStore and the agent runtime's recording upload", () => {
     expect(await store.closeAgentSession(runId, WAIT_MS)).toEqual([]);
   });
 
+  it('still admits the retry of an upload whose admission lapsed (its gateway stopped under it), past the cut-off', async () => {
+    const runId = await endedCall();
+    expect((await store.admitAgentRecording(runId, WAIT_MS)).kind).toBe('stored');
+    // Never given back: its gateway stopped. The admission lapses after the wait, by which time the cut-off has passed.
+    await dataSource.query(
+      `UPDATE workflow_runs SET recording_upload_admitted_at = now() - interval '61 seconds', ended_at = now() - interval '62 seconds' WHERE id = $1`,
+      [runId],
+    );
+    expect(await store.admitAgentRecording(runId, WAIT_MS)).toEqual({ kind: 'stored', admittedAt: expect.any(Date) });
+  });
+
   it('refuses an upload whose session the runtime ended itself while it arrived, as every later request is', async () => {
     const runId = await endedCall();
     await store.admitAgentRecording(runId, WAIT_MS);

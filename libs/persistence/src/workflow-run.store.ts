@@ -801,6 +801,8 @@ export class WorkflowRunStore {
    * upload begun by then had the time to arrive, and a runtime retrying
    * uploads that never finish (each admission given back as it fails)
    * would otherwise keep the run from completing until its token expired.
+   * But for the retry of an upload whose admission lapsed, not given back
+   * (its gateway stopped under it): one at most each `uploadWaitMs`.
    * Refused, it says why: `no_run`, `closed` (too late included), `exists`,
    * or `arriving`.
    */
@@ -815,14 +817,15 @@ export class WorkflowRunStore {
           SET recording_upload_admitted_at = date_trunc('milliseconds', now()),
               agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
         WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')} AND ${NO_UPLOAD_ARRIVING('$3')}
-          AND NOT ${ENDED_BEFORE('$3')}
+          AND (recording_upload_admitted_at IS NOT NULL OR NOT ${ENDED_BEFORE('$3')})
         RETURNING recording_upload_admitted_at AS admitted_at`,
       [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
     );
     if (rows.length > 0) return { kind: 'stored', admittedAt: rows[0].admitted_at };
     const [row] = await preparedQuery<{ open: boolean; has_recording: boolean }>(
       this.dataSource,
-      `SELECT ${AGENT_SESSION_OPEN('$2')} AND NOT ${ENDED_BEFORE('$3')} AS open, recording_key IS NOT NULL AS has_recording
+      `SELECT ${AGENT_SESSION_OPEN('$2')} AND (recording_upload_admitted_at IS NOT NULL OR NOT ${ENDED_BEFORE('$3')}) AS open,
+              recording_key IS NOT NULL AS has_recording
          FROM workflow_runs WHERE id = $1`,
       [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
     );

@@ -53,9 +53,9 @@ const MAX_CARRIER_RETRIES = 25;
  * no attempt spent, and no slot or pacing instant held (the instant is
  * missed by the time it returns: a new one is reserved then).
  */
-function carrierWait(progress: PlaceCallProgress, pause: PauseAnswer): PlaceDecision {
+function carrierWait(progress: PlaceCallProgress, pause: Pick<PauseAnswer, 'waitMs'>): PlaceDecision {
   const waitMs = pause.waitMs + jitter(0, 1000);
-  const carrierPausedMs = (progress.carrierPausedMs ?? 0) + (pause.paused ? waitMs : 0);
+  const carrierPausedMs = (progress.carrierPausedMs ?? 0) + waitMs;
   const progressed = { ...progress, slotAt: undefined, rateRefusals: undefined, carrierPausedMs };
   return { kind: 'delay', untilMs: Date.now() + waitMs, progress: progressed, reason: 'carrier_unresponsive' };
 }
@@ -183,9 +183,8 @@ export class CallPlacer {
     // A carrier that stopped answering this configuration's dials: the job waits (no attempt spent, no slot or pacing
     // instant held) rather than hold a worker that another organization's call is waiting for. So long in all, at most:
     // then the run ends, never dialed (dialed all at once, a campaign's backlog would hold every worker again).
-    // Only the pause's own waits count: a wait for the probe's turn ends as soon as the probe's dial is answered.
     const pause = this.carrierPause.ask(config.id, runId);
-    if (pause.paused && (progress.carrierPausedMs ?? 0) >= MAX_CARRIER_PAUSED_MS) {
+    if (pause.waitMs > 0 && (progress.carrierPausedMs ?? 0) >= MAX_CARRIER_PAUSED_MS) {
       const message = `The carrier answered none of this configuration's dials for ${MAX_CARRIER_PAUSED_MS / 60_000} minutes; the call was not placed`;
       return this.failUndialed(runId, progress, 'carrier_unresponsive', message, config.id);
     }
@@ -224,11 +223,11 @@ export class CallPlacer {
     }
     const admitted = { admittedAt: admission.dueAt, lease: admission.lease };
     if (pause.probe && !this.carrierPause.takeProbe(config.id, runId)) {
-      // Another dial took the probe's turn since this one asked (or the dials were paused again): its slot is given
-      // back, and it waits as the others do.
-      await this.slots.releaseLease(config.id, runId, admitted.lease);
+      // Another dial took the probe's turn since this one asked (or the dials were paused again): it waits as the others
+      // do, its slot given back as the admission left it (one whose run is live, renewed by it, stays).
+      await this.giveSlotBack(config.id, runId, admitted.lease);
       const again = this.carrierPause.ask(config.id, runId);
-      return carrierWait(progress, again.waitMs > 0 ? again : { waitMs: 1000, paused: false, probe: false });
+      return carrierWait(progress, { waitMs: again.waitMs > 0 ? again.waitMs : 1000 });
     }
 
     const definition = await picking;
@@ -270,9 +269,7 @@ export class CallPlacer {
       // winner's (acquiring it again only renewed its lease) and stays with the live call. A run read back in the
       // queue may be claimed and dialed again by then (a copy of this job admitted since): its slot is freed only as
       // this admission left it.
-      const current = await this.reader.findById(runId);
-      if (!current || isFinalRunStatus(current.status)) await this.slots.release(config.id, runId);
-      else if (!LIVE_STATUSES.includes(current.status)) await this.slots.releaseLease(config.id, runId, admitted.lease);
+      await this.giveSlotBack(config.id, runId, admitted.lease);
       return done('skipped');
     }
     const claimed: ClaimedDial = { run, claimId, claimedAt, ...admitted, progress };
@@ -369,7 +366,8 @@ export class CallPlacer {
       const noAnswer = isCarrierNetworkFailure(error);
       const slow = this.carrierPause.now() - sentAt >= SLOW_NETWORK_FAILURE_MS;
       if (noAnswer && (!(error instanceof CarrierError) || slow)) this.carrierPause.unanswered(config.id, sentAt);
-      else if (!noAnswer && error instanceof CarrierError && error.carrierCode !== undefined) this.carrierPause.answered(config.id);
+      else if (noAnswer) this.carrierPause.refusedAtOnce(config.id);
+      else if (error instanceof CarrierError && error.carrierCode !== undefined) this.carrierPause.answered(config.id);
       return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }
     this.carrierPause.answered(config.id);
@@ -377,6 +375,18 @@ export class CallPlacer {
     // id still arrives with the call's status events (or the reaper's look-up).
     await this.writes.recordProviderCallId(run.id, result.providerCallId);
     return done('placed');
+  }
+
+  /**
+   * The slot of a run this job admitted but will not dial: freed once the run
+   * has ended; left to a live call (whose lease the admission only renewed);
+   * else freed only as this admission left it (a copy of the job admitted
+   * since keeps its own).
+   */
+  private async giveSlotBack(configurationId: number, runId: number, lease: string): Promise<void> {
+    const current = await this.reader.findById(runId);
+    if (!current || isFinalRunStatus(current.status)) await this.slots.release(configurationId, runId);
+    else if (!LIVE_STATUSES.includes(current.status)) await this.slots.releaseLease(configurationId, runId, lease);
   }
 
   /**

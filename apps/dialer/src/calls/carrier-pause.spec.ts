@@ -134,5 +134,15 @@ describe('CarrierPause', () => {
     pause.unanswered(1, now);
     expect(pause.takeProbe(1, 12)).toBe(false);
   });
+
+  it('ends a pause when a dial finds the carrier refusing connections at once: such failures hold no worker', () => {
+    unansweredNow(UNANSWERED_BEFORE_PAUSE);
+    now += 5_000;
+    expect(pause.takeProbe(1, 10)).toBe(true);
+    expect(pause.ask(1, 11).waitMs).toBe(30_000);
+    pause.refusedAtOnce(1);
+    expect(pause.ask(1, 11)).toEqual({ waitMs: 0, paused: false, probe: false });
+    expect(pause.ask(1, 12)).toEqual({ waitMs: 0, paused: false, probe: false });
+  });
 });
 

@@ -115,6 +115,19 @@ export class CarrierPause {
     this.states.set(configurationId, { ...fresh(now), answeredAt: now });
   }
 
+  /**
+   * A dial of the configuration failed at once, its connection refused (or
+   * its host not found): such failures hold no worker, so they pause nothing,
+   * and a pause under way (this dial its probe, say) is over: its dials go out
+   * and spend their own retries.
+   */
+  refusedAtOnce(configurationId: number): void {
+    const state = this.states.get(configurationId);
+    if (!state || state.pauses === 0) return;
+    this.logger.log({ telephony_configuration_id: configurationId }, "the configuration's carrier refuses connections at once: its dials go out, each spending its own retries");
+    this.states.set(configurationId, { ...fresh(this.now()), answeredAt: state.answeredAt });
+  }
+
   /** A dial of the configuration sent at `sentAt` (`now()`'s clock) got no answer from its carrier. */
   unanswered(configurationId: number, sentAt: number): void {
     const now = this.now();
