@@ -147,7 +147,7 @@ describe("a carrier that does not answer a configuration's dials", () => {
       // The next, due now, is the probe: it dials, and its answer opens the way for every dial of the configuration.
       expect(await placer.place(due)).toEqual({ kind: 'done', outcome: 'placed' });
       expect((await sandboxDialsByRun(apps.dataSource, [due.runId])).get(due.runId)).toBe(1);
-      expect(pause.ask(configuration.id, pacedAhead.runId)).toEqual({ waitMs: 0, paused: false, probe: false });
+      expect(pause.ask(configuration.id, pacedAhead.runId)).toEqual({ waitMs: 0, probe: false });
     } finally {
       admit.mockRestore();
       dials.mockRestore();

@@ -50,8 +50,9 @@ const STALE_SLOT_MS = 1000;
 const MAX_CARRIER_RETRIES = 25;
 /**
  * A dial sent back to wait for its configuration's carrier (`CarrierPause`):
- * no attempt spent, and no slot or pacing instant held (the instant is
- * missed by the time it returns: a new one is reserved then).
+ * no attempt spent, no pacing instant held (the instant is missed by the
+ * time it returns: a new one is reserved then), no slot taken (one taken on
+ * an earlier attempt stays until the run ends).
  */
 function carrierWait(progress: PlaceCallProgress, pause: Pick<PauseAnswer, 'waitMs'>): PlaceDecision {
   const waitMs = pause.waitMs + jitter(0, 1000);
@@ -366,7 +367,7 @@ export class CallPlacer {
       const noAnswer = isCarrierNetworkFailure(error);
       const slow = this.carrierPause.now() - sentAt >= SLOW_NETWORK_FAILURE_MS;
       if (noAnswer && (!(error instanceof CarrierError) || slow)) this.carrierPause.unanswered(config.id, sentAt);
-      else if (noAnswer) this.carrierPause.refusedAtOnce(config.id);
+      else if (noAnswer) this.carrierPause.refusedAtOnce(config.id, sentAt);
       else if (error instanceof CarrierError && error.carrierCode !== undefined) this.carrierPause.answered(config.id);
       return this.afterDialError(claimed, config, provider, credentials, dial, error);
     }

@@ -114,22 +114,22 @@ describe('CarrierPause', () => {
     unansweredNow(UNANSWERED_BEFORE_PAUSE);
     now += 5_000;
     // Run 10 may probe, but its admission sends it minutes ahead (its pacing instant): it takes no turn.
-    expect(pause.ask(1, 10)).toEqual({ waitMs: 0, paused: false, probe: true });
+    expect(pause.ask(1, 10)).toEqual({ waitMs: 0, probe: true });
     // Run 11, due now, asks, is admitted and probes; run 10 asking again waits for that probe's answer.
-    expect(pause.ask(1, 11)).toEqual({ waitMs: 0, paused: false, probe: true });
+    expect(pause.ask(1, 11)).toEqual({ waitMs: 0, probe: true });
     expect(pause.takeProbe(1, 11)).toBe(true);
-    expect(pause.ask(1, 10)).toEqual({ waitMs: 30_000, paused: false, probe: false });
+    expect(pause.ask(1, 10)).toEqual({ waitMs: 30_000, probe: false });
     // Run 10 had asked when the turn was free: admitted now, it finds the turn taken.
     expect(pause.takeProbe(1, 10)).toBe(false);
     expect(pause.takeProbe(1, 11)).toBe(true);
   });
 
-  it('says which waits are the pause itself, and which only the probe\'s turn', () => {
+  it('turns a dial away once the probe is taken, or once the dials were paused again before it was admitted', () => {
     unansweredNow(UNANSWERED_BEFORE_PAUSE);
-    expect(pause.ask(1, 10)).toEqual({ waitMs: 5_000, paused: true, probe: false });
+    expect(pause.ask(1, 10)).toEqual({ waitMs: 5_000, probe: false });
     now += 5_000;
     expect(pause.takeProbe(1, 11)).toBe(true);
-    expect(pause.ask(1, 10)).toMatchObject({ paused: false, probe: false });
+    expect(pause.ask(1, 10)).toMatchObject({ probe: false });
     // Paused again (the probe got no answer) before a dial that asked was admitted: it may not go.
     pause.unanswered(1, now);
     expect(pause.takeProbe(1, 12)).toBe(false);
@@ -140,9 +140,12 @@ describe('CarrierPause', () => {
     now += 5_000;
     expect(pause.takeProbe(1, 10)).toBe(true);
     expect(pause.ask(1, 11).waitMs).toBe(30_000);
-    pause.refusedAtOnce(1);
-    expect(pause.ask(1, 11)).toEqual({ waitMs: 0, paused: false, probe: false });
-    expect(pause.ask(1, 12)).toEqual({ waitMs: 0, paused: false, probe: false });
+    // A dial sent before the pause ended, refused only now, is no news of the carrier.
+    pause.refusedAtOnce(1, now - 6_000);
+    expect(pause.ask(1, 11).waitMs).toBe(30_000);
+    pause.refusedAtOnce(1, now);
+    expect(pause.ask(1, 11)).toEqual({ waitMs: 0, probe: false });
+    expect(pause.ask(1, 12)).toEqual({ waitMs: 0, probe: false });
   });
 });
 

@@ -22,14 +22,13 @@ const CONFIGURATIONS_LIMIT = 10_000;
 
 /** `CarrierPause.ask`'s answer. */
 export interface PauseAnswer {
+  /** How long the dial is to wait: for the pause to end, or for the probe's answer. */
   waitMs: number;
-  /** The wait is the pause's own, not the probe's turn (which ends as soon as its dial is answered). */
-  paused: boolean;
   /** The dial may go only as the probe (`takeProbe`). */
   probe: boolean;
 }
 
-const OPEN: PauseAnswer = { waitMs: 0, paused: false, probe: false };
+const OPEN: PauseAnswer = { waitMs: 0, probe: false };
 
 interface CarrierState {
   /** When the dial requests that got no answer were sent (`performance.now()` ms), the latest UNANSWERED_BEFORE_PAUSE. */
@@ -68,7 +67,7 @@ export class CarrierPause {
 
   /**
    * Whether the run's dial may go out: `waitMs` 0 when it may; else how long
-   * to wait, for the pause to end (`paused`) or for the probe's turn to. After
+   * to wait, for the pause to end or for the probe's turn to. After
    * a pause, `probe`: the dial may go only as the probe, once admitted (its
    * pacing instant due, a slot taken) and `takeProbe` gave it the turn. The
    * turn goes to a dial that can go now, not to the first to ask, which may
@@ -84,9 +83,9 @@ export class CarrierPause {
       return OPEN;
     }
     state.askedAt = now;
-    if (now < state.pausedUntil) return { waitMs: state.pausedUntil - now, paused: true, probe: false };
-    if (now < state.probeUntil && state.probeRunId !== runId) return { waitMs: state.probeUntil - now, paused: false, probe: false };
-    return { waitMs: 0, paused: false, probe: true };
+    if (now < state.pausedUntil) return { waitMs: state.pausedUntil - now, probe: false };
+    if (now < state.probeUntil && state.probeRunId !== runId) return { waitMs: state.probeUntil - now, probe: false };
+    return { waitMs: 0, probe: true };
   }
 
   /**
@@ -116,14 +115,16 @@ export class CarrierPause {
   }
 
   /**
-   * A dial of the configuration failed at once, its connection refused (or
-   * its host not found): such failures hold no worker, so they pause nothing,
-   * and a pause under way (this dial its probe, say) is over: its dials go out
-   * and spend their own retries.
+   * A dial of the configuration sent at `sentAt` failed at once, its
+   * connection refused (or its host not found): such failures hold no
+   * worker, so they pause nothing, and a pause under way (this dial its
+   * probe, say) is over: its dials go out and spend their own retries.
    */
-  refusedAtOnce(configurationId: number): void {
+  refusedAtOnce(configurationId: number, sentAt: number): void {
     const state = this.states.get(configurationId);
-    if (!state || state.pauses === 0) return;
+    // Sent before the pause ended (it had passed the check before the pause), or before the carrier last answered: no
+    // news of the carrier as the probe finds it.
+    if (!state || state.pauses === 0 || sentAt < state.pausedUntil || sentAt < state.answeredAt) return;
     this.logger.log({ telephony_configuration_id: configurationId }, "the configuration's carrier refuses connections at once: its dials go out, each spending its own retries");
     this.states.set(configurationId, { ...fresh(this.now()), answeredAt: state.answeredAt });
   }
