@@ -32,6 +32,36 @@ describe("a carrier that does not answer a configuration's dials", () => {
     return { ...first, jobs };
   }
 
+  /**
+   * A carrier whose connections are never made, each dial waiting 2.5 s for its handshake on the pause's clock (which
+   * `advance` moves on too) until `answerAgain`. `restore` puts the clock and the sandbox back and forgets the pause.
+   */
+  function carrierThatStopsConnecting() {
+    const pause = apps.dialer!.get(CarrierPause);
+    const clock = pause.now;
+    let skewMs = 0;
+    let answering = false;
+    pause.now = () => clock() + skewMs;
+    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
+    const placeCall = sandbox.placeCall.bind(sandbox);
+    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async (call) => {
+      if (answering) return placeCall(call);
+      skewMs += 2_500;
+      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
+    });
+    return {
+      pause,
+      dials,
+      advance: (ms: number) => (skewMs += ms),
+      answerAgain: () => (answering = true),
+      restore: (configurationId: number) => {
+        dials.mockRestore();
+        pause.now = clock;
+        pause.answered(configurationId);
+      },
+    };
+  }
+
   it("pauses that configuration's dials, without asking the carrier or spending an attempt, while another organization's go out", async () => {
     const unanswering = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
     const { jobs } = unanswering;
@@ -82,25 +112,16 @@ describe("a carrier that does not answer a configuration's dials", () => {
   it('pauses for connections that were not made after seconds (a handshake that timed out), which held their workers', async () => {
     const slow = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
     const { jobs } = slow;
-    const pause = apps.dialer!.get(CarrierPause);
-    const clock = pause.now;
-    let skewMs = 0;
-    pause.now = () => clock() + skewMs;
-    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
     // Never connected, as a refusal is, but after 2.5 s of waiting for the handshake (on the pause's clock).
-    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
-      skewMs += 2_500;
-      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
-    });
+    const carrier = carrierThatStopsConnecting();
+    const { dials } = carrier;
     try {
       const placer = apps.dialer!.get(CallPlacer);
       for (const job of jobs.slice(0, UNANSWERED_BEFORE_PAUSE)) expect(await placer.place(job)).toMatchObject({ kind: 'delay', reason: 'carrier_unreachable' });
       expect(await placer.place(jobs[UNANSWERED_BEFORE_PAUSE])).toMatchObject({ kind: 'delay', reason: 'carrier_unresponsive' });
       expect(dials).toHaveBeenCalledTimes(UNANSWERED_BEFORE_PAUSE);
     } finally {
-      dials.mockRestore();
-      pause.now = clock;
-      pause.answered(slow.configuration.id);
+      carrier.restore(slow.configuration.id);
     }
   });
 
@@ -120,18 +141,8 @@ describe("a carrier that does not answer a configuration's dials", () => {
 
   it("after a pause lets the first dial that can go now probe the carrier, not one that asked first and was paced ahead", async () => {
     const { jobs, configuration } = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 2);
-    const pause = apps.dialer!.get(CarrierPause);
-    const clock = pause.now;
-    let skewMs = 0;
-    pause.now = () => clock() + skewMs;
-    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
-    const placeCall = sandbox.placeCall.bind(sandbox);
-    let answering = false;
-    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async (call) => {
-      if (answering) return placeCall(call);
-      skewMs += 2_500;
-      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
-    });
+    const carrier = carrierThatStopsConnecting();
+    const { pause } = carrier;
     const placer = apps.dialer!.get(CallPlacer);
     const admit = jest.spyOn(placer as unknown as { admit: (...args: unknown[]) => Promise<unknown> }, 'admit');
     try {
@@ -140,8 +151,8 @@ describe("a carrier that does not answer a configuration's dials", () => {
       expect(await placer.place(pacedAhead)).toMatchObject({ kind: 'delay', reason: 'carrier_unresponsive' });
       // The pause is over and the carrier answers again. The first dial to ask comes back to a pacing instant minutes
       // ahead (a campaign's backlog): it goes on waiting for it, and dials nothing.
-      skewMs += 6_000;
-      answering = true;
+      carrier.advance(6_000);
+      carrier.answerAgain();
       admit.mockResolvedValueOnce({ kind: 'paced', waitMs: 600_000 });
       expect(await placer.place(pacedAhead)).toMatchObject({ kind: 'delay', reason: 'pacing' });
       // The next, due now, is the probe: it dials, and its answer opens the way for every dial of the configuration.
@@ -150,23 +161,14 @@ describe("a carrier that does not answer a configuration's dials", () => {
       expect(pause.ask(configuration.id, pacedAhead.runId)).toEqual({ waitMs: 0, probe: false });
     } finally {
       admit.mockRestore();
-      dials.mockRestore();
-      pause.now = clock;
-      pause.answered(configuration.id);
+      carrier.restore(configuration.id);
     }
   });
 
   it("leaves a live call its slot when a copy of its job, admitted after a pause, finds the probe's turn taken", async () => {
     const { jobs, configuration, workflow } = await queuedRunsOfOneConfiguration(UNANSWERED_BEFORE_PAUSE + 1);
-    const pause = apps.dialer!.get(CarrierPause);
-    const clock = pause.now;
-    let skewMs = 0;
-    pause.now = () => clock() + skewMs;
-    const sandbox = apps.dialer!.get(TelephonyProviders).get('sandbox');
-    const dials = jest.spyOn(sandbox, 'placeCall').mockImplementation(async () => {
-      skewMs += 2_500;
-      throw neverConnected('UND_ERR_CONNECT_TIMEOUT');
-    });
+    const carrier = carrierThatStopsConnecting();
+    const { pause } = carrier;
     const placer = apps.dialer!.get(CallPlacer);
     const admitter = placer as unknown as { admit: (...args: unknown[]) => Promise<unknown> };
     const admit = admitter.admit.bind(placer);
@@ -180,7 +182,7 @@ describe("a carrier that does not answer a configuration's dials", () => {
       await apps.dataSource.query(`UPDATE workflow_runs SET status = 'in_progress', provider_call_id = 'SB-live', answered_at = now() WHERE id = $1`, [
         live.runId,
       ]);
-      skewMs += 6_000;
+      carrier.advance(6_000);
       // While the copy is admitted (renewing the live call's slot), another dial takes the probe's turn.
       taken.mockImplementationOnce(async (...args: unknown[]) => {
         const admitted = await admit(...args);
@@ -194,9 +196,7 @@ describe("a carrier that does not answer a configuration's dials", () => {
       expect(await slots.lease(configuration.id, live.runId)).not.toBeNull();
     } finally {
       taken.mockRestore();
-      dials.mockRestore();
-      pause.now = clock;
-      pause.answered(configuration.id);
+      carrier.restore(configuration.id);
     }
   });
 });
