@@ -1,7 +1,7 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
-import { doublingDelay, isDatabaseUnavailable, SLOW_STATEMENT } from '@app/common';
+import { isDatabaseUnavailable, SLOW_STATEMENT } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
@@ -14,8 +14,6 @@ import { RecordingFetchesBusy } from './run-artifacts-collector.service';
  * so this job is the event's only copy).
  */
 export const DATABASE_AWAY_RIDE_OUT_MS = 24 * 3600_000;
-/** The longest wait between two tries while the database cannot be reached. */
-const DATABASE_AWAY_RETRY_CAP_MS = 30_000;
 
 /**
  * Consumes carrier status events. Errors are logged with context and
@@ -44,36 +42,41 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
 
   /** Answers whether any of the job's events moved the run. */
   async process(job: Job<CallEventJob>, token?: string): Promise<boolean> {
+    const attempt = job.attemptsMade + 1;
+    const lastAttempt = attempt >= (job.opts.attempts ?? 1);
     try {
-      return await this.applier.applyJob(job.data, job.attemptsMade + 1 >= (job.opts.attempts ?? 1), job.timestamp);
+      return await this.applier.applyJob(job.data, lastAttempt, job.timestamp);
     } catch (error) {
+      const about = { run_id: job.data.runId, event: job.data.type, job_id: job.id };
       if (error instanceof RecordingFetchesBusy) {
         // Back to the queue for a few seconds, no attempt spent, freeing this worker for other calls' events.
-        this.logger.debug({ run_id: job.data.runId, event: job.data.type, job_id: job.id }, error.message);
-        await job.moveToDelayed(error.untilMs, token);
-        throw new DelayedError(error.message);
+        this.logger.debug(about, error.message);
+        return delayed(job, error.untilMs, token, error.message);
       }
       if (error instanceof EventTooEarly) {
         // Expected: webhooks of one call come in no promised order. The job's retry, or its return after the delay, applies it.
-        this.logger.log({ run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 }, error.message);
+        this.logger.log({ ...about, attempt }, error.message);
         if (error.untilMs === undefined) throw error;
-        await job.moveToDelayed(error.untilMs, token);
-        throw new DelayedError(error.message);
+        return delayed(job, error.untilMs, token, error.message);
       }
-      const fields = { err: error, run_id: job.data.runId, event: job.data.type, job_id: job.id, attempt: job.attemptsMade + 1 };
+      const fields = { err: error, ...about, attempt };
       // Not a statement past its timeout, which may be this event's own (a row lock held): that spends attempts.
       if (isDatabaseUnavailable(error, SLOW_STATEMENT) && Date.now() - job.timestamp < DATABASE_AWAY_RIDE_OUT_MS) {
-        // attemptsStarted counts every pass, these included: the wait grows over the outage.
+        // attemptsStarted counts every pass, these included: the wait grows over the outage as the attempts' backoff does.
         const passes = Math.max(1, job.attemptsStarted);
-        const waitMs = Math.round(doublingDelay(1000, passes, DATABASE_AWAY_RETRY_CAP_MS) * (0.5 + Math.random() * 0.5));
+        const waitMs = cappedExponentialBackoff(passes);
         // Each job's 1st, 2nd, 4th, 8th... pass only: thousands of events waiting out an outage log a few lines each.
         if ((passes & (passes - 1)) === 0) this.logger.warn({ ...fields, passes, retry_in_ms: waitMs }, 'call event waits for the database');
-        await job.moveToDelayed(Date.now() + waitMs, token);
-        throw new DelayedError('waiting for the database');
+        return delayed(job, Date.now() + waitMs, token, 'waiting for the database');
       }
-      const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      this.logger.error(fields, last ? 'call event failed on its last attempt; it is dropped' : 'call event failed');
+      this.logger.error(fields, lastAttempt ? 'call event failed on its last attempt; it is dropped' : 'call event failed');
       throw error;
     }
   }
+}
+
+/** Sends the job back to wait until `untilMs`, spending no attempt. */
+async function delayed(job: Job<CallEventJob>, untilMs: number, token: string | undefined, why: string): Promise<never> {
+  await job.moveToDelayed(untilMs, token);
+  throw new DelayedError(why);
 }
