@@ -296,9 +296,13 @@ const UPLOAD_OUTLIVES_SESSION = `(status = 'completed' AND recording_upload_admi
 const NO_UPLOAD_ARRIVING = (waitMs: string) =>
   `(recording_upload_admitted_at IS NULL OR recording_upload_admitted_at <= now() - make_interval(secs => ${waitMs}::double precision / 1000))`;
 
-/** A call that ended more than `waitMs` ago. */
-const ENDED_BEFORE = (waitMs: string) =>
-  `(ended_at IS NOT NULL AND ended_at <= now() - make_interval(secs => ${waitMs}::double precision / 1000))`;
+/**
+ * An upload of the agent runtime's recording may begin: the call ended no
+ * more than `waitMs` ago (or not yet), or an earlier upload's admission
+ * lapsed without being given back (its gateway stopped under it).
+ */
+const UPLOAD_MAY_BEGIN = (waitMs: string) =>
+  `(recording_upload_admitted_at IS NOT NULL OR ended_at IS NULL OR ended_at > now() - make_interval(secs => ${waitMs}::double precision / 1000))`;
 
 /** How long an Idempotency-Key is kept (as Stripe does); then a repeat starts afresh. */
 const IDEMPOTENCY_RETENTION = '24 hours';
@@ -817,22 +821,14 @@ export class WorkflowRunStore {
           SET recording_upload_admitted_at = date_trunc('milliseconds', now()),
               agent_session_started_at = COALESCE(agent_session_started_at, now()), updated_at = now()
         WHERE id = $1 AND recording_key IS NULL AND ${AGENT_SESSION_OPEN('$2')} AND ${NO_UPLOAD_ARRIVING('$3')}
-          AND (recording_upload_admitted_at IS NOT NULL OR NOT ${ENDED_BEFORE('$3')})
+          AND ${UPLOAD_MAY_BEGIN('$3')}
         RETURNING recording_upload_admitted_at AS admitted_at`,
       [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
     );
     if (rows.length > 0) return { kind: 'stored', admittedAt: rows[0].admitted_at };
-    const [row] = await preparedQuery<{ open: boolean; has_recording: boolean }>(
-      this.dataSource,
-      `SELECT ${AGENT_SESSION_OPEN('$2')} AND (recording_upload_admitted_at IS NOT NULL OR NOT ${ENDED_BEFORE('$3')}) AS open,
-              recording_key IS NOT NULL AS has_recording
-         FROM workflow_runs WHERE id = $1`,
-      [runId, AGENT_SESSION_STATUSES, uploadWaitMs],
-    );
-    if (!row) return { kind: 'no_run' };
-    if (!row.open) return { kind: 'closed' };
+    const refused = await this.whyAgentWriteRefused(runId, `(${AGENT_SESSION_OPEN('$2')} AND ${UPLOAD_MAY_BEGIN('$3')})`, [uploadWaitMs]);
     // Open, without a recording: another upload's admission is noted (or was, an instant ago: a retry is harmless).
-    return { kind: row.has_recording ? 'exists' : 'arriving' };
+    return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'arriving') };
   }
 
   /**
@@ -872,21 +868,25 @@ export class WorkflowRunStore {
       [runId, recordingKey, AGENT_SESSION_STATUSES, JSON.stringify([late])],
     );
     if (rows.length > 0) return { kind: 'stored' };
-    const refused = await this.whyAgentWriteRefused(runId, UPLOAD_OUTLIVES_SESSION);
+    const refused = await this.whyAgentWriteRefused(runId, `(${AGENT_SESSION_OPEN('$2')} OR ${UPLOAD_OUTLIVES_SESSION})`);
     return { kind: refused.kind ?? (refused.hasRecording ? 'exists' : 'closed') };
   }
 
   /**
    * Why a write of the agent runtime changed nothing, when the run's own
-   * state says so (no run, a closed session); `alsoWritable`: a condition
-   * under which the write is taken though the session is closed.
+   * state says so (no run, a closed session); `writable`: the condition the
+   * write took the run under (the open session, or another the write named,
+   * over $2, the session statuses, and `params` from $3 on).
    */
-  private async whyAgentWriteRefused(runId: number, alsoWritable?: string): Promise<{ kind?: 'no_run' | 'closed'; hasRecording?: boolean }> {
-    const writable = alsoWritable ? `(${AGENT_SESSION_OPEN('$2')} OR ${alsoWritable})` : AGENT_SESSION_OPEN('$2');
+  private async whyAgentWriteRefused(
+    runId: number,
+    writable = AGENT_SESSION_OPEN('$2'),
+    params: unknown[] = [],
+  ): Promise<{ kind?: 'no_run' | 'closed'; hasRecording?: boolean }> {
     const [row] = await preparedQuery<{ open: boolean; has_recording: boolean }>(
       this.dataSource,
       `SELECT ${writable} AS open, recording_key IS NOT NULL AS has_recording FROM workflow_runs WHERE id = $1`,
-      [runId, AGENT_SESSION_STATUSES],
+      [runId, AGENT_SESSION_STATUSES, ...params],
     );
     if (!row) return { kind: 'no_run' };
     return row.open ? { hasRecording: row.has_recording } : { kind: 'closed' };
