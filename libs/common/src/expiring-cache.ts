@@ -35,7 +35,7 @@ export class ExpiringCache<K, V> {
    * that may have been under way before this call (one shared with earlier
    * callers): its answer was read no earlier than that load began.
    */
-  get(key: K, load: () => Promise<V>, keep: (value: V) => boolean = () => true, expiryOfLoad?: () => number | undefined): Promise<V> {
+  get(key: K, load: () => Promise<V>, keep: (value: V) => boolean = () => true, expiryOfLoad?: (key: K) => number | undefined): Promise<V> {
     if (this.ttlMs <= 0) return load();
     // A monotonic clock: the wall clock stepped back (NTP, a VM resumed) would keep entries past their time to live.
     const now = performance.now();
@@ -49,7 +49,7 @@ export class ExpiringCache<K, V> {
       // Its time to live counts from before the load, as for an entry placed at once: from before the first caller's
       // when the load is shared. Counted from this call, a caller that joined a slow load just before the first one's
       // time ran out would keep its answer almost twice the time to live.
-      const expiresAt = Math.min(now + this.ttlMs, expiryOfLoad?.() ?? Infinity);
+      const expiresAt = Math.min(now + this.ttlMs, expiryOfLoad?.(key) ?? Infinity);
       void value.then(
         (loaded) => this.admit(key, { value, expiresAt, loaded: { value: loaded } }, generation, keep),
         () => undefined,
@@ -118,6 +118,8 @@ export class ExpiringCache<K, V> {
 export class FoundOrMissingCache<K, V> {
   private readonly found: ExpiringCache<K, V>;
   private readonly missing: ExpiringCache<K, V>;
+  /** Made once: `get` runs on every trigger and key check. */
+  private readonly expiryAmongMissing: (key: K) => number | undefined;
 
   constructor(
     ttlMs: number,
@@ -125,6 +127,7 @@ export class FoundOrMissingCache<K, V> {
     limits: { found?: number; missing?: number } = {},
   ) {
     this.found = new ExpiringCache(ttlMs, limits.found ?? 10_000, true);
+    this.expiryAmongMissing = (key) => this.missing.expiryOf(key);
     this.missing = new ExpiringCache(ttlMs, limits.missing ?? 1_000);
   }
 
@@ -132,7 +135,7 @@ export class FoundOrMissingCache<K, V> {
     const isMissing = (value: V) => !this.isFound(value);
     // The loads under way sit among the missing, so concurrent misses share one; a found value moves to the found,
     // to expire when the shared load's entry among the missing would have.
-    return this.found.get(key, () => this.missing.get(key, load, isMissing), this.isFound, () => this.missing.expiryOf(key));
+    return this.found.get(key, () => this.missing.get(key, load, isMissing), this.isFound, this.expiryAmongMissing);
   }
 
   /** Drops the entries `matches` picks from both, and every load under way. */
