@@ -11,6 +11,14 @@ export interface AppConfig {
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
   readonly redisUrl: string;
+  /**
+   * A Redis connection with commands sent and nothing received for this
+   * long is given up and made again. A connection closed by neither side
+   * (a partition, a failover that moves the address, a host that lost
+   * power) would otherwise wait for the kernel to give up retransmitting,
+   * about 15 minutes.
+   */
+  readonly redisSocketTimeoutMs: number;
   /** BullMQ key prefix, written as a Redis Cluster hash tag (`{name}`). */
   readonly queuePrefix: string;
   readonly apiPort: number;

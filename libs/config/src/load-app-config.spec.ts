@@ -42,6 +42,14 @@ describe('loadAppConfig', () => {
     }
   });
 
+  it("takes a Redis socket timeout of 12 s at least, past BullMQ's longest blocking wait for a job", () => {
+    expect(loadAppConfig({ SECRETS_KEY: SECRET }).redisSocketTimeoutMs).toBe(15_000);
+    expect(loadAppConfig({ SECRETS_KEY: SECRET, REDIS_SOCKET_TIMEOUT_MS: '12000' }).redisSocketTimeoutMs).toBe(12_000);
+    expect(() => loadAppConfig({ SECRETS_KEY: SECRET, REDIS_SOCKET_TIMEOUT_MS: '5000' })).toThrow(
+      'REDIS_SOCKET_TIMEOUT_MS must be an integer from 12000 to 600000 (got "5000")',
+    );
+  });
+
   it('refuses a URL whose password the clients could not decode, without echoing it', () => {
     const url = 'redis://:p%zzsecret@127.0.0.1:6379';
     let message = '';

@@ -11,6 +11,7 @@ export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/voice_ag
 /** Longer than a dial request (15 s) and the look-up that follows one whose answer was lost (15 s). */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 35_000;
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_REDIS_SOCKET_TIMEOUT_MS = 15_000;
 
 /** A CIDR (`10.0.0.0/8`, `fd00::/8`) as a network, or undefined when it is not one. */
 export function parseNetwork(cidr: string): Network | undefined {
@@ -36,6 +37,9 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     databaseUrl: reader.url('DATABASE_URL', DEFAULT_DATABASE_URL, ['postgres:', 'postgresql:']),
     databasePoolSize: reader.integer('DATABASE_POOL_SIZE', 10, 1, 200),
     redisUrl: reader.redisUrl('REDIS_URL', DEFAULT_REDIS_URL),
+    // At least BullMQ's longest blocking wait for a job (10 s) and its 1-s margin: a worker's idle connection
+    // answers nothing that long, and must not be taken for a dead one.
+    redisSocketTimeoutMs: reader.integer('REDIS_SOCKET_TIMEOUT_MS', DEFAULT_REDIS_SOCKET_TIMEOUT_MS, 12_000, 600_000),
     queuePrefix: reader.queuePrefix('QUEUE_PREFIX', '{voice-agent}'),
     apiPort,
     apiHost: reader.string('HOST', '0.0.0.0'),

@@ -11,3 +11,4 @@ export * from './queue-names';
 export * from './queue.module';
 export * from './redis-client';
 export * from './redis-connection';
+export * from './redis-heartbeat';

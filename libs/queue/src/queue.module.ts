@@ -11,6 +11,7 @@ import { PacingInstants } from './pacing-instants';
 import { QueueName } from './queue-names';
 import { RedisClient } from './redis-client';
 import { redisConnectionOptions } from './redis-connection';
+import { RedisHeartbeat } from './redis-heartbeat';
 
 /**
  * Registers BullMQ with the configured Redis and hash-tag prefix, and the
@@ -26,7 +27,7 @@ export class QueueModule {
         BullModule.forRootAsync({
           inject: [APP_CONFIG],
           useFactory: (config: AppConfig) => ({
-            connection: redisConnectionOptions(config.redisUrl, role),
+            connection: redisConnectionOptions(config.redisUrl, role, config.redisSocketTimeoutMs),
             prefix: config.queuePrefix,
           }),
         }),
@@ -41,8 +42,9 @@ export class QueueModule {
         DialBacklogs,
         QueueConnectionErrors,
         QueueConnectionsShutdown,
+        RedisHeartbeat,
       ],
-      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs],
+      exports: [BullModule, CallsQueue, CallEventsQueue, RedisClient, PacingInstants, ConcurrencyLimiter, DialBacklogs, RedisHeartbeat],
     };
   }
 }

@@ -35,7 +35,7 @@ export class RedisClient implements OnModuleInit, OnApplicationShutdown {
     private readonly role: 'producer' | 'worker' = 'worker',
   ) {
     // The same connection options as BullMQ's, read from the URL the same way: both must reach the same database.
-    this.redis = new Redis({ ...redisConnectionOptions(config.redisUrl, role), lazyConnect: false, enableAutoPipelining: true });
+    this.redis = new Redis({ ...redisConnectionOptions(config.redisUrl, role, config.redisSocketTimeoutMs), lazyConnect: false, enableAutoPipelining: true });
     // Errors surface on the commands that fail; the connection retries by itself.
     this.redis.on('error', () => undefined);
   }

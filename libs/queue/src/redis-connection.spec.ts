@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { DEFAULT_REDIS_SOCKET_TIMEOUT_MS } from '@app/config';
 import { MAX_RECONNECT_DELAY_MS, RECONNECT_JITTER_MS, reconnectDelay, redisConnectionOptions } from './redis-connection';
 
 describe('redisConnectionOptions', () => {
@@ -28,6 +29,15 @@ describe('redisConnectionOptions', () => {
       random.mockRestore();
     }
     expect(MAX_RECONNECT_DELAY_MS + RECONNECT_JITTER_MS).toBe(2200);
+  });
+
+  it('gives up a connection that answers nothing for the socket timeout, past BullMQ\'s longest blocking wait', () => {
+    for (const role of ['producer', 'worker'] as const) {
+      expect(redisConnectionOptions('redis://127.0.0.1:6379', role, 20_000).socketTimeout).toBe(20_000);
+      // Partial configurations (scripts, tests) get the default.
+      expect(redisConnectionOptions('redis://127.0.0.1:6379', role).socketTimeout).toBe(DEFAULT_REDIS_SOCKET_TIMEOUT_MS);
+    }
+    expect(DEFAULT_REDIS_SOCKET_TIMEOUT_MS).toBeGreaterThan(11_000);
   });
 
   it('gives an IPv6 address bare, as a socket takes it', () => {

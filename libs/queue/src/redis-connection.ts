@@ -1,4 +1,5 @@
 import { RedisOptions } from 'bullmq';
+import { DEFAULT_REDIS_SOCKET_TIMEOUT_MS } from '@app/config';
 
 /** The longest wait between two attempts to reconnect to Redis, before its jitter. */
 export const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -21,9 +22,18 @@ export function reconnectDelay(attempt: number): number {
 /**
  * Connection options for BullMQ. Producers fail fast while Redis is away
  * (no offline queue); workers wait for it and retry forever. Both try to
- * reconnect at least every 2.2 s (`reconnectDelay`).
+ * reconnect at least every 2.2 s (`reconnectDelay`), and give up a
+ * connection that has answered nothing for `socketTimeoutMs` while commands
+ * wait on it (REDIS_SOCKET_TIMEOUT_MS): one closed by neither side would
+ * otherwise hold its commands until the kernel gave up retransmitting them,
+ * about 15 minutes. Its commands fail, or for a worker are sent again on
+ * the new connection, as when Redis restarts.
  */
-export function redisConnectionOptions(redisUrl: string, role: 'producer' | 'worker'): RedisOptions {
+export function redisConnectionOptions(
+  redisUrl: string,
+  role: 'producer' | 'worker',
+  socketTimeoutMs: number = DEFAULT_REDIS_SOCKET_TIMEOUT_MS,
+): RedisOptions {
   const url = new URL(redisUrl);
   const options: RedisOptions = {
     // An IPv6 address comes bracketed in a URL ([::1]), and bare to a socket.
@@ -36,6 +46,7 @@ export function redisConnectionOptions(redisUrl: string, role: 'producer' | 'wor
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     retryStrategy: reconnectDelay,
+    socketTimeout: socketTimeoutMs,
   };
   if (role === 'producer') {
     options.enableOfflineQueue = false;

@@ -1,5 +1,5 @@
 import { AppConfig } from '@app/config';
-import { CallEventJob } from '@app/queue';
+import { CallEventJob, RedisHeartbeat } from '@app/queue';
 import { DelayedError, Job } from 'bullmq';
 import { CallEventApplier } from './call-event-applier.service';
 import { CallEventsProcessor, DATABASE_AWAY_RIDE_OUT_MS } from './call-events.processor';
@@ -10,7 +10,7 @@ describe('CallEventsProcessor', () => {
 
   function setUp(error: Error, job: { timestamp: number; attemptsMade: number; attemptsStarted: number }) {
     const applier = { applyJob: jest.fn(async () => Promise.reject(error)) } as unknown as CallEventApplier;
-    const processor = new CallEventsProcessor(applier, { dialerConcurrency: 1 } as AppConfig);
+    const processor = new CallEventsProcessor(applier, { dialerConcurrency: 1 } as AppConfig, {} as RedisHeartbeat);
     const moveToDelayed = jest.fn(async () => undefined);
     const fake = { id: 'run-1-completed', data: { runId: 1, type: 'completed' }, opts: { attempts: 40 }, moveToDelayed, ...job };
     return { run: () => processor.process(fake as unknown as Job<CallEventJob>, 'token'), moveToDelayed };

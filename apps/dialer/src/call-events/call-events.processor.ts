@@ -3,7 +3,7 @@ import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { isDatabaseUnavailable, SLOW_STATEMENT } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName } from '@app/queue';
+import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName, RedisHeartbeat } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
 import { RecordingFetchesBusy } from './run-artifacts-collector.service';
 
@@ -31,6 +31,7 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
   constructor(
     private readonly applier: CallEventApplier,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly heartbeat: RedisHeartbeat,
   ) {
     super();
   }
@@ -38,6 +39,7 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
   onModuleInit(): void {
     this.worker.concurrency = this.config.dialerConcurrency;
     logConnectionErrors(this.worker, `worker ${QueueName.CallEvents}`, this.logger);
+    this.heartbeat.watch(this.worker);
   }
 
   /** Answers whether any of the job's events moved the run. */

@@ -1,6 +1,6 @@
 import { DelayedError, Job } from 'bullmq';
 import { AppConfig } from '@app/config';
-import { CallsQueue } from '@app/queue';
+import { CallsQueue, RedisHeartbeat } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProcessor } from './place-call.processor';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
@@ -20,7 +20,7 @@ describe('PlaceCallProcessor', () => {
 
   function processorWith(decision: PlaceDecision) {
     const place = jest.fn(async () => decision);
-    const processor = new PlaceCallProcessor({ place } as unknown as CallPlacer, {} as CallsQueue, {} as AppConfig);
+    const processor = new PlaceCallProcessor({ place } as unknown as CallPlacer, {} as CallsQueue, {} as AppConfig, {} as RedisHeartbeat);
     const job = {
       id: 'place-call:7',
       data: { runId: 7, organizationId: 3, ...progress },

@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallsQueue, cappedExponentialBackoff, delayWithData, logConnectionErrors, PlaceCallJob, QueueName } from '@app/queue';
+import { CallsQueue, cappedExponentialBackoff, delayWithData, logConnectionErrors, PlaceCallJob, QueueName, RedisHeartbeat } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -22,6 +22,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
     private readonly placer: CallPlacer,
     private readonly callsQueue: CallsQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly heartbeat: RedisHeartbeat,
   ) {
     super();
   }
@@ -29,6 +30,7 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
   onModuleInit(): void {
     this.worker.concurrency = this.config.dialerConcurrency;
     logConnectionErrors(this.worker, `worker ${QueueName.Calls}`, this.logger);
+    this.heartbeat.watch(this.worker);
   }
 
   async process(job: Job<PlaceCallJobData>, token?: string): Promise<PlaceDecision['kind'] | string> {
