@@ -15,8 +15,10 @@ describe('renderOpening', () => {
 
   it.each([
     ['the greeting', { greeting: 'Hi {{ initial_context.name }}!', prompt: 'You are a receptionist.' }, 'Hi Ada!'],
-    ['the prompt when the greeting renders empty', { greeting: '{{ initial_context.missing }}', prompt: 'Hello {{ initial_context.name }}.' }, 'Hello Ada.'],
+    // Its author chose to say nothing for this call: the prompt, the agent's instructions, is not read out instead.
+    ['nothing when the greeting renders empty', { greeting: '{% if initial_context.vip %}Welcome back!{% endif %}', prompt: 'Secret notes on {{ initial_context.name }}.' }, ''],
     ['the prompt when there is no greeting', { prompt: 'Hello.' }, 'Hello.'],
+    ['the prompt when the greeting is blank', { greeting: '  ', prompt: 'Hello.' }, 'Hello.'],
     ['nothing when the start node has neither', {}, ''],
     ['nothing without a start node', null, ''],
   ])('answers %s, as the whole definition rendered does', async (_case, start, expected) => {

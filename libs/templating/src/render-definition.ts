@@ -108,19 +108,29 @@ export async function renderDefinition(
       greeting: await renderField(node.data?.greeting),
     });
   }
-  const start = nodes.find((node) => node.type === 'startCall');
-  return { nodes, opening: start?.greeting || start?.prompt || '', missingPaths: [...missing] };
+  const startIndex = graph.nodes.findIndex((node) => node.type === 'startCall');
+  const opening = startIndex < 0 ? '' : (nodes[startIndex][openingField(graph.nodes[startIndex])] ?? '');
+  return { nodes, opening, missingPaths: [...missing] };
 }
 
-/** `renderDefinition(...).opening` alone: renders the start node's greeting, and its prompt only when that is empty. */
+/**
+ * Which field of the start node the agent opens with: its greeting when it
+ * has one, even one that renders empty for this call (`{% if vip %}Welcome
+ * back!{% endif %}`: its author chose to say nothing then), and its prompt
+ * only when it has none. A greeting that rendered empty must not put the
+ * prompt in its place: a prompt holds the agent's instructions, and maybe
+ * the call's context, which the callee would hear and the transcript keep.
+ */
+function openingField(start: DefinitionGraph['nodes'][number]): 'greeting' | 'prompt' {
+  const greeting = start.data?.greeting;
+  return typeof greeting === 'string' && greeting.trim() !== '' ? 'greeting' : 'prompt';
+}
+
+/** `renderDefinition(...).opening` alone: renders only the start node's field the agent opens with. */
 export async function renderOpening(renderer: PromptRenderer, graph: DefinitionGraph, data: Record<string, unknown>): Promise<string> {
   const start = graph.nodes.find((node) => node.type === 'startCall');
-  for (const source of [start?.data?.greeting, start?.data?.prompt]) {
-    if (typeof source !== 'string') continue;
-    const text = (await renderer.render(source, data)).text;
-    if (text) return text;
-  }
-  return '';
+  const source = start ? start.data?.[openingField(start)] : undefined;
+  return typeof source === 'string' ? (await renderer.render(source, data)).text : '';
 }
 
 function overBudget(what: string): DefinitionRenderLimitError {
