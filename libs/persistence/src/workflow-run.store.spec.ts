@@ -96,6 +96,18 @@ describe('WorkflowRunStore durations and transitions', () => {
     for (const runId of runIds) expect(await durationOf(runId)).toEqual({ duration: 60, costInfo: { call_duration_seconds: 60 } });
   });
 
+  it("moves the run's updated_at with an event that changes no status, as with every write its record shows", async () => {
+    const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
+    await dataSource.query(`UPDATE workflow_runs SET updated_at = now() - interval '1 hour' WHERE id = $1`, [runId]);
+    const before = (await store.findById(runId))!.updatedAt;
+
+    await store.appendEvent(runId, 'api.hangup_requested');
+
+    const after = await store.findById(runId);
+    expect((after!.logs as { events: Array<{ event: string }> }).events.map((entry) => entry.event)).toContain('api.hangup_requested');
+    expect(after!.updatedAt.getTime() - before.getTime()).toBeGreaterThan(3_000_000);
+  });
+
   it('leaves a run that was never answered alone', async () => {
     const [runId] = storedRunIds(await store.insertQueued([queuedRun()]));
     await store.transition(runId, 'failed', 'carrier.failed', { endedAt: new Date() });

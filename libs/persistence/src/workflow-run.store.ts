@@ -657,7 +657,7 @@ export class WorkflowRunStore {
     const entry: RunLogEvent = { at: new Date().toISOString(), event, ...(detail ? { detail } : {}) };
     await this.dataSource.query(
       `UPDATE workflow_runs
-          SET logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $2::jsonb)
+          SET logs = jsonb_set(logs, '{events}', COALESCE(logs->'events', '[]'::jsonb) || $2::jsonb), updated_at = now()
         WHERE id = $1`,
       [runId, JSON.stringify([entry])],
     );
