@@ -54,4 +54,21 @@ describe('a dialer that cannot bind its health port', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   }, 60_000);
+
+  it.each(['api', 'dialer'] as const)(
+    'refuses a REDIS_URL database that Redis does not have, before it takes a job or a request (%s)',
+    async (app) => {
+      const { child, output, exited } = await spawnApp(app, { databaseUrl, queuePrefix, artifactsDir }, { env: { REDIS_URL: 'redis://127.0.0.1:6379/99' } });
+      try {
+        expect(await exited).toEqual({ code: 1, signal: null });
+        expect(output()).toContain('Invalid configuration');
+        expect(output()).toContain('REDIS_URL selects database 99, which this Redis refuses');
+        // Stopped before its modules: no worker was started to take jobs from database 0.
+        expect(output()).not.toContain('workers drained');
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      }
+    },
+    60_000,
+  );
 });

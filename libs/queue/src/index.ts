@@ -12,3 +12,4 @@ export * from './queue.module';
 export * from './redis-client';
 export * from './redis-connection';
 export * from './redis-heartbeat';
+export * from './redis-database-check';
