@@ -11,6 +11,7 @@ const { connect } = require('node:net');
 const { join, resolve } = require('node:path');
 const { API_NODE_FLAGS, DIALER_NODE_FLAGS } = require('./app-node-flags');
 const { forwardOutput } = require('./forward-output');
+const { probeHost, signalAction } = require('./local-signals');
 
 const ROOT = join(__dirname, '..');
 const API_ENTRY = join(ROOT, 'dist/apps/api/apps/api/src/main.js');
@@ -19,8 +20,6 @@ const CONFIG_DEFAULTS = join(ROOT, 'dist/apps/api/libs/config/src/load-app-confi
 const CLI = join(ROOT, 'scripts/cli.js');
 const LOCAL_SECRETS_KEY_FILE = join(ROOT, 'var/local-secrets.key');
 const READY_TIMEOUT_MS = 60_000;
-/** npm and the terminal both deliver one Ctrl-C: a repeat this soon is the same request. */
-const REPEAT_SIGNAL_WINDOW_MS = 1_000;
 /** How long past the dialer's own shutdown grace (SHUTDOWN_GRACE_MS) a stop may take before the apps are killed. */
 const KILL_MARGIN_MS = 10_000;
 /** SHUTDOWN_GRACE_MS + KILL_MARGIN_MS once the apps' environment is known. */
@@ -57,9 +56,10 @@ async function main() {
   await runCli(['migrate'], env);
   startApp('api', API_ENTRY, env, API_NODE_FLAGS);
   startApp('dialer', DIALER_ENTRY, env, DIALER_NODE_FLAGS);
+  const host = probeHost(env.HOST);
   await Promise.all([
-    waitUntilReady('api', `http://127.0.0.1:${env.PORT}/health/ready`),
-    waitUntilReady('dialer', `http://127.0.0.1:${env.DIALER_HEALTH_PORT}/health/ready`),
+    waitUntilReady('api', `http://${host}:${env.PORT}/health/ready`),
+    waitUntilReady('dialer', `http://${host}:${env.DIALER_HEALTH_PORT}/health/ready`),
   ]);
 
   const seed = JSON.parse(await runCli(['seed-demo'], env, { capture: true }));
@@ -201,13 +201,13 @@ function onSignal(signal) {
   // The terminal is gone: writing to it would fail (and can crash Node), so nothing more is written to it, the apps'
   // logs included; they are still read, so the apps never block on a full pipe while they drain.
   if (signal === 'SIGHUP') terminalGone = true;
-  if (!stopping) {
+  const action = signalAction(signal, stopping ? stopping.at : null);
+  if (action === 'stop') {
     say(`${signal}: stopping the api and the dialer`);
     stop(signal);
-    return;
+  } else if (action === 'kill') {
+    killAll(`${signal} again`);
   }
-  if (Date.now() - stopping.at < REPEAT_SIGNAL_WINDOW_MS) return;
-  killAll(`${signal} again`);
 }
 
 function killAll(reason) {
