@@ -378,6 +378,10 @@ describe('management API: workflows', () => {
     ['an agentNode prompt is not a string', { nodes: [start, node('a', 'agentNode', { prompt: 42 })], edges: [] }, 'needs a string data.prompt'],
     ['a greeting is not a string', { nodes: [node('start', 'startCall', { prompt: 'x', greeting: ['hi'] })], edges: [] }, 'data.greeting must be a string'],
     ['a prompt uses an unknown filter', { nodes: [node('start', 'startCall', { prompt: '{{ initial_context.a | exec }}' })], edges: [] }, 'data.prompt is not a valid template'],
+    ['a where_exp expression uses an unknown filter', {
+      nodes: [node('start', 'startCall', { prompt: 'x', greeting: '{{ initial_context.items | where_exp: "i", "i.vip | truthy" | size }}' })],
+      edges: [],
+    }, 'data.greeting is not a valid template: the expression given to where_exp ("i.vip | truthy") does not parse: undefined filter: truthy'],
     ['a greeting does not parse', { nodes: [node('start', 'startCall', { prompt: 'x', greeting: '{% if %}' })], edges: [] }, 'data.greeting is not a valid template'],
     ['a trigger_path is not a UUID', { nodes: [start, node('t', 'trigger', { trigger_path: 'abc' })], edges: [] }, 'trigger_path must be a UUID'],
     ['two trigger nodes share a path', {

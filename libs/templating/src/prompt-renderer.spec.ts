@@ -94,6 +94,31 @@ describe('PromptRenderer', () => {
     expect(() => renderer.validate('{{ initial_context.a | exec }}')).toThrow();
   });
 
+  describe('what Liquid parses only as it renders, parsed when the template is saved', () => {
+    it.each([
+      ['an *_exp expression with an unknown filter', `{{ initial_context.items | where_exp: "i", "i.kind | downcse" | size }}`, /where_exp .*undefined filter: downcse/],
+      ['one in a branch no data of the save takes', `{% if initial_context.vip %}{{ initial_context.items | find_exp: "i", "i.a | nope" }}{% endif %}`, /find_exp .*undefined filter: nope/],
+      ['one inside a loop', `{% for x in initial_context.xs %}{% assign n = x.items | reject_exp: "i", "i | nope" %}{% endfor %}`, /reject_exp .*undefined filter: nope/],
+      ['one that does not parse at all', `{{ initial_context.items | group_by_exp: "i", "i.kind[" }}`, /group_by_exp .*not closed/],
+      ['one inside another expression', `{{ initial_context.a | where_exp: "i", "i.b | where_exp: 'j', 'j | nope'" }}`, /undefined filter: nope/],
+      ['a {% cycle %} value with an unknown filter', `{% for x in initial_context.xs %}{% cycle "a" | nosuch, "b" %}{% endfor %}`, /undefined filter: nosuch/],
+    ])('refuses %s', (_case, source, message) => {
+      expect(() => renderer.validate(source)).toThrow(message);
+    });
+
+    it('takes sound ones, and an expression held in a variable, known only with the call', async () => {
+      const sound = `{{ initial_context.items | where_exp: "i", "i.kind == 'x'" | map: "name" | join: "," }}{% for x in initial_context.items %}{% cycle "a" | upcase, "b" %}{% endfor %}`;
+      expect(() => renderer.validate(sound)).not.toThrow();
+      expect(() => renderer.validate('{{ initial_context.items | where_exp: "i", initial_context.rule }}')).not.toThrow();
+      const items = [
+        { kind: 'x', name: 'one' },
+        { kind: 'y', name: 'two' },
+        { kind: 'x', name: 'three' },
+      ];
+      expect((await renderer.render(sound, { initial_context: { items } })).text).toBe('one,threeAbA');
+    });
+  });
+
   it('keeps a small template in use compiled while large ones, each rendered once, pass through, and forgets the oldest of those', async () => {
     const fresh = new PromptRenderer();
     const parse = jest.spyOn(fresh['liquid'], 'parse');

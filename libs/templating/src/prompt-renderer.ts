@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CaptureTag, Context, Emitter, TagToken, Template, toPromise, toValue } from 'liquidjs';
+import { CaptureTag, Context, Emitter, FilteredValueToken, Liquid, QuotedToken, TagToken, Template, TokenKind, toPromise, toValue, toValueSync, Value } from 'liquidjs';
 import { CompiledTemplateCache } from './compiled-template-cache';
 import { missingPaths, VariablePaths } from './missing-paths';
 import { pacedLiquid } from './paced-liquid';
@@ -129,7 +129,7 @@ export class PromptRenderer {
   validate(source: string): void {
     const tags = liquidTagCount(source);
     if (tags > TEMPLATE_TAGS_LIMIT) throw new Error(`it holds ${tags} Liquid tags and outputs; the limit is ${TEMPLATE_TAGS_LIMIT}`);
-    this.liquid.parse(source);
+    assertDeferredValuesParse(this.liquid.parse(source), this.liquid);
   }
 
   /**
@@ -154,6 +154,61 @@ export class PromptRenderer {
     this.compiled.set(source, compiled);
     return compiled;
   }
+}
+
+/** Filters given a Liquid expression as a string (`where_exp: "item", "item.kind == 'x'"`), parsed only as they run. */
+const EXPRESSION_FILTERS = new Set(['where_exp', 'reject_exp', 'group_by_exp', 'has_exp', 'find_exp', 'find_index_exp']);
+
+/** A parsed template's part, as Liquid's static analysis walks it. */
+interface TemplatePart {
+  arguments?(): Iterable<unknown>;
+  children?(partials: boolean, sync: boolean): unknown;
+}
+
+/**
+ * Parses what Liquid itself leaves to the render, where no data can change
+ * the outcome: the expression a literal gives an `*_exp` filter, and the
+ * filtered values of `{% cycle %}`. An unknown filter or a syntax error
+ * there passed the parse, and failed every call that reached it
+ * (`template_error`). Walks every branch, taken with the call's data or
+ * not, the way Liquid's static analysis does.
+ */
+function assertDeferredValuesParse(templates: Template[], liquid: Liquid): void {
+  const checkValue = (value: Value): void => {
+    for (const filter of value.filters) {
+      if (!EXPRESSION_FILTERS.has(filter.name)) continue;
+      const expression = filter.args[1];
+      // A variable's expression is known only with the call's data.
+      if (isQuoted(expression)) {
+        try {
+          checkValue(new Value(expression.content, liquid));
+        } catch (error) {
+          throw new Error(`the expression given to ${filter.name} ("${expression.content}") does not parse: ${(error as Error).message}`, { cause: error });
+        }
+      }
+    }
+  };
+  function* visit(part: TemplatePart): Generator<unknown, void, Iterable<TemplatePart>> {
+    for (const argument of part.arguments?.() ?? []) {
+      if (argument instanceof Value) checkValue(argument);
+      // A filtered value Liquid keeps as a token, to make a Value of as the tag renders ({% cycle %}'s).
+      else if (isFilteredValueToken(argument)) checkValue(new Value(argument, liquid));
+    }
+    if (part.children) for (const child of yield part.children(false, true)) yield visit(child);
+  }
+  toValueSync(
+    (function* () {
+      for (const template of templates) yield visit(template as unknown as TemplatePart);
+    })(),
+  );
+}
+
+function isQuoted(token: unknown): token is QuotedToken {
+  return typeof token === 'object' && token !== null && (token as QuotedToken).kind === TokenKind.Quoted;
+}
+
+function isFilteredValueToken(token: unknown): token is FilteredValueToken {
+  return typeof token === 'object' && token !== null && (token as FilteredValueToken).kind === TokenKind.FilteredValue;
 }
 
 /** The Liquid tags and outputs a template holds, counted from its delimiters without parsing it. */
