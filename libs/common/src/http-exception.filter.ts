@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { urlForLog } from './create-root-logger';
 import { isDatabaseUnavailable } from './database-unavailable';
 import { isRedisUnavailable } from './redis-unavailable';
+import { isStorageUnavailable } from './storage-unavailable';
 import { DomainError } from './domain-error';
 import { ErrorBody } from './error-body';
 import { isUnstorableValue } from './unstorable-value';
@@ -94,6 +95,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     if (isRedisUnavailable(exception)) {
       return this.body(503, 'service_unavailable', 'The queue is unavailable; retry shortly', requestId);
+    }
+    if (isStorageUnavailable(exception)) {
+      // Logged in full as every 5xx is: a disk that stays full needs its operator.
+      return this.body(503, 'service_unavailable', 'Artifact storage cannot serve this now (out of space or file handles); retry shortly', requestId);
     }
     if (isUnstorableValue(exception)) {
       this.logger.warn({ err: exception, request_id: requestId }, 'a value the database cannot store');

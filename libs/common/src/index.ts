@@ -11,6 +11,7 @@ export * from './phone-number';
 export * from './close-on-signal';
 export * from './database-unavailable';
 export * from './redis-unavailable';
+export * from './storage-unavailable';
 export * from './with-timeout';
 export * from './doubling-delay';
 export * from './batcher';
