@@ -190,6 +190,33 @@ describe('downloads: run artifact URLs and time-limited links', () => {
       expect(await past.json()).toMatchObject({ statusCode: 416, code: 'range_not_satisfiable' });
     });
 
+    it('answers 304 to a client that holds this copy (If-None-Match), and 412 to an If-Match naming another', async () => {
+      const whole = await fetchBare(completed.recording_url);
+      const etag = whole.headers.get('etag')!;
+      const conditional = async (headers: Record<string, string>, method = 'GET') => {
+        const response = await fetch(completed.recording_url, { method, headers });
+        return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) };
+      };
+      for (const ifNoneMatch of [etag, `W/${etag}`, `"another-copy", ${etag}`, '*']) {
+        for (const method of ['GET', 'HEAD']) {
+          const kept = await conditional({ 'if-none-match': ifNoneMatch }, method);
+          expect({ ifNoneMatch, method, status: kept.status, bytes: kept.bytes.length }).toEqual({ ifNoneMatch, method, status: 304, bytes: 0 });
+          expect(kept.headers.get('etag')).toBe(etag);
+        }
+      }
+      // Another copy, or a Range alongside a tag that does not match: served as before.
+      expect((await conditional({ 'if-none-match': '"another-copy"' })).bytes.equals(whole.bytes)).toBe(true);
+      expect((await conditional({ 'if-none-match': '"another-copy"', range: 'bytes=0-9' })).status).toBe(206);
+
+      expect((await conditional({ 'if-match': etag })).status).toBe(200);
+      expect((await conditional({ 'if-match': '*' })).status).toBe(200);
+      for (const ifMatch of ['"another-copy"', `W/${etag}`]) {
+        const refused = await conditional({ 'if-match': ifMatch });
+        expect({ ifMatch, status: refused.status }).toEqual({ ifMatch, status: 412 });
+        expect(JSON.parse(refused.bytes.toString())).toMatchObject({ statusCode: 412, code: 'precondition_failed' });
+      }
+    });
+
     it('answers 404 artifact_not_found once the pack holding an artifact is gone (retention removed its day)', async () => {
       const goneId = 6_000_000_000 + completed.id;
       await copyOfCompleted(goneId, {

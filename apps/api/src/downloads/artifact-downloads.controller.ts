@@ -9,11 +9,13 @@ import { DomainError, Errors } from '@app/common';
 import { WorkflowRun } from '@app/persistence';
 import { ApiErrors } from '../openapi-docs';
 import { requestedRange } from './byte-range';
+import { conditionalAnswer } from './conditional-request';
 
 const DOWNLOAD_ERRORS = ApiErrors({
   403: '`download_token_invalid`: the link was tampered with',
   404: '`artifact_not_found`: the artifact is gone from storage',
   410: '`download_expired`',
+  412: '`precondition_failed`: an `If-Match` that names another copy',
   416: '`range_not_satisfiable`: a `Range` starting past the end',
 });
 
@@ -72,8 +74,19 @@ export class ArtifactDownloadsController {
     const ifRange = headers['if-range'];
     // A HEAD answers as a GET without Range would: range handling is defined for GET alone (RFC 9110, 14.2).
     const head = reply.request.method === 'HEAD';
-    const asked = head ? { kind: 'whole' as const } : requestedRange(headers.range, Array.isArray(ifRange) ? ifRange.join(', ') : ifRange, etag, stored.size);
+    const asked = head ? { kind: 'whole' as const } : requestedRange(headers.range, joined(ifRange), etag, stored.size);
     void reply.header('accept-ranges', 'bytes').header('etag', etag).header('cache-control', 'private, no-store');
+    const condition = conditionalAnswer(joined(headers['if-match']), joined(headers['if-none-match']), etag);
+    if (condition === 'precondition_failed') {
+      await stored.close();
+      throw new DomainError(412, 'precondition_failed', 'If-Match names no copy of this artifact');
+    }
+    if (condition === 'not_modified') {
+      // The copy the client holds is this one: nothing more is sent (RFC 9110, 15.4.5).
+      await stored.close();
+      await reply.status(304).send();
+      return;
+    }
     if (asked.kind === 'unsatisfiable') {
       await stored.close();
       void reply.header('content-range', `bytes */${stored.size}`);
@@ -90,4 +103,9 @@ export class ArtifactDownloadsController {
       .header('content-disposition', `attachment; filename="${run.name}-${artifact}${extension}"`)
       .send(head ? Readable.from([]) : stored.read(range));
   }
+}
+
+/** A header Node gives as a list when it came more than once, as one field (RFC 9110, 5.3). */
+function joined(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
 }
