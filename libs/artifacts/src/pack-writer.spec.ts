@@ -1,5 +1,5 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { FileHandle } from 'node:fs/promises';
+import { FileHandle, open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PackWriter, writeAll } from './pack-writer';
@@ -40,6 +40,36 @@ describe('PackWriter', () => {
     expect(after.pack).toMatch(/^packs\/2026-11-26\/.+-2\.pack$/);
     expect(after.offset).toBe(0);
     expect(readdirSync(join(root, 'packs')).sort()).toEqual(['2026-11-25', '2026-11-26']);
+  });
+
+  it('leaves no stray bytes nor packs behind batches that fail part-way, as on a full disk, and goes on once writes succeed', async () => {
+    const writer = new PackWriter(root, { packBytes: 1024, sync: true });
+    const committed = await writer.write(Buffer.from('committed'));
+    // Every file handle's writev: half of what it was given reaches the file, then the disk is full.
+    const probe = await open(join(root, 'probe'), 'w');
+    const prototype = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const realWritev = prototype.writev;
+    const full = jest.spyOn(prototype, 'writev').mockImplementation(async function (this: FileHandle, buffers: readonly NodeJS.ArrayBufferView[], position?: number) {
+      const first = buffers[0] as Buffer;
+      await realWritev.call(this, [first.subarray(0, Math.ceil(first.length / 2))], position);
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    });
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await expect(writer.write(Buffer.from(`doomed-${attempt}`))).rejects.toMatchObject({ code: 'ENOSPC' });
+      }
+    } finally {
+      full.mockRestore();
+    }
+    const after = await writer.write(Buffer.from('after'));
+    await writer.close();
+    const day = committed.pack.split('/')[1];
+    // The first pack cut back to what it held; the empty ones the failed batches began, removed.
+    expect(readdirSync(join(root, 'packs', day)).sort()).toEqual([committed.pack, after.pack].map((pack) => pack.split('/')[2]).sort());
+    expect(readFileSync(join(root, committed.pack), 'utf8')).toBe('committed');
+    expect(after.pack).not.toBe(committed.pack);
+    expect(readFileSync(join(root, after.pack), 'utf8')).toBe('after');
   });
 
   it('names its packs after this process, apart from another writer in the same folder', async () => {

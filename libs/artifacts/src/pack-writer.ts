@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { FileHandle, mkdir, open } from 'node:fs/promises';
+import { FileHandle, mkdir, open, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Batcher } from '@app/common';
@@ -86,8 +86,7 @@ export class PackWriter {
       await writeAll(pack.handle, bodies, pack.size);
       if (this.options.sync) await pack.handle.datasync();
     } catch (error) {
-      // What reached the file is unknown: the next batch starts a new pack rather than writing after it.
-      await this.retire();
+      await this.discardFailedBatch(pack);
       throw error;
     }
     let offset = pack.size;
@@ -123,6 +122,22 @@ export class PackWriter {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
     }
+  }
+
+  /**
+   * After a batch that failed part-way (a full disk): what reached the file
+   * is unknown, so the next batch starts a new pack rather than writing after
+   * it, and the failed batch's bytes, which no key names, are taken off: a
+   * pack that held nothing before it is removed, another cut back to what it
+   * held. Else a full disk, retried by every upload and collection, left one
+   * more pack of stray bytes at each try. Best effort: a pack that cannot be
+   * cut or removed is only retired.
+   */
+  private async discardFailedBatch(pack: OpenPack): Promise<void> {
+    if (this.current === pack) this.current = null;
+    if (pack.size > 0) await pack.handle.truncate(pack.size).catch(() => undefined);
+    await pack.handle.close().catch(() => undefined);
+    if (pack.size === 0) await unlink(join(this.root, pack.relative)).catch(() => undefined);
   }
 
   private async retire(): Promise<void> {
