@@ -1,6 +1,7 @@
 import { loadDatabaseUrl } from '@app/config';
 import { ensureDatabase, MigrationOptions, runMigrations } from '@app/persistence';
 import { CliCommand } from '../cli-command';
+import { CliFailure } from '../cli-failure';
 import { CliIo } from '../cli-io';
 import { databaseErrorCode } from '../database-error-code';
 import { describeDatabase } from '../describe-database';
@@ -39,6 +40,17 @@ async function migrate(databaseUrl: string, io: CliIo): Promise<string[]> {
     // not tried otherwise, so hosted Postgres without that right still works.
     if (databaseErrorCode(error) !== '3D000') throw error;
   }
-  if (await ensureDatabase(databaseUrl)) io.err(`Created database ${describeDatabase(databaseUrl)}.`);
+  let created: boolean;
+  try {
+    created = await ensureDatabase(databaseUrl);
+  } catch (error) {
+    // Said of the admin database it was asked through, not of DATABASE_URL's own: its credentials may be fine there.
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new CliFailure(
+      `${describeDatabase(databaseUrl)} does not exist, and it could not be created through the server's "postgres" database ` +
+        `(${reason}): create it yourself (CREATE DATABASE), then run migrate again`,
+    );
+  }
+  if (created) io.err(`Created database ${describeDatabase(databaseUrl)}.`);
   return apply();
 }
