@@ -118,6 +118,34 @@ describe('management API: workflows', () => {
     expect(active).toEqual({ uuid: path, is_active: true });
   });
 
+  it('publishes the draft version the caller reviewed only while it is still the draft (409 draft_changed otherwise, nothing published)', async () => {
+    const created = await createWorkflow(apps, org, graph({ prompt: 'reviewed' }));
+    const reviewed = created.draft_definition.version;
+    const publish = (body?: Record<string, unknown>) => apps.client.post(`/api/v1/workflows/${created.id}/publish`, body, { key: org.adminKey });
+    // Someone else saves a half-finished draft between the review and the publish.
+    const meanwhile = await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ prompt: 'half-finished' }) }, { key: org.adminKey });
+    expect(meanwhile.body.draft_definition.version).toBeGreaterThan(reviewed);
+
+    const refused = await publish({ version: reviewed });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ statusCode: 409, code: 'draft_changed' });
+    expect(refused.body.message).toContain(`not ${reviewed}`);
+    const unchanged = (await apps.client.get(`/api/v1/workflows/${created.id}`, { key: org.adminKey })).body;
+    expect(unchanged.published_definition).toBeNull();
+    expect(unchanged.draft_definition.version).toBe(meanwhile.body.draft_definition.version);
+
+    const published = await publish({ version: meanwhile.body.draft_definition.version });
+    expect(published.status).toBe(200);
+    expect(published.body.published_definition.version).toBe(meanwhile.body.draft_definition.version);
+    // Without a version, as before: whatever draft is there.
+    await apps.client.put(`/api/v1/workflows/${created.id}/draft`, { definition: graph({ prompt: 'next' }) }, { key: org.adminKey });
+    expect((await publish()).status).toBe(200);
+    for (const bad of [{ version: 0 }, { version: '3' }, { version: 1.5 }, { other: 1 }]) {
+      const invalid = await publish(bad);
+      expect({ bad, status: invalid.status, code: invalid.body.code }).toEqual({ bad, status: 400, code: 'validation_failed' });
+    }
+  });
+
   it('keeps a trigger_path the definition gives, lower-cased', async () => {
     const uuid = randomUUID();
     const body = await createWorkflow(apps, org, graph({ trigger: uuid.toUpperCase() }));

@@ -5,6 +5,7 @@ import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
 import { AuthenticatedKey } from '../auth/authenticated-key';
 import { CurrentApiKey } from '../auth/current-api-key.decorator';
 import { CreateWorkflowDto } from './create-workflow.dto';
+import { PublishWorkflowDto } from './publish-workflow.dto';
 import { SaveDraftDto } from './save-draft.dto';
 import { workflowNotFound } from './workflow-not-found.error';
 import { WorkflowPage, WorkflowView } from './workflow-view';
@@ -83,12 +84,17 @@ export class WorkflowsController {
   @ApiOperation({
     operationId: 'publishWorkflow',
     summary: 'Publish the draft; the previously published definition is archived',
-    description: '409 `no_draft` when the workflow has no draft.',
+    description:
+      '409 `no_draft` when the workflow has no draft; 409 `draft_changed` when a `version` is given and the draft is no longer that version.',
   })
   @ApiOkResponse({ type: WorkflowView })
-  @ApiErrors({ 400: badId(), 404: '`workflow_not_found`', 409: '`no_draft`' })
+  @ApiErrors({ 400: badId(), 404: '`workflow_not_found`', 409: '`no_draft`, `draft_changed`' })
   @ID_PARAM
-  publish(@Param('id', workflowId) id: number, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
-    return this.workflows.publish(key.organizationId, id);
+  publish(
+    @Param('id', workflowId) id: number,
+    @Body() body: PublishWorkflowDto,
+    @CurrentApiKey() key: AuthenticatedKey,
+  ): Promise<WorkflowView> {
+    return this.workflows.publish(key.organizationId, id, body.version);
   }
 }

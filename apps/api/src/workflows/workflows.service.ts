@@ -75,11 +75,18 @@ export class WorkflowsService {
     return view;
   }
 
-  async publish(organizationId: number, id: number): Promise<WorkflowView> {
+  /** `expectedVersion`: the draft the caller reviewed; another one there by now (saved meanwhile) is not published. */
+  async publish(organizationId: number, id: number, expectedVersion?: number): Promise<WorkflowView> {
     const view = await this.dataSource.transaction(async (manager) => {
       await this.lockWorkflow(manager, organizationId, id);
       const draft = await manager.getRepository(WorkflowDefinition).findOneBy({ workflowId: id, status: 'draft' });
       if (!draft) throw Errors.conflict('no_draft', 'The workflow has no draft to publish; save one with PUT .../draft');
+      if (expectedVersion !== undefined && draft.version !== expectedVersion) {
+        throw Errors.conflict(
+          'draft_changed',
+          `The draft is version ${draft.version}, not ${expectedVersion}: it was saved again since; read it, then publish that version`,
+        );
+      }
       // Archive first: the partial unique index allows one published row per workflow at every statement.
       await manager.query(`UPDATE workflow_definitions SET status = 'archived' WHERE workflow_id = $1 AND status = 'published'`, [id]);
       await manager.query(
