@@ -112,11 +112,27 @@ describe('management API: OpenAPI document', () => {
     const errorRef = { content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyView' } } } };
     for (const path of ['/api/v1/public/agent/{uuid}', '/api/v1/public/agent/test/{uuid}']) {
       const responses = doc.paths[path].post.responses;
-      for (const status of ['400', '401', '403', '404', '409', '413', '415', '422', '503']) {
+      for (const status of ['400', '401', '403', '404', '409', '413', '414', '415', '422', '503']) {
         expect({ path, status, answer: responses[status] }).toMatchObject({ path, status, answer: errorRef });
       }
+      expect(responses['400'].description).toContain('invalid_json');
+      expect(responses['503'].description).toContain('Retry-After');
       expect(doc.paths[path].post.description).toContain('will be dialed once');
+      // A replay is told apart by a header, and a key may come as a Bearer token too.
+      expect(Object.keys(responses['200'].headers)).toEqual(['Idempotent-Replayed']);
+      expect(doc.paths[path].post.security).toEqual(expect.arrayContaining([{ 'api-key': [] }, { bearer: [] }]));
     }
+    for (const operation of [
+      doc.paths['/api/v1/workflows'].post,
+      doc.paths['/api/v1/api-keys'].post,
+      doc.paths['/api/v1/telephony-configurations'].post,
+      doc.paths['/api/v1/triggers/{uuid}'].patch,
+    ]) {
+      expect({ operation: operation.operationId, answer: operation.responses['400'] }).toMatchObject({ operation: operation.operationId, answer: errorRef });
+    }
+    const downloads = doc.paths['/api/v1/downloads/{payload}/{signature}'].get.responses;
+    for (const status of ['412', '503']) expect({ status, answer: downloads[status] }).toMatchObject({ status, answer: errorRef });
+    expect(doc.components.schemas.CreateTelephonyConfigurationDto.properties.provider.enum).toEqual(['sandbox', 'twilio', 'telnyx', 'vonage', 'plivo']);
     const read = doc.paths['/api/v1/workflow/{workflow_id}/runs/{run_id}'].get.responses;
     for (const status of ['400', '401', '403', '404', '503']) expect({ status, answer: read[status] }).toMatchObject({ status, answer: errorRef });
     expect(doc.components.schemas.RunSummary.properties.recording_url.description).toContain('expires');

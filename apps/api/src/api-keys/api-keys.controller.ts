@@ -34,6 +34,7 @@ export class ApiKeysController {
   @Post()
   @ApiOperation({ operationId: 'createApiKey', summary: 'Issue an API key (the key is shown once)' })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
+  @ApiErrors({ 400: '`validation_failed`', 404: "`workflow_not_found`: a `workflow_ids` entry that is not one of the organization's workflows" })
   create(@Body() body: CreateApiKeyDto, @CurrentApiKey() key: AuthenticatedKey): Promise<CreatedApiKeyView> {
     return this.apiKeys.create(key.organizationId, body);
   }

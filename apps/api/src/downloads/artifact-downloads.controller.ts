@@ -17,6 +17,7 @@ const DOWNLOAD_ERRORS = ApiErrors({
   410: '`download_expired`',
   412: '`precondition_failed`: an `If-Match` that names another copy',
   416: '`range_not_satisfiable`: a `Range` starting past the end',
+  503: '`service_unavailable` with `Retry-After: 1`: the database is away, or storage cannot serve now (full disk, out of file handles)',
 });
 
 /**

@@ -10,6 +10,7 @@ export class CreateDownloadDto {
   artifact: ArtifactKind;
 
   @ApiPropertyOptional({
+    type: 'integer',
     minimum: 1,
     maximum: MAX_DOWNLOAD_LIFETIME_SECONDS,
     nullable: true,

@@ -19,7 +19,7 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { KeepAsSent, StorableText, toE164 } from '@app/common';
-import { MIN_CALLS_PER_SECOND } from '@app/telephony';
+import { MIN_CALLS_PER_SECOND, PROVIDER_NAMES } from '@app/telephony';
 
 const MAX_FROM_NUMBERS = 100;
 const MAX_JSON_BYTES = 16 * 1024;
@@ -84,7 +84,7 @@ export class CreateTelephonyConfigurationDto {
   @StorableText()
   name: string;
 
-  @ApiProperty({ example: 'sandbox', description: 'A provider the service knows: `sandbox` for now.' })
+  @ApiProperty({ enum: PROVIDER_NAMES, example: 'sandbox', description: 'The carrier: `sandbox` (built in, places no real calls) or a real one.' })
   @IsString()
   @MaxLength(50)
   provider: string;
@@ -134,14 +134,14 @@ export class CreateTelephonyConfigurationDto {
   @Max(10_000)
   calls_per_second?: number;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 10_000, default: 10 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 10_000, default: 10 })
   @OptionalNotNull()
   @IsInt()
   @Min(1)
   @Max(10_000)
   max_concurrent_calls?: number;
 
-  @ApiPropertyOptional({ minimum: 10, maximum: 14_400, default: 3600 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 10, maximum: 14_400, default: 3600 })
   @OptionalNotNull()
   @IsInt()
   @Min(10)

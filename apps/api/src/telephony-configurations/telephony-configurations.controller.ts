@@ -42,6 +42,10 @@ export class TelephonyConfigurationsController {
     description: "The organization's first configuration becomes its default for outbound calls.",
   })
   @ApiCreatedResponse({ type: TelephonyConfigurationView })
+  @ApiErrors({
+    400: '`validation_failed`: the body, an unknown provider, or credentials or settings the provider refuses',
+    502: '`carrier_unreachable`: the carrier could not be asked to check the credentials',
+  })
   create(
     @Body() body: CreateTelephonyConfigurationDto,
     @CurrentApiKey() key: AuthenticatedKey,
@@ -72,7 +76,8 @@ export class TelephonyConfigurationsController {
   @ApiErrors({
     400: badId('or `validation_failed` for the body (credentials or settings the provider refuses included)'),
     404: NOT_FOUND,
-    409: '`configuration_in_use`: a change of `provider` while runs placed through it are not complete',
+    409: '`configuration_in_use`: a change of `provider`, or credentials of another carrier account, while runs placed through it are not complete',
+    502: '`carrier_unreachable`: the carrier could not be asked to check new credentials',
     503: '`credentials_unreadable`: the stored credentials cannot be read with this SECRETS_KEY; store them again',
   })
   @ID_PARAM

@@ -1,5 +1,5 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiHeader, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiHeader, ApiOkResponse, ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { RunEnvironment } from '@app/persistence';
 import { ApiKeyRoutes } from '../auth/api-key-routes.decorator';
@@ -23,21 +23,36 @@ const INITIATE_DESCRIPTION =
   '200 means the run is stored and will be dialed once; the call itself is placed after the answer, and whether it ' +
   'went through shows in the run record (`status`, `end_reason`), never as an error of this request.';
 
+/** The 200, and the header that marks a replay. */
+const INITIATED = {
+  type: TriggerCallResponseDto,
+  headers: {
+    'Idempotent-Replayed': {
+      description: "`true` when this answers an earlier request's run (the same Idempotency-Key and body); absent otherwise",
+      schema: { type: 'string' as const, enum: ['true'] },
+    },
+  },
+};
+
 const TRIGGER_ERRORS = ApiErrors({
-  400: '`validation_failed` (the body, with `details` per field) or `telephony_not_configured`',
+  400: '`validation_failed` (the body, with `details` per field), `invalid_json` (not JSON, not UTF-8, or a `__proto__` key) or `telephony_not_configured`',
   401: '`unauthorized`: no API key, or one that is unknown or revoked',
   403: "`forbidden`: the key is another organization's, or limited to other agents",
   404: '`trigger_not_found`, `agent_not_published`, `telephony_configuration_not_found`',
-  409: '`idempotency_request_in_flight`',
+  409: '`idempotency_request_in_flight`: the Idempotency-Key is held by a request still being processed; retry it',
   413: '`payload_too_large`',
   415: '`unsupported_media_type`: send JSON',
   422: '`idempotency_key_reused`: the same Idempotency-Key with another body or URL',
-  503: '`service_unavailable`: the database is away; retry (with the same Idempotency-Key)',
+  414: '`uri_too_long`: a path segment over 100 characters',
+  503:
+    '`service_unavailable` with `Retry-After: 1`: the database is away, or holds the inserts (more than 10,000 triggers waiting, ' +
+    'or one waiting 10 s); nothing was stored: retry (with the same Idempotency-Key)',
 });
 
 /** The two call-initiation URLs of an API trigger: published agent, and latest draft. */
 @ApiTags('public')
 @ApiSecurity('api-key')
+@ApiBearerAuth('bearer')
 @Controller('api/v1/public/agent')
 @ApiKeyRoutes()
 export class PublicTriggerController {
@@ -51,7 +66,7 @@ export class PublicTriggerController {
     description: INITIATE_DESCRIPTION,
   })
   @ApiHeader(IDEMPOTENCY_HEADER)
-  @ApiOkResponse({ type: TriggerCallResponseDto })
+  @ApiOkResponse(INITIATED)
   @TRIGGER_ERRORS
   initiateTest(
     @Param('uuid') uuid: string,
@@ -67,7 +82,7 @@ export class PublicTriggerController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'initiateCall', summary: 'Start a call with the published agent', description: INITIATE_DESCRIPTION })
   @ApiHeader(IDEMPOTENCY_HEADER)
-  @ApiOkResponse({ type: TriggerCallResponseDto })
+  @ApiOkResponse(INITIATED)
   @TRIGGER_ERRORS
   initiateProduction(
     @Param('uuid') uuid: string,

@@ -33,6 +33,7 @@ export class WorkflowsController {
     description: 'Trigger nodes are registered as API triggers; a trigger_path registered to another workflow is a 409.',
   })
   @ApiCreatedResponse({ type: WorkflowView })
+  @ApiErrors({ 400: '`invalid_definition` (the definition, with its reason) or `validation_failed` (the rest of the body)', 409: '`trigger_conflict`' })
   create(@Body() body: CreateWorkflowDto, @CurrentApiKey() key: AuthenticatedKey): Promise<WorkflowView> {
     return this.workflows.create(key.organizationId, body);
   }
