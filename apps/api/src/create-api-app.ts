@@ -10,7 +10,7 @@ import type { FastifyBodyParser, FastifyError, FastifyInstance, FastifyReply, Fa
 import type { Logger as PinoLogger } from 'pino';
 import { DomainError, ErrorBody, PinoNestLogger } from '@app/common';
 import { AppConfig } from '@app/config';
-import { checkRedisDatabase } from '@app/queue';
+import { checkRedisDatabase, GATEWAY_CHECK_WAIT_MS } from '@app/queue';
 import { AgentSessionsService } from './agent-sessions/agent-sessions.service';
 import { RECORDING_LIMIT_BYTES, RecordingUploads } from './agent-sessions/recording-uploads';
 import { AppModule } from './app.module';
@@ -128,7 +128,7 @@ function mediaTypeRefusal(request: FastifyRequest): FastifyError | undefined {
  * request ids, structured logs, body limit, OpenAPI at /docs, shutdown hooks.
  */
 export async function createApiApp(config: AppConfig, logger: PinoLogger): Promise<NestFastifyApplication> {
-  await checkRedisDatabase(config.redisUrl);
+  await checkRedisDatabase(config.redisUrl, GATEWAY_CHECK_WAIT_MS);
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     // Fastify sets neither by default: a connection could hold a request (and an upload its budget) forever.

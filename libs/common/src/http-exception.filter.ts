@@ -97,8 +97,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
       return this.body(503, 'service_unavailable', 'The queue is unavailable; retry shortly', requestId);
     }
     if (isStorageUnavailable(exception)) {
-      // Logged in full as every 5xx is: a disk that stays full needs its operator.
-      return this.body(503, 'service_unavailable', 'Artifact storage cannot serve this now (out of space or file handles); retry shortly', requestId);
+      // Logged in full as every 5xx is: a disk that stays full needs its operator. Worded for sockets too: a process
+      // out of file handles fails a connect with the same EMFILE.
+      return this.body(503, 'service_unavailable', 'The server is out of a resource this needs (disk space, file handles); retry shortly', requestId);
     }
     if (isUnstorableValue(exception)) {
       this.logger.warn({ err: exception, request_id: requestId }, 'a value the database cannot store');

@@ -58,7 +58,7 @@ describe('HttpExceptionFilter on storage that cannot serve now', () => {
     expect(sent.status).toBe(503);
     expect(sent.headers['retry-after']).toBe('1');
     expect(sent.body).toMatchObject({ statusCode: 503, code: 'service_unavailable', request_id: 'req-1' });
-    expect(sent.body.message).toContain('Artifact storage cannot serve this now');
+    expect(sent.body.message).toContain('out of a resource this needs (disk space, file handles)');
   });
 
   it('still answers a permission refused 500: an operator must mend it', () => {

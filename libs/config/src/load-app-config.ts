@@ -38,7 +38,8 @@ export function loadAppConfig(env: Env = process.env): AppConfig {
     databasePoolSize: reader.integer('DATABASE_POOL_SIZE', 10, 1, 200),
     redisUrl: reader.redisUrl('REDIS_URL', DEFAULT_REDIS_URL),
     // At least BullMQ's longest blocking wait for a job (10 s) and its 1-s margin: a worker's idle connection
-    // answers nothing that long, and must not be taken for a dead one.
+    // answers nothing that long, and must not be taken for a dead one. (With no job due, a worker blocks for its
+    // `drainDelay`, 5 s by default, which the processors leave as it is: one set past 11 s would need this raised.)
     redisSocketTimeoutMs: reader.integer('REDIS_SOCKET_TIMEOUT_MS', DEFAULT_REDIS_SOCKET_TIMEOUT_MS, 12_000, 600_000),
     queuePrefix: reader.queuePrefix('QUEUE_PREFIX', '{voice-agent}'),
     apiPort,

@@ -22,6 +22,17 @@ describe('RedisClient', () => {
     }
   });
 
+  it('logs a database Redis refuses as the connection is made, which ioredis would go on without in database 0', async () => {
+    const client = new RedisClient({ redisUrl: 'redis://127.0.0.1:6379/99', queuePrefix: 'unused' } as AppConfig, 'producer');
+    const logged = jest.spyOn(client['logger'], 'error').mockImplementation(() => undefined);
+    try {
+      await client.onModuleInit();
+      expect(logged).toHaveBeenCalledWith(expect.objectContaining({ err: expect.objectContaining({ message: expect.stringContaining('DB index') }) }), expect.stringContaining('working in database 0'));
+    } finally {
+      await client.onApplicationShutdown();
+    }
+  });
+
   it("does not wait for Redis when a worker's client starts: its commands wait instead", async () => {
     const client = new RedisClient(away, 'worker');
     try {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -29,6 +29,7 @@ export type RedisScript = (keys: string[], args: Array<string | number>) => Prom
 @Injectable()
 export class RedisClient implements OnModuleInit, OnApplicationShutdown {
   readonly redis: Redis;
+  private readonly logger = new Logger('Redis');
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -36,8 +37,17 @@ export class RedisClient implements OnModuleInit, OnApplicationShutdown {
   ) {
     // The same connection options as BullMQ's, read from the URL the same way: both must reach the same database.
     this.redis = new Redis({ ...redisConnectionOptions(config.redisUrl, role, config.redisSocketTimeoutMs), lazyConnect: false, enableAutoPipelining: true });
-    // Errors surface on the commands that fail; the connection retries by itself.
-    this.redis.on('error', () => undefined);
+    // Errors surface on the commands that fail; the connection retries by itself. But for a database Redis refuses
+    // as the connection is made (checked at start, and still possible on a Redis that came later, or restarted with
+    // fewer databases): ioredis goes on in database 0, and only this error says so.
+    this.redis.on('error', (error: Error & { command?: { name?: string } }) => {
+      if (error.name === 'ReplyError' && error.command?.name === 'select') {
+        this.logger.error(
+          { err: error },
+          `REDIS_URL selects a database this Redis refuses: this process is working in database 0, where another deployment's queues may be; stop it and fix REDIS_URL`,
+        );
+      }
+    });
   }
 
   /**

@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '@app/common';
 import { loadDatabaseUrl } from '@app/config';
 import { ensureDatabase, MigrationOptions, runMigrations } from '@app/persistence';
 import { CliCommand } from '../cli-command';
@@ -44,6 +45,8 @@ async function migrate(databaseUrl: string, io: CliIo): Promise<string[]> {
   try {
     created = await ensureDatabase(databaseUrl);
   } catch (error) {
+    // The server away or full (a restart between the two connections, too many connections): explained as any other.
+    if (isDatabaseUnavailable(error)) throw error;
     // Said of the admin database it was asked through, not of DATABASE_URL's own: its credentials may be fine there.
     const reason = error instanceof Error ? error.message : String(error);
     throw new CliFailure(
