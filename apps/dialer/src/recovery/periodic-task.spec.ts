@@ -79,6 +79,40 @@ describe('PeriodicTask', () => {
     expect(stoppedAfter!).toBeLessThan(1_500);
   });
 
+  it('leaves the task to another replica once its rounds fail in a row (Postgres out of its reach), and takes it back alone', async () => {
+    const name = `task-${Date.now()}-failing`;
+    const intervalMs = 50; // a lease of 1 s
+    let failing = 0;
+    let healthy = 0;
+    const broken = new PeriodicTask(name, intervalMs, client, async () => {
+      failing += 1;
+      throw new Error('connect ETIMEDOUT');
+    });
+    jest.spyOn(broken['logger'], 'warn').mockImplementation(() => undefined);
+    broken.start();
+    try {
+      await waitFor(async () => (failing >= 1 ? true : undefined), { what: 'the broken replica to hold the task' });
+      const other = new PeriodicTask(name, intervalMs, client, async () => {
+        healthy += 1;
+      });
+      other.start();
+      try {
+        await waitFor(async () => (healthy >= 3 ? true : undefined), { timeoutMs: 5_000, what: 'the healthy replica to take the task over' });
+        // Then the healthy replica keeps it: the broken one finds it held when its wait is over.
+        const failedBefore = failing;
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        expect(failing).toBe(failedBefore);
+      } finally {
+        await other.stop();
+      }
+      // Alone again, the broken replica takes the task back after its wait, and goes on trying.
+      const failedAlone = failing;
+      await waitFor(async () => (failing > failedAlone ? true : undefined), { timeoutMs: 5_000, what: 'the broken replica to try again alone' });
+    } finally {
+      await broken.stop();
+    }
+  });
+
   it('gives its lease up when it stops, so another replica takes the task over at once rather than once it runs out', async () => {
     const name = `task-${Date.now()}-handover`;
     let rounds = 0;

@@ -9,6 +9,15 @@ const MAX_ROUND_MS = 10 * 60_000;
 export const STOP_WAIT_MS = 5_000;
 /** How long it waits when Redis is away: the round then waits on it, and only the process closing ends that. */
 const STOP_WAIT_REDIS_AWAY_MS = 500;
+/** Rounds failed in a row after which a replica gives the task up for a while (`schedule`). */
+export const FAILED_ROUNDS_BEFORE_HANDOVER = 3;
+/**
+ * How many lease lengths (three intervals) a replica that gave the task up
+ * waits before it may take the lease again: every other replica tries once
+ * an interval, so one of them has it by then; a replica alone loses no
+ * more than that after an outage.
+ */
+const SIT_OUT_LEASES = 1;
 
 /**
  * Takes the task's lease (KEYS[1]) for ARGV[1] (this replica) for ARGV[2] ms,
@@ -50,6 +59,12 @@ return 0
  * and two replicas' rounds do not go on side by side. A task stopped after
  * its round returned gives its lease up, so another replica takes over at
  * its next round.
+ *
+ * A replica whose rounds fail FAILED_ROUNDS_BEFORE_HANDOVER times in a row
+ * gives the lease up and leaves it for SIT_OUT_LEASES lease lengths: one
+ * that reaches Redis but not Postgres (a partition, a broken pooler) would
+ * otherwise take the lease again each round, and no healthy replica would
+ * ever dispatch or reap. Alone, it takes the task back after the wait.
  */
 export class PeriodicTask {
   private readonly logger: Logger;
@@ -57,6 +72,9 @@ export class PeriodicTask {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopping = new AbortController();
+  private failedInARow = 0;
+  /** `performance.now()` until which this replica leaves the task to others, after failing its rounds. */
+  private sittingOutUntil = 0;
   /** Defined on first use: a task only constructed (a test running its rounds by hand) sends Redis nothing. */
   private holdLeaseScript: RedisScript | null = null;
   private letLeaseGoScript: RedisScript | null = null;
@@ -153,14 +171,35 @@ export class PeriodicTask {
   private schedule(delayMs: number): void {
     if (this.stopping.signal.aborted) return;
     this.timer = setTimeout(() => {
+      if (performance.now() < this.sittingOutUntil) {
+        this.schedule(this.intervalMs);
+        return;
+      }
       this.running = this.runOnce()
-        .catch((error: unknown) => this.logger.warn({ err: error }, `${this.name} round failed`))
+        .then(
+          () => {
+            this.failedInARow = 0;
+          },
+          (error: unknown) => this.roundFailed(error),
+        )
         .finally(() => {
           this.running = null;
           this.schedule(this.intervalMs);
         });
     }, delayMs);
     this.timer.unref();
+  }
+
+  private async roundFailed(error: unknown): Promise<void> {
+    this.failedInARow += 1;
+    this.logger.warn({ err: error, failed_in_a_row: this.failedInARow }, `${this.name} round failed`);
+    if (this.failedInARow < FAILED_ROUNDS_BEFORE_HANDOVER) return;
+    this.failedInARow = 0;
+    this.sittingOutUntil = performance.now() + this.leaseMs() * SIT_OUT_LEASES;
+    this.logger.warn(
+      `${this.name}: ${FAILED_ROUNDS_BEFORE_HANDOVER} rounds failed in a row; the task is left to another replica for ${(this.leaseMs() * SIT_OUT_LEASES) / 1000} s`,
+    );
+    await this.letLeaseGo();
   }
 
   /**
@@ -177,8 +216,12 @@ export class PeriodicTask {
     );
   }
 
+  private leaseMs(): number {
+    return Math.max(this.intervalMs * 3, 1000);
+  }
+
   private async holdLease(): Promise<boolean> {
-    const ttl = Math.max(this.intervalMs * 3, 1000);
+    const ttl = this.leaseMs();
     this.holdLeaseScript ??= this.client.script('vaHoldTaskLease', HOLD_LEASE, 1);
     return (await this.holdLeaseScript([this.client.keyFor('lease', this.name)], [this.owner, String(ttl)])) === 1;
   }
