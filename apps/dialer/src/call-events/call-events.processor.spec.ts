@@ -1,8 +1,8 @@
 import { AppConfig } from '@app/config';
-import { CallEventJob, RedisHeartbeat } from '@app/queue';
+import { CallEventJob, DATABASE_AWAY_RIDE_OUT_MS, RedisHeartbeat } from '@app/queue';
 import { DelayedError, Job } from 'bullmq';
 import { CallEventApplier } from './call-event-applier.service';
-import { CallEventsProcessor, DATABASE_AWAY_RIDE_OUT_MS } from './call-events.processor';
+import { CallEventsProcessor } from './call-events.processor';
 import { RecordingFetchesBusy } from './run-artifacts-collector.service';
 
 describe('CallEventsProcessor', () => {

@@ -1,19 +1,10 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
-import { isDatabaseUnavailable, SLOW_STATEMENT } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallEventJob, cappedExponentialBackoff, logConnectionErrors, QueueName, RedisHeartbeat } from '@app/queue';
+import { CallEventJob, cappedExponentialBackoff, databaseAwayWait, logConnectionErrors, QueueName, RedisHeartbeat } from '@app/queue';
 import { CallEventApplier, EventTooEarly } from './call-event-applier.service';
 import { RecordingFetchesBusy } from './run-artifacts-collector.service';
-
-/**
- * How long an event waits out a database that cannot be reached without
- * spending its attempts: as long as the gateway remembers the webhook it
- * came in (a carrier's redelivery within that time is refused as a replay,
- * so this job is the event's only copy).
- */
-export const DATABASE_AWAY_RIDE_OUT_MS = 24 * 3600_000;
 
 /**
  * Consumes carrier status events. Errors are logged with context and
@@ -62,14 +53,10 @@ export class CallEventsProcessor extends WorkerHost implements OnModuleInit {
         return delayed(job, error.untilMs, token, error.message);
       }
       const fields = { err: error, ...about, attempt };
-      // Not a statement past its timeout, which may be this event's own (a row lock held): that spends attempts.
-      if (isDatabaseUnavailable(error, SLOW_STATEMENT) && Date.now() - job.timestamp < DATABASE_AWAY_RIDE_OUT_MS) {
-        // attemptsStarted counts every pass, these included: the wait grows over the outage as the attempts' backoff does.
-        const passes = Math.max(1, job.attemptsStarted);
-        const waitMs = cappedExponentialBackoff(passes);
-        // Each job's 1st, 2nd, 4th, 8th... pass only: thousands of events waiting out an outage log a few lines each.
-        if ((passes & (passes - 1)) === 0) this.logger.warn({ ...fields, passes, retry_in_ms: waitMs }, 'call event waits for the database');
-        return delayed(job, Date.now() + waitMs, token, 'waiting for the database');
+      const away = databaseAwayWait(job, error);
+      if (away) {
+        if (away.logged) this.logger.warn({ ...fields, passes: away.passes, retry_in_ms: away.waitMs }, 'call event waits for the database');
+        return delayed(job, Date.now() + away.waitMs, token, 'waiting for the database');
       }
       this.logger.error(fields, lastAttempt ? 'call event failed on its last attempt; it is dropped' : 'call event failed');
       throw error;

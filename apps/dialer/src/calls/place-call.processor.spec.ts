@@ -31,6 +31,50 @@ describe('PlaceCallProcessor', () => {
     return { processor, place, job, run: () => processor.process(job as unknown as Job, 'token') };
   }
 
+  describe('a database it cannot reach', () => {
+    const databaseAway = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+
+    function failingWith(error: Error, job: { timestamp: number; attemptsMade: number; attemptsStarted: number }) {
+      const place = jest.fn(async () => Promise.reject(error));
+      const giveUp = jest.fn(async () => undefined);
+      const processor = new PlaceCallProcessor({ place, giveUp } as unknown as CallPlacer, {} as CallsQueue, {} as AppConfig, {} as RedisHeartbeat);
+      const logged = { warn: jest.spyOn(processor['logger'], 'warn').mockImplementation(() => undefined), error: jest.spyOn(processor['logger'], 'error').mockImplementation(() => undefined) };
+      const moveToDelayed = jest.fn(async () => undefined);
+      const fake = { id: 'place-call:7', data: { runId: 7, organizationId: 3 }, opts: { attempts: 40 }, moveToDelayed, ...job };
+      return { run: () => processor.process(fake as unknown as Job, 'token'), moveToDelayed, giveUp, logged };
+    }
+
+    it('is waited for without spending an attempt, even past the 40th, and without giving the run up', async () => {
+      const { run, moveToDelayed, giveUp, logged } = failingWith(databaseAway(), { timestamp: Date.now() - 3600_000, attemptsMade: 39, attemptsStarted: 64 });
+      const before = Date.now();
+      await expect(run()).rejects.toBeInstanceOf(DelayedError);
+      const [until, token] = moveToDelayed.mock.calls[0] as unknown as [number, string];
+      expect(token).toBe('token');
+      expect(until - before).toBeGreaterThanOrEqual(15_000);
+      expect(until - before).toBeLessThanOrEqual(30_000 + (Date.now() - before));
+      expect(giveUp).not.toHaveBeenCalled();
+      // The 64th pass is one logged (a power of two), as a warning, not an error.
+      expect(logged.warn).toHaveBeenCalledWith(expect.objectContaining({ run_id: 7, passes: 64 }), 'place-call waits for the database');
+      expect(logged.error).not.toHaveBeenCalled();
+    });
+
+    it('writes no line on the passes between the logged ones', async () => {
+      const { run, logged } = failingWith(databaseAway(), { timestamp: Date.now(), attemptsMade: 0, attemptsStarted: 5 });
+      await expect(run()).rejects.toBeInstanceOf(DelayedError);
+      expect(logged.warn).not.toHaveBeenCalled();
+      expect(logged.error).not.toHaveBeenCalled();
+    });
+
+    it('spends attempts on any other error, a statement past its timeout included, and gives the run up on the last', async () => {
+      const slow = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+      const { run, moveToDelayed, giveUp, logged } = failingWith(slow, { timestamp: Date.now(), attemptsMade: 39, attemptsStarted: 40 });
+      await expect(run()).rejects.toThrow('statement timeout');
+      expect(moveToDelayed).not.toHaveBeenCalled();
+      expect(giveUp).toHaveBeenCalledWith(7, 'canceling statement due to statement timeout');
+      expect(logged.error).toHaveBeenCalled();
+    });
+  });
+
   it('hands the placer every field of progress the job carries', async () => {
     const { place, job, run } = processorWith({ kind: 'done', outcome: 'placed' });
     await expect(run()).resolves.toBe('placed');

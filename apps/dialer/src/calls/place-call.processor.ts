@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { CallsQueue, cappedExponentialBackoff, delayWithData, logConnectionErrors, PlaceCallJob, QueueName, RedisHeartbeat } from '@app/queue';
+import { CallsQueue, cappedExponentialBackoff, databaseAwayWait, delayWithData, logConnectionErrors, PlaceCallJob, QueueName, RedisHeartbeat } from '@app/queue';
 import { CallPlacer } from './call-placer.service';
 import { PlaceCallProgress, PlaceDecision } from './place-decision';
 
@@ -48,7 +48,16 @@ export class PlaceCallProcessor extends WorkerHost implements OnModuleInit {
       decision = await this.placer.place(job.data, progress);
     } catch (error) {
       const attempt = job.attemptsMade + 1;
-      this.logger.error({ err: error, run_id: job.data.runId, job_id: job.id, attempt }, 'place-call failed');
+      const fields = { err: error, run_id: job.data.runId, job_id: job.id, attempt };
+      // A database that cannot be reached (a failover, an outage): waited for without spending attempts or writing a
+      // line per job and pass, as call events do. Its 40 attempts would run out in 13 minutes.
+      const away = databaseAwayWait(job, error);
+      if (away) {
+        if (away.logged) this.logger.warn({ ...fields, passes: away.passes, retry_in_ms: away.waitMs }, 'place-call waits for the database');
+        await job.moveToDelayed(Date.now() + away.waitMs, token);
+        throw new DelayedError('waiting for the database');
+      }
+      this.logger.error(fields, 'place-call failed');
       if (attempt >= (job.opts.attempts ?? 1)) {
         await this.placer.giveUp(job.data.runId, (error as Error).message).catch(() => undefined);
       }
