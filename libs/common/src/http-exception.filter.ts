@@ -7,6 +7,7 @@ import { isStorageUnavailable } from './storage-unavailable';
 import { DomainError } from './domain-error';
 import { ErrorBody } from './error-body';
 import { isUnstorableValue } from './unstorable-value';
+import { LogLimiter } from './log-limiter';
 
 const CODES_BY_STATUS: Record<number, string> = {
   400: 'bad_request',
@@ -39,6 +40,9 @@ const FASTIFY_CODES: Record<string, string> = {
  * sealed them), and a client told to come back in a second would only repeat it.
  */
 const RETRY_SOON: ReadonlySet<string> = new Set(['service_unavailable', 'agent_render_failed', 'webhook_in_progress']);
+/** One line per message of those 503s this often at most, with the count of the requests left out. */
+const RETRY_SOON_LOG_EVERY_MS = 10_000;
+const RETRY_SOON_LOGS_KEPT = 100;
 
 /**
  * Maps every error to `{statusCode, code, message, request_id}`. Anything that
@@ -47,6 +51,8 @@ const RETRY_SOON: ReadonlySet<string> = new Set(['service_unavailable', 'agent_r
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpExceptionFilter');
+  /** One per 503 message (a fixed few): a dependency away answers every request so, and clients retry each second. */
+  private readonly retrySoonLogs = new Map<string, LogLimiter>();
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -54,10 +60,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const reply = http.getResponse<FastifyReply>();
     const body = this.toBody(exception, String(request.id ?? ''));
     if (body.statusCode >= 500) {
-      this.logger.error(
-        { err: exception, request_id: body.request_id, method: request.method, url: urlForLog(request.url) },
-        'request failed',
-      );
+      const fields = { err: exception, request_id: body.request_id, method: request.method, url: urlForLog(request.url) };
+      if (RETRY_SOON.has(body.code)) {
+        // A condition that passes (Postgres or Redis away, a full disk): a warning, one a message per 10 s at most.
+        const leftOut = this.retrySoonLog(body.message).admit();
+        if (leftOut !== null) this.logger.warn({ ...fields, left_out: leftOut }, `request answered ${body.statusCode} ${body.code}: ${body.message}`);
+      } else {
+        this.logger.error(fields, 'request failed');
+      }
     }
     if (RETRY_SOON.has(body.code)) void reply.header('retry-after', '1');
     void reply.status(body.statusCode).header('content-type', 'application/json; charset=utf-8').send(body);
@@ -111,6 +121,17 @@ export class HttpExceptionFilter implements ExceptionFilter {
       );
     }
     return this.internal(requestId);
+  }
+
+  private retrySoonLog(message: string): LogLimiter {
+    let limiter = this.retrySoonLogs.get(message);
+    if (!limiter) {
+      // Bounded all the same, should a message ever carry a detail of its own.
+      if (this.retrySoonLogs.size >= RETRY_SOON_LOGS_KEPT) this.retrySoonLogs.clear();
+      limiter = new LogLimiter(RETRY_SOON_LOG_EVERY_MS);
+      this.retrySoonLogs.set(message, limiter);
+    }
+    return limiter;
   }
 
   private messageOf(response: string | object): string | undefined {

@@ -22,4 +22,5 @@ export * from './start-app';
 export * from './recent-map';
 export * from './storable-text';
 export * from './json-values';
+export * from './log-limiter';
 export * from './server-errors';

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { Logger as PinoLogger } from 'pino';
+import { LogLimiter } from './log-limiter';
 
 /** At most one log line per this much time; the errors in between are counted into the next one. */
 const LOG_EVERY_MS = 10_000;
@@ -15,16 +16,9 @@ const LOG_EVERY_MS = 10_000;
  * is logged, with the count of those left out since the last.
  */
 export function logServerErrors(server: EventEmitter, logger: PinoLogger, now: () => number = Date.now): void {
-  let loggedAt = -Infinity;
-  let unlogged = 0;
+  const limiter = new LogLimiter(LOG_EVERY_MS, now);
   server.on('error', (error: Error) => {
-    const at = now();
-    if (at - loggedAt < LOG_EVERY_MS) {
-      unlogged++;
-      return;
-    }
-    logger.error({ err: error, left_out: unlogged }, 'HTTP server error; still listening');
-    loggedAt = at;
-    unlogged = 0;
+    const leftOut = limiter.admit();
+    if (leftOut !== null) logger.error({ err: error, left_out: leftOut }, 'HTTP server error; still listening');
   });
 }

@@ -26,32 +26,38 @@ describe('isStorageUnavailable', () => {
   });
 });
 
-describe('HttpExceptionFilter on storage that cannot serve now', () => {
-  function answer(exception: unknown): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
-    const sent = { status: 0, headers: {} as Record<string, string>, body: {} as Record<string, unknown> };
-    const reply = {
-      status(code: number) {
-        sent.status = code;
-        return reply;
-      },
-      header(name: string, value: string) {
-        sent.headers[name] = value;
-        return reply;
-      },
-      send(body: Record<string, unknown>) {
-        sent.body = body;
-        return reply;
-      },
-    };
-    const host = {
-      switchToHttp: () => ({ getRequest: () => ({ id: 'req-1', method: 'GET', url: '/api/v1/downloads/x/y' }), getResponse: () => reply }),
-    } as unknown as ArgumentsHost;
-    const filter = new HttpExceptionFilter();
-    jest.spyOn(filter['logger'], 'error').mockImplementation(() => undefined);
-    filter.catch(exception, host);
-    return sent;
-  }
+/** The filter's answer to `exception`, as a Fastify reply would carry it. */
+function answer(exception: unknown, filter = quietFilter()): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
+  const sent = { status: 0, headers: {} as Record<string, string>, body: {} as Record<string, unknown> };
+  const reply = {
+    status(code: number) {
+      sent.status = code;
+      return reply;
+    },
+    header(name: string, value: string) {
+      sent.headers[name] = value;
+      return reply;
+    },
+    send(body: Record<string, unknown>) {
+      sent.body = body;
+      return reply;
+    },
+  };
+  const host = {
+    switchToHttp: () => ({ getRequest: () => ({ id: 'req-1', method: 'GET', url: '/api/v1/downloads/x/y' }), getResponse: () => reply }),
+  } as unknown as ArgumentsHost;
+  filter.catch(exception, host);
+  return sent;
+}
 
+function quietFilter(): HttpExceptionFilter {
+  const filter = new HttpExceptionFilter();
+  jest.spyOn(filter['logger'], 'error').mockImplementation(() => undefined);
+  jest.spyOn(filter['logger'], 'warn').mockImplementation(() => undefined);
+  return filter;
+}
+
+describe('HttpExceptionFilter on storage that cannot serve now', () => {
   it('answers 503 with Retry-After, not a bare 500', async () => {
     const full = await writeFile('/dev/full', 'x').catch((error: unknown) => error);
     const sent = answer(full);
@@ -63,5 +69,37 @@ describe('HttpExceptionFilter on storage that cannot serve now', () => {
 
   it('still answers a permission refused 500: an operator must mend it', () => {
     expect(answer(Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' })).status).toBe(500);
+  });
+});
+
+describe('HttpExceptionFilter logging', () => {
+  it('logs a 503 that passes with time (a dependency away) as one warning a message per 10 s, counting those left out', () => {
+    let now = 1_000_000;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      const filter = quietFilter();
+      const away = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      for (let request = 0; request < 50; request++) expect(answer(away(), filter).status).toBe(503);
+      const warn = filter['logger'].warn as unknown as jest.Mock;
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0][0]).toMatchObject({ left_out: 0 });
+      expect(warn.mock.calls[0][1]).toContain('The database is unavailable');
+      // Another cause has a line of its own.
+      answer(Object.assign(new Error('Connection is closed.'), {}), filter);
+      expect(warn).toHaveBeenCalledTimes(2);
+      now += 10_000;
+      answer(away(), filter);
+      expect(warn).toHaveBeenCalledTimes(3);
+      expect(warn.mock.calls[2][0]).toMatchObject({ left_out: 49 });
+      expect(filter['logger'].error).not.toHaveBeenCalled();
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('logs every other 5xx as an error, each one', () => {
+    const filter = quietFilter();
+    for (let request = 0; request < 3; request++) expect(answer(new Error('a bug'), filter).status).toBe(500);
+    expect(filter['logger'].error).toHaveBeenCalledTimes(3);
   });
 });

@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectQueue } from '@nestjs/bullmq';
 import { Queue } from 'bullmq';
+import { LogLimiter } from '@app/common';
 import { QueueName } from './queue-names';
 
 /** One line per source at most this often; the errors between are counted into the next. */
@@ -17,16 +18,10 @@ interface ErrorSource {
  * JSON logs: several a second per connection while Redis is away.
  */
 export function logConnectionErrors(source: ErrorSource, name: string, logger: Logger, now: () => number = Date.now): void {
-  let loggedAt = Number.NEGATIVE_INFINITY;
-  let unlogged = 0;
+  const limiter = new LogLimiter(CONNECTION_ERROR_LOG_INTERVAL_MS, now);
   source.on('error', (error) => {
-    if (now() - loggedAt < CONNECTION_ERROR_LOG_INTERVAL_MS) {
-      unlogged++;
-      return;
-    }
-    logger.warn({ err: error, source: name, errors_since_last_line: unlogged }, 'Redis connection error; BullMQ reconnects by itself');
-    loggedAt = now();
-    unlogged = 0;
+    const unlogged = limiter.admit();
+    if (unlogged !== null) logger.warn({ err: error, source: name, errors_since_last_line: unlogged }, 'Redis connection error; BullMQ reconnects by itself');
   });
 }
 

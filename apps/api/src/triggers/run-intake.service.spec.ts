@@ -222,6 +222,25 @@ describe('RunIntake', () => {
     expect(queue.enqueuePlaceCall).not.toHaveBeenCalled();
   });
 
+  it('logs the groups left to the dispatcher while Redis is away one line per 10 s, counting those left out', async () => {
+    const { intake, queue } = intakeWith(assignIds, async () => Promise.reject(new Error("Stream isn't writeable and enableOfflineQueue options is false")));
+    const warn = jest.spyOn(intake['logger'], 'warn').mockImplementation(() => undefined);
+    let now = 5_000_000;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      for (let group = 0; group < 20; group++) expect(typeof (await intake.accept(newRun(`+1${group}`)))).toBe('number');
+      expect(queue.enqueuePlaceCall).toHaveBeenCalledTimes(20);
+      const leftToDispatcher = () => warn.mock.calls.filter(([, message]) => String(message).startsWith('dial jobs not enqueued'));
+      expect(leftToDispatcher()).toHaveLength(1);
+      now += 10_000;
+      await intake.accept(newRun('+199'));
+      expect(leftToDispatcher()).toHaveLength(2);
+      expect(leftToDispatcher()[1][0]).toMatchObject({ groups_left_out: 19 });
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
   it('answers once the runs are stored even when Redis does not answer within ENQUEUE_TIMEOUT_MS', async () => {
     // On a clock the test moves: the enqueue never settles, so only ENQUEUE_TIMEOUT_MS passing can let the answer go.
     jest.useFakeTimers();

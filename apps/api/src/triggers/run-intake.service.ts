@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Batcher, Errors, failingAlone, withTimeout } from '@app/common';
+import { Batcher, Errors, failingAlone, LogLimiter, withTimeout } from '@app/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { NewRun, WorkflowRunStore } from '@app/persistence';
 import { CallsQueue, PlaceCallJob } from '@app/queue';
@@ -56,6 +56,11 @@ interface StoredRun {
 @Injectable()
 export class RunIntake {
   private readonly logger = new Logger(RunIntake.name);
+  /**
+   * Groups left to the dispatcher, logged one line per 10 s at most: while
+   * Redis is away every group is, hundreds a second under load.
+   */
+  private readonly leftToDispatcherLog = new LogLimiter(10_000);
   private readonly batcher: Batcher<NewRun, StoredRun | null>;
   private enqueuesUnanswered = 0;
 
@@ -131,10 +136,13 @@ export class RunIntake {
     if (this.enqueuesUnanswered >= MAX_ENQUEUES_UNANSWERED) {
       // Nothing sent: counted out of their backlogs again, as the dispatcher counts them in.
       this.uncount(batch, counting, (index) => typeof ids[index] === 'number');
-      this.logger.warn(
-        { run_ids: jobs.map((job) => job.runId), unanswered: this.enqueuesUnanswered },
-        'dial jobs not enqueued: Redis has not answered earlier enqueues; the dispatcher will enqueue them',
-      );
+      const leftOut = this.leftToDispatcherLog.admit();
+      if (leftOut !== null) {
+        this.logger.warn(
+          { run_ids: jobs.map((job) => job.runId), unanswered: this.enqueuesUnanswered, groups_left_out: leftOut },
+          'dial jobs not enqueued: Redis has not answered earlier enqueues; the dispatcher will enqueue them',
+        );
+      }
       return;
     }
     this.enqueuesUnanswered += 1;
@@ -160,10 +168,13 @@ export class RunIntake {
     try {
       await withTimeout(enqueueing, this.config.enqueueTimeoutMs, 'enqueueing the dial jobs');
     } catch (error) {
-      this.logger.warn(
-        { run_ids: jobs.map((job) => job.runId), err: error },
-        'dial jobs not enqueued now; the dispatcher will enqueue them',
-      );
+      const leftOut = this.leftToDispatcherLog.admit();
+      if (leftOut !== null) {
+        this.logger.warn(
+          { run_ids: jobs.map((job) => job.runId), err: error, groups_left_out: leftOut },
+          'dial jobs not enqueued now; the dispatcher will enqueue them',
+        );
+      }
     }
   }
 
